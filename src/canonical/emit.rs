@@ -1,0 +1,78 @@
+//! Serialising a parsed tree in canonical form.
+
+use super::number::{write_double, write_integer};
+use super::{Node, Sink};
+
+/// Writes `node` in canonical form. Doubles in a tree are finite by construction.
+pub(crate) fn emit(node: &Node<'_>, out: &mut impl Sink) {
+    match node {
+        Node::Null => out.put(b"null"),
+        Node::Bool(true) => out.put(b"true"),
+        Node::Bool(false) => out.put(b"false"),
+        Node::Integer(digits) => write_integer(digits, out),
+        Node::Double(value) => {
+            // Trees are built only from finite values, so this cannot fail.
+            let _ = write_double(*value, out);
+        }
+        Node::String(text) => write_string(text, out),
+        Node::Array(items) => {
+            out.put(b"[");
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.put(b",");
+                }
+                emit(item, out);
+            }
+            out.put(b"]");
+        }
+        Node::Object(members) => {
+            out.put(b"{");
+            for (i, (name, value)) in members.iter().enumerate() {
+                if i > 0 {
+                    out.put(b",");
+                }
+                write_string(name, out);
+                out.put(b":");
+                emit(value, out);
+            }
+            out.put(b"}");
+        }
+    }
+}
+
+/// Writes a string with the minimal escapes of RFC 8785 §3.2.2.2.
+fn write_string(text: &str, out: &mut impl Sink) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let bytes = text.as_bytes();
+    out.put(b"\"");
+    let mut run_start = 0;
+    for (i, &byte) in bytes.iter().enumerate() {
+        let short: &[u8] = match byte {
+            b'"' => b"\\\"",
+            b'\\' => b"\\\\",
+            b'\n' => b"\\n",
+            b'\r' => b"\\r",
+            b'\t' => b"\\t",
+            0x08 => b"\\b",
+            0x0c => b"\\f",
+            0x00..=0x1f => &[],
+            _ => continue,
+        };
+        out.put(&bytes[run_start..i]);
+        run_start = i + 1;
+        if short.is_empty() {
+            out.put(&[
+                b'\\',
+                b'u',
+                b'0',
+                b'0',
+                HEX[usize::from(byte >> 4)],
+                HEX[usize::from(byte & 0xf)],
+            ]);
+        } else {
+            out.put(short);
+        }
+    }
+    out.put(&bytes[run_start..]);
+    out.put(b"\"");
+}

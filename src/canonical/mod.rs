@@ -1,0 +1,116 @@
+//! RFC 8785 (JCS) canonical JSON, written straight into a hasher.
+//!
+//! Two JSON texts that mean the same document, whatever their member order, whitespace,
+//! escapes or number spelling, produce the same canonical bytes. One deliberate departure from
+//! the RFC keeps two requests an upstream could tell apart from ever sharing a form: integer
+//! literals keep their exact digits instead of being rounded through an f64
+//! (`9007199254740993` stays itself).
+//!
+//! ```
+//! use tower_idempotency::canonical::to_canonical_vec;
+//!
+//! let a = to_canonical_vec(br#"{ "b": 1.50, "a": "\u0041" }"#).unwrap();
+//! let b = to_canonical_vec(br#"{"a":"A","b":15e-1}"#).unwrap();
+//! assert_eq!(a, b);
+//! assert_eq!(a, br#"{"a":"A","b":1.5}"#);
+//! ```
+
+mod emit;
+mod number;
+mod order;
+mod parse;
+mod pointer;
+mod value;
+
+use std::borrow::Cow;
+use std::fmt;
+
+pub use pointer::JsonPointer;
+
+pub(crate) use emit::emit;
+pub(crate) use parse::parse;
+pub(crate) use value::{from_value, to_value};
+
+/// A parsed JSON value whose objects hold their members in canonical order.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Node<'a> {
+    Null,
+    Bool(bool),
+    /// An integer literal, exactly as written.
+    Integer(Cow<'a, str>),
+    Double(f64),
+    String(Cow<'a, str>),
+    Array(Vec<Node<'a>>),
+    /// Members sorted by UTF-16 code units, names unique.
+    Object(Vec<(Cow<'a, str>, Node<'a>)>),
+}
+
+/// Where canonical bytes go: a buffer, or a hasher that never sees them as one string.
+pub trait Sink {
+    /// Appends bytes.
+    fn put(&mut self, bytes: &[u8]);
+}
+
+impl Sink for Vec<u8> {
+    fn put(&mut self, bytes: &[u8]) {
+        self.extend_from_slice(bytes);
+    }
+}
+
+impl Sink for sha2::Sha256 {
+    fn put(&mut self, bytes: &[u8]) {
+        sha2::Digest::update(self, bytes);
+    }
+}
+
+/// Why a text has no canonical form; the fingerprint then falls back to the raw bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CanonicalError {
+    /// The text is not JSON.
+    Syntax(&'static str),
+    /// A string holds bytes that are not UTF-8.
+    InvalidUtf8,
+    /// A `\u` escape names half of a surrogate pair.
+    LoneSurrogate,
+    /// An object names the same member twice: parsers disagree on which one wins.
+    DuplicateMember,
+    /// Nesting goes deeper than the parser's limit.
+    TooDeep,
+    /// A number beyond the range of an IEEE 754 double.
+    NumberOutOfRange,
+}
+
+impl fmt::Display for CanonicalError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Syntax(what) => write!(f, "not JSON: {what}"),
+            Self::InvalidUtf8 => f.write_str("a string is not valid UTF-8"),
+            Self::LoneSurrogate => f.write_str("a string holds a lone surrogate escape"),
+            Self::DuplicateMember => f.write_str("an object has a duplicate member name"),
+            Self::TooDeep => f.write_str("the document is nested too deeply"),
+            Self::NumberOutOfRange => f.write_str("a number is out of the range of a double"),
+        }
+    }
+}
+
+impl std::error::Error for CanonicalError {}
+
+/// Writes the canonical form of a JSON text into `sink`.
+///
+/// Nothing is written when the text has no canonical form.
+pub fn write_canonical(json: &[u8], sink: &mut impl Sink) -> Result<(), CanonicalError> {
+    let node = parse(json)?;
+    emit(&node, sink);
+    Ok(())
+}
+
+/// Returns the canonical form of a JSON text as bytes.
+pub fn to_canonical_vec(json: &[u8]) -> Result<Vec<u8>, CanonicalError> {
+    let mut out = Vec::with_capacity(json.len());
+    write_canonical(json, &mut out)?;
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests;

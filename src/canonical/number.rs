@@ -1,0 +1,107 @@
+//! Numbers in canonical form.
+//!
+//! Integer literals (no fraction, no exponent) keep their exact digits: inside ±2^53 these
+//! digits are already what RFC 8785 prints, and outside it rounding through an f64 would merge
+//! two amounts an upstream can tell apart. Every other number is parsed as an IEEE 754 double
+//! and printed in ECMAScript's shortest round-trip form, as RFC 8785 requires.
+
+use super::{CanonicalError, Sink};
+
+/// Writes an integer literal taken verbatim from the document (`-0` becomes `0`).
+pub(super) fn write_integer(digits: &str, out: &mut impl Sink) {
+    if digits == "-0" {
+        out.put(b"0");
+    } else {
+        out.put(digits.as_bytes());
+    }
+}
+
+/// Writes a double in ECMAScript `Number.prototype.toString` form; non-finite values have no
+/// JSON spelling and are refused.
+pub(super) fn write_double(value: f64, out: &mut impl Sink) -> Result<(), CanonicalError> {
+    if !value.is_finite() {
+        return Err(CanonicalError::NumberOutOfRange);
+    }
+    if value == 0.0 {
+        // Both zeros print as "0" in ECMAScript.
+        out.put(b"0");
+        return Ok(());
+    }
+    let mut buffer = ryu_js::Buffer::new();
+    out.put(buffer.format_finite(value).as_bytes());
+    Ok(())
+}
+
+/// Parses the text of a number literal that has a fraction or an exponent.
+pub(super) fn parse_double(literal: &str) -> Result<f64, CanonicalError> {
+    let value: f64 = literal
+        .parse()
+        .map_err(|_| CanonicalError::Syntax("malformed number"))?;
+    if value.is_finite() {
+        Ok(value)
+    } else {
+        Err(CanonicalError::NumberOutOfRange)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn double(bits: u64) -> String {
+        let mut out = Vec::new();
+        write_double(f64::from_bits(bits), &mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    /// The sample values of RFC 8785, Appendix B (IEEE 754 bit patterns and their canonical text).
+    #[test]
+    fn doubles_print_as_in_rfc_8785_appendix_b() {
+        let samples: &[(u64, &str)] = &[
+            (0x0000000000000000, "0"),
+            (0x8000000000000000, "0"),
+            (0x0000000000000001, "5e-324"),
+            (0x8000000000000001, "-5e-324"),
+            (0x7fefffffffffffff, "1.7976931348623157e+308"),
+            (0xffefffffffffffff, "-1.7976931348623157e+308"),
+            (0x4340000000000000, "9007199254740992"),
+            (0xc340000000000000, "-9007199254740992"),
+            (0x4430000000000000, "295147905179352830000"),
+            (0x44b52d02c7e14af5, "9.999999999999997e+22"),
+            (0x44b52d02c7e14af6, "1e+23"),
+            (0x44b52d02c7e14af7, "1.0000000000000001e+23"),
+            (0x444b1ae4d6e2ef4e, "999999999999999700000"),
+            (0x444b1ae4d6e2ef4f, "999999999999999900000"),
+            (0x444b1ae4d6e2ef50, "1e+21"),
+            (0x3eb0c6f7a0b5ed8c, "9.999999999999997e-7"),
+            (0x3eb0c6f7a0b5ed8d, "0.000001"),
+            (0x41b3de4355555553, "333333333.3333332"),
+            (0x41b3de4355555554, "333333333.33333325"),
+            (0x41b3de4355555555, "333333333.3333333"),
+            (0x41b3de4355555556, "333333333.3333334"),
+            (0x41b3de4355555557, "333333333.33333343"),
+            (0xbecbf647612f3696, "-0.0000033333333333333333"),
+            (0x43143ff3c1cb0959, "1424953923781206.2"),
+        ];
+        for (bits, expected) in samples {
+            assert_eq!(double(*bits), *expected, "bits {bits:#018x}");
+        }
+    }
+
+    #[test]
+    fn non_finite_doubles_are_refused() {
+        let mut out = Vec::new();
+        assert_eq!(
+            write_double(f64::NAN, &mut out),
+            Err(CanonicalError::NumberOutOfRange)
+        );
+        assert_eq!(parse_double("1e400"), Err(CanonicalError::NumberOutOfRange));
+    }
+
+    #[test]
+    fn negative_zero_integer_is_zero() {
+        let mut out = Vec::new();
+        write_integer("-0", &mut out);
+        assert_eq!(out, b"0");
+    }
+}

@@ -1,0 +1,164 @@
+//! RFC 6901 JSON Pointers, used to leave fields out of a fingerprint or to read an explicit key.
+
+use std::fmt;
+use std::str::FromStr;
+
+use super::Node;
+
+/// A JSON Pointer such as `/tool_call_id` or `/meta/request_id`.
+///
+/// ```
+/// use tower_idempotency::canonical::JsonPointer;
+///
+/// let pointer: JsonPointer = "/a~1b/0".parse().unwrap();
+/// assert_eq!(pointer.tokens(), ["a/b", "0"]);
+/// assert!("no-leading-slash".parse::<JsonPointer>().is_err());
+/// ```
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct JsonPointer {
+    text: String,
+    tokens: Vec<String>,
+}
+
+/// The text is not a JSON Pointer (RFC 6901).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InvalidPointer(String);
+
+impl fmt::Display for InvalidPointer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:?} is not a JSON Pointer", self.0)
+    }
+}
+
+impl std::error::Error for InvalidPointer {}
+
+impl FromStr for JsonPointer {
+    type Err = InvalidPointer;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let invalid = || InvalidPointer(text.to_owned());
+        if text.is_empty() {
+            // The whole document: accepted by RFC 6901 but meaningless to leave out.
+            return Err(invalid());
+        }
+        let rest = text.strip_prefix('/').ok_or_else(invalid)?;
+        let tokens = rest
+            .split('/')
+            .map(|raw| unescape(raw).ok_or_else(invalid))
+            .collect::<Result<_, _>>()?;
+        Ok(Self {
+            text: text.to_owned(),
+            tokens,
+        })
+    }
+}
+
+fn unescape(raw: &str) -> Option<String> {
+    let mut out = String::with_capacity(raw.len());
+    let mut chars = raw.chars();
+    while let Some(c) = chars.next() {
+        if c == '~' {
+            match chars.next()? {
+                '0' => out.push('~'),
+                '1' => out.push('/'),
+                _ => return None,
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    Some(out)
+}
+
+impl fmt::Debug for JsonPointer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.text, f)
+    }
+}
+
+impl fmt::Display for JsonPointer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+impl JsonPointer {
+    /// The reference tokens, unescaped.
+    pub fn tokens(&self) -> &[String] {
+        &self.tokens
+    }
+
+    /// Removes the value the pointer names, if there is one.
+    pub(crate) fn remove<'a>(&self, root: &mut Node<'a>) -> Option<Node<'a>> {
+        let (last, path) = self.tokens.split_last()?;
+        let parent = path.iter().try_fold(root, |node, token| child(node, token))?;
+        match parent {
+            Node::Object(members) => {
+                let at = members.iter().position(|(name, _)| name == last)?;
+                Some(members.remove(at).1)
+            }
+            Node::Array(items) => {
+                let at = index(last)?;
+                (at < items.len()).then(|| items.remove(at))
+            }
+            _ => None,
+        }
+    }
+}
+
+fn index(token: &str) -> Option<usize> {
+    if token.len() > 1 && token.starts_with('0') {
+        return None;
+    }
+    token.parse().ok()
+}
+
+fn child<'n, 'a>(node: &'n mut Node<'a>, token: &str) -> Option<&'n mut Node<'a>> {
+    match node {
+        Node::Object(members) => members
+            .iter_mut()
+            .find(|(name, _)| name == token)
+            .map(|(_, value)| value),
+        Node::Array(items) => items.get_mut(index(token)?),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::canonical::{emit, parse};
+
+    fn without(json: &str, pointer: &str) -> String {
+        let mut node = parse(json.as_bytes()).unwrap();
+        pointer.parse::<JsonPointer>().unwrap().remove(&mut node);
+        let mut out = Vec::new();
+        emit(&node, &mut out);
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn removes_members_at_any_depth() {
+        assert_eq!(without(r#"{"a":1,"id":"x"}"#, "/id"), r#"{"a":1}"#);
+        assert_eq!(
+            without(r#"{"m":{"id":2,"k":3}}"#, "/m/id"),
+            r#"{"m":{"k":3}}"#
+        );
+        assert_eq!(without(r#"{"l":[1,2,3]}"#, "/l/1"), r#"{"l":[1,3]}"#);
+        assert_eq!(without(r#"{"a/b":1,"c":2}"#, "/a~1b"), r#"{"c":2}"#);
+    }
+
+    #[test]
+    fn missing_targets_leave_the_document_alone() {
+        assert_eq!(without(r#"{"a":1}"#, "/b"), r#"{"a":1}"#);
+        assert_eq!(without(r#"[1]"#, "/01"), r#"[1]"#);
+        assert_eq!(without(r#""s""#, "/x"), r#""s""#);
+    }
+
+    #[test]
+    fn malformed_pointers_are_refused() {
+        for text in ["", "a", "/~2", "/~"] {
+            assert!(text.parse::<JsonPointer>().is_err(), "{text:?}");
+        }
+    }
+}
