@@ -4,3 +4,5 @@
 //! tower-idempotency
 
 pub mod canonical;
+pub mod key;
+pub mod store;

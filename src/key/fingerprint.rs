@@ -1,0 +1,270 @@
+//! Fingerprints of request bodies: canonical JSON where it is safe, raw bytes where it is not.
+
+use std::fmt;
+use std::sync::Arc;
+
+use http::HeaderValue;
+use sha2::{Digest, Sha256};
+
+use super::put_framed;
+use super::{ExplicitKey, InvalidExplicitKey};
+use crate::canonical::{self, emit, from_value, to_value, JsonPointer, Node};
+
+const CANONICAL_TAG: &[u8] = b"tower-idempotency/canonical/v1";
+const RAW_TAG: &[u8] = b"tower-idempotency/raw/v1";
+
+/// How a fingerprint was taken. The two kinds never produce the same fingerprint.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum FingerprintKind {
+    /// SHA-256 of the body's canonical JSON.
+    Canonical,
+    /// SHA-256 of the content type and the body's bytes as received.
+    Raw,
+}
+
+/// A digest of what a request asks for.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Fingerprint {
+    kind: FingerprintKind,
+    digest: [u8; 32],
+}
+
+impl Fingerprint {
+    /// Fingerprints bytes as received, with the content type that tells how to read them.
+    pub(crate) fn raw(content_type: Option<&[u8]>, body: &[u8]) -> Self {
+        let mut hasher = Sha256::new();
+        hasher.update(RAW_TAG);
+        put_framed(&mut hasher, content_type.unwrap_or(b""));
+        put_framed(&mut hasher, body);
+        Self {
+            kind: FingerprintKind::Raw,
+            digest: hasher.finalize().into(),
+        }
+    }
+
+    fn canonical(node: &Node<'_>) -> Self {
+        let mut hasher = Sha256::new();
+        hasher.update(CANONICAL_TAG);
+        emit(node, &mut hasher);
+        Self {
+            kind: FingerprintKind::Canonical,
+            digest: hasher.finalize().into(),
+        }
+    }
+
+    /// How the fingerprint was taken.
+    pub fn kind(&self) -> FingerprintKind {
+        self.kind
+    }
+
+    /// 33 bytes: the kind, then the digest (for stores).
+    pub fn to_bytes(&self) -> [u8; 33] {
+        let mut bytes = [0u8; 33];
+        bytes[0] = match self.kind {
+            FingerprintKind::Canonical => b'J',
+            FingerprintKind::Raw => b'R',
+        };
+        bytes[1..].copy_from_slice(&self.digest);
+        bytes
+    }
+
+    /// Reads back what [`Fingerprint::to_bytes`] wrote.
+    pub fn from_bytes(bytes: &[u8; 33]) -> Option<Self> {
+        let kind = match bytes[0] {
+            b'J' => FingerprintKind::Canonical,
+            b'R' => FingerprintKind::Raw,
+            _ => return None,
+        };
+        let mut digest = [0u8; 32];
+        digest.copy_from_slice(&bytes[1..]);
+        Some(Self { kind, digest })
+    }
+}
+
+impl fmt::Debug for Fingerprint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Fingerprint({:?}, {}…)", self.kind, hex::encode(&self.digest[..6]))
+    }
+}
+
+/// A user hook that rewrites the parsed body before it is fingerprinted.
+pub(crate) type Normalizer = Arc<dyn Fn(&mut serde_json::Value) + Send + Sync>;
+
+/// What the layer is configured to do with a body before hashing it.
+#[derive(Clone, Default)]
+pub(crate) struct FingerprintRules {
+    /// Fields that change on every attempt of one intent.
+    pub(crate) ignored: Vec<JsonPointer>,
+    pub(crate) normalizer: Option<Normalizer>,
+    /// A field that carries an explicit key.
+    pub(crate) key_field: Option<JsonPointer>,
+}
+
+/// The fingerprint of a body and the explicit key found in it, if one was configured.
+#[derive(Debug)]
+pub(crate) struct BodyFingerprint {
+    pub(crate) fingerprint: Fingerprint,
+    pub(crate) key_field: Option<Result<ExplicitKey, InvalidExplicitKey>>,
+}
+
+impl FingerprintRules {
+    /// Fingerprints a body. JSON by content type is canonicalised; anything else, or JSON whose
+    /// canonical form could merge requests an upstream would tell apart, is hashed raw.
+    pub(crate) fn fingerprint(&self, content_type: Option<&HeaderValue>, body: &[u8]) -> BodyFingerprint {
+        let raw = || BodyFingerprint {
+            fingerprint: Fingerprint::raw(content_type.map(HeaderValue::as_bytes), body),
+            key_field: None,
+        };
+        if !content_type.is_some_and(is_json) {
+            return raw();
+        }
+        let Ok(mut node) = canonical::parse(body) else {
+            return raw();
+        };
+        let key_field = self.key_field.as_ref().and_then(|pointer| {
+            let value = pointer.remove(&mut node)?;
+            Some(explicit_key_from(&value))
+        });
+        let fingerprint = match &self.normalizer {
+            None => self.canonical_without_ignored(node),
+            Some(normalize) => {
+                let Ok(mut value) = to_value(&node) else {
+                    return raw();
+                };
+                normalize(&mut value);
+                match from_value(&value) {
+                    Ok(node) => self.canonical_without_ignored(node),
+                    Err(_) => return raw(),
+                }
+            }
+        };
+        BodyFingerprint {
+            fingerprint,
+            key_field,
+        }
+    }
+
+    fn canonical_without_ignored(&self, mut node: Node<'_>) -> Fingerprint {
+        for pointer in &self.ignored {
+            pointer.remove(&mut node);
+        }
+        Fingerprint::canonical(&node)
+    }
+}
+
+fn explicit_key_from(value: &Node<'_>) -> Result<ExplicitKey, InvalidExplicitKey> {
+    match value {
+        Node::String(text) => text.parse(),
+        Node::Integer(digits) => digits.parse(),
+        _ => "".parse(),
+    }
+}
+
+/// `application/json` or any `+json` media type, parameters ignored.
+pub(crate) fn is_json(content_type: &HeaderValue) -> bool {
+    let Ok(text) = content_type.to_str() else {
+        return false;
+    };
+    let essence = text.split(';').next().unwrap_or("").trim();
+    essence.eq_ignore_ascii_case("application/json")
+        || essence
+            .rsplit_once('+')
+            .is_some_and(|(_, suffix)| suffix.eq_ignore_ascii_case("json"))
+            && essence.contains('/')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const JSON: HeaderValue = HeaderValue::from_static("application/json");
+
+    fn print(rules: &FingerprintRules, body: &str) -> Fingerprint {
+        rules.fingerprint(Some(&JSON), body.as_bytes()).fingerprint
+    }
+
+    #[test]
+    fn spelling_does_not_change_a_json_fingerprint() {
+        let rules = FingerprintRules::default();
+        assert_eq!(
+            print(&rules, r#"{"to":"a@b.c","n":1.0}"#),
+            print(&rules, "{ \"n\" : 1, \"to\" : \"a\\u0040b.c\" }")
+        );
+    }
+
+    #[test]
+    fn ignored_fields_do_not_count() {
+        let rules = FingerprintRules {
+            ignored: vec!["/tool_call_id".parse().unwrap()],
+            ..Default::default()
+        };
+        assert_eq!(
+            print(&rules, r#"{"q":1,"tool_call_id":"call_1"}"#),
+            print(&rules, r#"{"q":1,"tool_call_id":"call_2"}"#)
+        );
+        assert_ne!(print(&rules, r#"{"q":1}"#), print(&rules, r#"{"q":2}"#));
+    }
+
+    #[test]
+    fn unsafe_documents_fall_back_to_raw_bytes() {
+        let rules = FingerprintRules::default();
+        for body in [r#"{"a":1,"a":2}"#, r#""\ud800""#, "not json", "1e999"] {
+            assert_eq!(print(&rules, body).kind(), FingerprintKind::Raw, "{body}");
+        }
+        // Duplicates resolved differently by different parsers must stay apart.
+        assert_ne!(print(&rules, r#"{"a":1,"a":2}"#), print(&rules, r#"{"a":2,"a":1}"#));
+    }
+
+    #[test]
+    fn non_json_content_types_are_raw_and_kept_apart() {
+        let rules = FingerprintRules::default();
+        let text = HeaderValue::from_static("text/plain");
+        let a = rules.fingerprint(Some(&text), b"{}").fingerprint;
+        let b = rules.fingerprint(Some(&JSON), b"{}").fingerprint;
+        let c = rules.fingerprint(None, b"{}").fingerprint;
+        assert_eq!(a.kind(), FingerprintKind::Raw);
+        assert_ne!(a, b);
+        assert_ne!(a, c);
+    }
+
+    #[test]
+    fn json_media_types_are_recognised() {
+        for ok in ["application/json", "Application/JSON; charset=utf-8", "application/problem+json"] {
+            assert!(is_json(&HeaderValue::from_str(ok).unwrap()), "{ok}");
+        }
+        for no in ["text/plain", "application/jsonx", "json", "+json"] {
+            assert!(!is_json(&HeaderValue::from_str(no).unwrap()), "{no}");
+        }
+    }
+
+    #[test]
+    fn the_normalizer_rewrites_before_hashing() {
+        let rules = FingerprintRules {
+            normalizer: Some(Arc::new(|v: &mut serde_json::Value| {
+                if let Some(to) = v.get_mut("to").and_then(|t| t.as_str().map(str::to_lowercase)) {
+                    v["to"] = to.into();
+                }
+            })),
+            ..Default::default()
+        };
+        assert_eq!(print(&rules, r#"{"to":"A@B.C"}"#), print(&rules, r#"{"to":"a@b.c"}"#));
+        // An integer no 64-bit type holds cannot cross into serde_json exactly: raw, not merged.
+        let big = print(&rules, r#"{"n":123456789012345678901234567890}"#);
+        assert_eq!(big.kind(), FingerprintKind::Raw);
+    }
+
+    #[test]
+    fn the_key_field_is_read_and_left_out() {
+        let rules = FingerprintRules {
+            key_field: Some("/request_id".parse().unwrap()),
+            ..Default::default()
+        };
+        let a = rules.fingerprint(Some(&JSON), br#"{"request_id":"r-1","x":1}"#);
+        let b = rules.fingerprint(Some(&JSON), br#"{"x":1}"#);
+        assert_eq!(a.key_field.unwrap().unwrap().as_str(), "r-1");
+        assert!(b.key_field.is_none());
+        assert_eq!(a.fingerprint, b.fingerprint);
+        let bad = rules.fingerprint(Some(&JSON), br#"{"request_id":{"x":1}}"#);
+        assert!(bad.key_field.unwrap().is_err());
+    }
+}

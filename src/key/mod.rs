@@ -1,0 +1,186 @@
+//! Intent keys: what makes two requests "the same call".
+//!
+//! `key = SHA-256(domain tag, scope, operation, fingerprint or explicit key)`, every part
+//! length-prefixed, so no two different triples can encode to the same bytes.
+
+mod explicit;
+mod fingerprint;
+mod operation;
+
+use std::fmt;
+use std::str::FromStr;
+
+use sha2::{Digest, Sha256};
+
+pub use explicit::{ExplicitKey, InvalidExplicitKey};
+pub use fingerprint::{Fingerprint, FingerprintKind};
+pub use operation::Operation;
+
+pub(crate) use fingerprint::{BodyFingerprint, FingerprintRules, Normalizer};
+
+const INTENT_TAG: &[u8] = b"tower-idempotency/intent/v1";
+const SCOPE_TAG: &[u8] = b"tower-idempotency/scope/v1";
+
+/// Feeds `part` to `hasher` behind its length, so that concatenations stay unambiguous.
+pub(crate) fn put_framed(hasher: &mut Sha256, part: &[u8]) {
+    hasher.update((part.len() as u64).to_be_bytes());
+    hasher.update(part);
+}
+
+/// The identity of one intended action: 32 bytes, shown as 64 lower-case hex digits.
+///
+/// It travels in the `idempotency-intent` response header and names the action on the status
+/// path. It is derived by the layer and is not an `Idempotency-Key`.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct IntentKey([u8; 32]);
+
+/// What besides scope and operation identifies an intent.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum KeyMaterial<'a> {
+    /// The request's own content.
+    Fingerprint(&'a Fingerprint),
+    /// A key the client chose.
+    Explicit(&'a ExplicitKey),
+}
+
+impl IntentKey {
+    /// Derives the key of an intent.
+    pub(crate) fn derive(scope: &[u8], operation: &Operation, material: KeyMaterial<'_>) -> Self {
+        let mut hasher = Sha256::new();
+        hasher.update(INTENT_TAG);
+        put_framed(&mut hasher, scope);
+        operation.hash_into(&mut hasher);
+        match material {
+            KeyMaterial::Fingerprint(fingerprint) => {
+                hasher.update(b"F");
+                put_framed(&mut hasher, &fingerprint.to_bytes());
+            }
+            KeyMaterial::Explicit(key) => {
+                hasher.update(b"E");
+                put_framed(&mut hasher, key.as_str().as_bytes());
+            }
+        }
+        Self(hasher.finalize().into())
+    }
+
+    /// Builds a key from its 32 bytes (for stores that read keys back).
+    pub fn from_bytes(bytes: [u8; 32]) -> Self {
+        Self(bytes)
+    }
+
+    /// The key's bytes.
+    pub fn as_bytes(&self) -> &[u8; 32] {
+        &self.0
+    }
+
+    /// The key as 64 lower-case hex digits.
+    pub fn to_hex(&self) -> String {
+        hex::encode(self.0)
+    }
+
+    /// The first 12 hex digits: enough to tell intents apart in logs, too short to replay one.
+    pub fn short(&self) -> String {
+        hex::encode(&self.0[..6])
+    }
+}
+
+impl fmt::Display for IntentKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.to_hex())
+    }
+}
+
+impl fmt::Debug for IntentKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "IntentKey({}…)", self.short())
+    }
+}
+
+/// The text is not 64 hex digits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InvalidIntentKey(());
+
+impl fmt::Display for InvalidIntentKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an intent key is 64 hex digits")
+    }
+}
+
+impl std::error::Error for InvalidIntentKey {}
+
+impl FromStr for IntentKey {
+    type Err = InvalidIntentKey;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let mut bytes = [0u8; 32];
+        hex::decode_to_slice(text, &mut bytes).map_err(|_| InvalidIntentKey(()))?;
+        Ok(Self(bytes))
+    }
+}
+
+/// A hash of the caller's scope, kept in records so that the status path can refuse other
+/// scopes without the raw session value ever being stored.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct ScopeHash([u8; 32]);
+
+impl ScopeHash {
+    /// Hashes a scope value.
+    pub fn of(scope: &[u8]) -> Self {
+        let mut hasher = Sha256::new();
+        hasher.update(SCOPE_TAG);
+        put_framed(&mut hasher, scope);
+        Self(hasher.finalize().into())
+    }
+
+    /// Builds a scope hash from its bytes (for stores that read records back).
+    pub fn from_bytes(bytes: [u8; 32]) -> Self {
+        Self(bytes)
+    }
+
+    /// The hash's bytes.
+    pub fn as_bytes(&self) -> &[u8; 32] {
+        &self.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http::{Method, Uri};
+
+    fn key(scope: &str, path: &str, body: &[u8]) -> IntentKey {
+        let operation = Operation::new(&Method::POST, &path.parse::<Uri>().unwrap());
+        let fingerprint = Fingerprint::raw(None, body);
+        IntentKey::derive(
+            scope.as_bytes(),
+            &operation,
+            KeyMaterial::Fingerprint(&fingerprint),
+        )
+    }
+
+    #[test]
+    fn separators_inside_parts_cannot_collide() {
+        // A naive "scope:operation" join would give both of these the same bytes.
+        assert_ne!(key("a:b", "/c", b"{}"), key("a", "/b:c", b"{}"));
+        assert_ne!(key("a", "/b", b"c"), key("a", "/bc", b""));
+    }
+
+    #[test]
+    fn explicit_keys_and_fingerprints_never_share_a_key() {
+        let operation = Operation::new(&Method::POST, &"/x".parse::<Uri>().unwrap());
+        let fingerprint = Fingerprint::raw(None, b"k");
+        let explicit: ExplicitKey = "k".parse().unwrap();
+        assert_ne!(
+            IntentKey::derive(b"s", &operation, KeyMaterial::Fingerprint(&fingerprint)),
+            IntentKey::derive(b"s", &operation, KeyMaterial::Explicit(&explicit)),
+        );
+    }
+
+    #[test]
+    fn hex_round_trips() {
+        let k = key("s", "/x", b"");
+        assert_eq!(k.to_hex().parse::<IntentKey>().unwrap(), k);
+        assert!("zz".parse::<IntentKey>().is_err());
+        assert_eq!(k.short().len(), 12);
+    }
+}

@@ -1,0 +1,402 @@
+//! The embedded store: moka for settled intents, a plain map for running ones.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use moka::notification::RemovalCause;
+use moka::policy::{EvictionPolicy, Expiry};
+use moka::sync::Cache;
+
+use super::{Claim, ClaimRequest, Entry, Fence, OwnerToken, Record, RunningInfo, Store, StoreError, Tombstone};
+use crate::key::IntentKey;
+
+/// Default byte budget of the settled-record cache: 64 MiB.
+pub(crate) const DEFAULT_MAX_BYTES: u64 = 64 * 1024 * 1024;
+
+/// An in-process store: no server, one process.
+///
+/// Completed records and failure tombstones live in a moka cache weighed in bytes, each with
+/// its own expiry, under the LRU policy (TinyLFU's admission filter could refuse a fresh
+/// record, and a refused record lets a duplicate run). Running executions live in a map that
+/// is never evicted. Evicting an unexpired record is counted ([`MemoryStore::evictions`]) and
+/// logged: it means the budget is too small.
+///
+/// Clones share the same state.
+///
+/// ```
+/// use tower_idempotency::store::MemoryStore;
+///
+/// let store = MemoryStore::builder().max_bytes(16 * 1024 * 1024).build();
+/// assert_eq!(store.evictions(), 0);
+/// ```
+#[derive(Clone)]
+pub struct MemoryStore {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    running: Mutex<HashMap<IntentKey, Lease>>,
+    settled: Cache<IntentKey, Settled>,
+    evictions: Arc<AtomicU64>,
+}
+
+struct Lease {
+    token: OwnerToken,
+    expires: Instant,
+    info: RunningInfo,
+}
+
+#[derive(Clone)]
+enum Settled {
+    Completed(Arc<Record>, Duration),
+    Failed(Arc<Tombstone>, Duration),
+}
+
+impl Settled {
+    fn ttl(&self) -> Duration {
+        match self {
+            Self::Completed(_, ttl) | Self::Failed(_, ttl) => *ttl,
+        }
+    }
+}
+
+struct SettledExpiry;
+
+impl Expiry<IntentKey, Settled> for SettledExpiry {
+    fn expire_after_create(&self, _: &IntentKey, value: &Settled, _: Instant) -> Option<Duration> {
+        Some(value.ttl())
+    }
+
+    fn expire_after_update(
+        &self,
+        _: &IntentKey,
+        value: &Settled,
+        _: Instant,
+        _: Option<Duration>,
+    ) -> Option<Duration> {
+        Some(value.ttl())
+    }
+}
+
+/// Builds a [`MemoryStore`].
+#[derive(Debug, Clone)]
+pub struct MemoryStoreBuilder {
+    max_bytes: u64,
+}
+
+impl MemoryStoreBuilder {
+    /// The byte budget of kept records (default 64 MiB).
+    pub fn max_bytes(mut self, max_bytes: u64) -> Self {
+        self.max_bytes = max_bytes;
+        self
+    }
+
+    /// Builds the store.
+    pub fn build(self) -> MemoryStore {
+        let evictions = Arc::new(AtomicU64::new(0));
+        let counter = Arc::clone(&evictions);
+        let settled = Cache::builder()
+            .max_capacity(self.max_bytes)
+            .eviction_policy(EvictionPolicy::lru())
+            .weigher(|_: &IntentKey, value: &Settled| -> u32 {
+                let weight = match value {
+                    Settled::Completed(record, _) => record.weight(),
+                    Settled::Failed(..) => 160,
+                };
+                u32::try_from(weight + 32).unwrap_or(u32::MAX)
+            })
+            .expire_after(SettledExpiry)
+            .eviction_listener(move |key: Arc<IntentKey>, value: Settled, cause| {
+                if cause == RemovalCause::Size {
+                    if let Settled::Completed(..) = value {
+                        counter.fetch_add(1, Ordering::Relaxed);
+                        tracing::warn!(
+                            intent = %key.short(),
+                            "an unexpired idempotency record was evicted: the memory store's \
+                             byte budget is too small, and a repeat of this call would run again"
+                        );
+                    }
+                }
+            })
+            .build();
+        MemoryStore {
+            inner: Arc::new(Inner {
+                running: Mutex::new(HashMap::new()),
+                settled,
+                evictions,
+            }),
+        }
+    }
+}
+
+impl Default for MemoryStore {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl MemoryStore {
+    /// A store with the default 64 MiB budget.
+    pub fn new() -> Self {
+        Self::builder().build()
+    }
+
+    /// Starts a builder.
+    pub fn builder() -> MemoryStoreBuilder {
+        MemoryStoreBuilder {
+            max_bytes: DEFAULT_MAX_BYTES,
+        }
+    }
+
+    /// How many unexpired completed records were evicted to stay within the byte budget.
+    pub fn evictions(&self) -> u64 {
+        self.inner.evictions.load(Ordering::Relaxed)
+    }
+
+    /// Bytes currently charged to kept records and tombstones, after pending maintenance.
+    pub fn weighted_size(&self) -> u64 {
+        self.inner.settled.run_pending_tasks();
+        self.inner.settled.weighted_size()
+    }
+
+    /// Executions that hold a lease right now.
+    pub fn running(&self) -> usize {
+        self.running_map().len()
+    }
+
+    fn running_map(&self) -> MutexGuard<'_, HashMap<IntentKey, Lease>> {
+        // A panic while holding the lock leaves the map consistent: every update is one call.
+        self.inner
+            .running
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn settled_entry(&self, key: &IntentKey) -> Option<Entry> {
+        self.inner.settled.get(key).map(|settled| match settled {
+            Settled::Completed(record, _) => Entry::Completed(record),
+            Settled::Failed(tombstone, _) => Entry::Failed(tombstone),
+        })
+    }
+
+    /// Runs `write` if `token` holds `key`, under the lock that makes claims atomic.
+    fn fenced(&self, key: &IntentKey, token: &OwnerToken, write: impl FnOnce(&mut HashMap<IntentKey, Lease>)) -> Fence {
+        let mut running = self.running_map();
+        match running.get(key) {
+            Some(lease) if lease.token == *token => {
+                write(&mut running);
+                Fence::Held
+            }
+            _ => Fence::Lost,
+        }
+    }
+}
+
+impl Store for MemoryStore {
+    async fn claim(&self, key: &IntentKey, request: &ClaimRequest) -> Result<Claim, StoreError> {
+        let now = Instant::now();
+        let mut running = self.running_map();
+        if let Some(lease) = running.get(key) {
+            if lease.expires > now {
+                return Ok(Claim::Running(lease.info));
+            }
+        }
+        if let Some(Entry::Completed(record)) = self.settled_entry(key) {
+            running.remove(key);
+            return Ok(Claim::Completed(record));
+        }
+        let token = OwnerToken::generate();
+        running.insert(
+            *key,
+            Lease {
+                token,
+                expires: now + request.lease,
+                info: RunningInfo {
+                    started_at_ms: request.started_at_ms,
+                    scope: request.scope,
+                    fingerprint: request.fingerprint,
+                },
+            },
+        );
+        Ok(Claim::Acquired(token))
+    }
+
+    async fn complete(
+        &self,
+        key: &IntentKey,
+        token: &OwnerToken,
+        record: Arc<Record>,
+        retention: Duration,
+    ) -> Result<Fence, StoreError> {
+        Ok(self.fenced(key, token, |running| {
+            // Insert before removing the lease, under the lock: no claim sees neither.
+            self.inner
+                .settled
+                .insert(*key, Settled::Completed(record, retention));
+            running.remove(key);
+        }))
+    }
+
+    async fn release(
+        &self,
+        key: &IntentKey,
+        token: &OwnerToken,
+        tombstone: Arc<Tombstone>,
+        ttl: Duration,
+    ) -> Result<Fence, StoreError> {
+        Ok(self.fenced(key, token, |running| {
+            self.inner.settled.insert(*key, Settled::Failed(tombstone, ttl));
+            running.remove(key);
+        }))
+    }
+
+    async fn extend(&self, key: &IntentKey, token: &OwnerToken, lease: Duration) -> Result<Fence, StoreError> {
+        Ok(self.fenced(key, token, |running| {
+            if let Some(held) = running.get_mut(key) {
+                held.expires = Instant::now() + lease;
+            }
+        }))
+    }
+
+    async fn get(&self, key: &IntentKey) -> Result<Option<Entry>, StoreError> {
+        {
+            let running = self.running_map();
+            if let Some(lease) = running.get(key) {
+                if lease.expires > Instant::now() {
+                    return Ok(Some(Entry::Running(lease.info)));
+                }
+            }
+        }
+        Ok(self.settled_entry(key))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::key::{Fingerprint, ScopeHash};
+    use crate::store::{KeptResponse, ReleaseCause, StoredResponse};
+    use bytes::Bytes;
+    use http::{HeaderMap, StatusCode};
+
+    fn key(n: u8) -> IntentKey {
+        IntentKey::from_bytes([n; 32])
+    }
+
+    fn request(lease: Duration) -> ClaimRequest {
+        ClaimRequest {
+            lease,
+            scope: ScopeHash::of(b"s"),
+            fingerprint: Fingerprint::raw(None, b""),
+            started_at_ms: 1,
+        }
+    }
+
+    fn record(body_len: usize) -> Arc<Record> {
+        Arc::new(Record {
+            scope: ScopeHash::of(b"s"),
+            fingerprint: Fingerprint::raw(None, b""),
+            started_at_ms: 1,
+            completed_at_ms: 2,
+            response: KeptResponse::Full(StoredResponse {
+                status: StatusCode::OK,
+                headers: HeaderMap::new(),
+                body: Bytes::from(vec![b'x'; body_len]),
+            }),
+        })
+    }
+
+    fn acquired(claim: Claim) -> OwnerToken {
+        match claim {
+            Claim::Acquired(token) => token,
+            other => panic!("expected Acquired, got {other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_claimed_intent_is_running_until_completed_then_replayed() {
+        let store = MemoryStore::new();
+        let token = acquired(store.claim(&key(1), &request(Duration::from_secs(30))).await.unwrap());
+        assert!(matches!(
+            store.claim(&key(1), &request(Duration::from_secs(30))).await.unwrap(),
+            Claim::Running(_)
+        ));
+        let fence = store
+            .complete(&key(1), &token, record(3), Duration::from_secs(60))
+            .await
+            .unwrap();
+        assert_eq!(fence, Fence::Held);
+        assert!(matches!(
+            store.claim(&key(1), &request(Duration::from_secs(30))).await.unwrap(),
+            Claim::Completed(_)
+        ));
+        assert_eq!(store.running(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_lapsed_lease_is_taken_over_and_the_old_owner_is_fenced() {
+        let store = MemoryStore::new();
+        let old = acquired(store.claim(&key(2), &request(Duration::from_millis(1))).await.unwrap());
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        let new = acquired(store.claim(&key(2), &request(Duration::from_secs(30))).await.unwrap());
+        assert_ne!(old, new);
+        let stale = store
+            .complete(&key(2), &old, record(1), Duration::from_secs(60))
+            .await
+            .unwrap();
+        assert_eq!(stale, Fence::Lost);
+        assert_eq!(
+            store.extend(&key(2), &old, Duration::from_secs(1)).await.unwrap(),
+            Fence::Lost
+        );
+        assert!(matches!(store.get(&key(2)).await.unwrap(), Some(Entry::Running(_))));
+    }
+
+    #[tokio::test]
+    async fn a_release_leaves_a_tombstone_that_does_not_block_a_retry() {
+        let store = MemoryStore::new();
+        let token = acquired(store.claim(&key(3), &request(Duration::from_secs(30))).await.unwrap());
+        let tombstone = Arc::new(Tombstone {
+            scope: ScopeHash::of(b"s"),
+            fingerprint: Fingerprint::raw(None, b""),
+            failed_at_ms: 2,
+            status: Some(StatusCode::SERVICE_UNAVAILABLE),
+            cause: ReleaseCause::Status,
+        });
+        store
+            .release(&key(3), &token, tombstone, Duration::from_secs(60))
+            .await
+            .unwrap();
+        assert!(matches!(store.get(&key(3)).await.unwrap(), Some(Entry::Failed(_))));
+        acquired(store.claim(&key(3), &request(Duration::from_secs(30))).await.unwrap());
+    }
+
+    #[tokio::test]
+    async fn records_expire_after_their_retention() {
+        let store = MemoryStore::new();
+        let token = acquired(store.claim(&key(4), &request(Duration::from_secs(30))).await.unwrap());
+        store
+            .complete(&key(4), &token, record(1), Duration::from_millis(20))
+            .await
+            .unwrap();
+        assert!(store.get(&key(4)).await.unwrap().is_some());
+        tokio::time::sleep(Duration::from_millis(60)).await;
+        assert!(store.get(&key(4)).await.unwrap().is_none());
+    }
+
+    #[tokio::test]
+    async fn the_byte_budget_holds_and_evictions_are_counted() {
+        let store = MemoryStore::builder().max_bytes(64 * 1024).build();
+        for n in 0..64u8 {
+            let token = acquired(store.claim(&key(n), &request(Duration::from_secs(30))).await.unwrap());
+            store
+                .complete(&key(n), &token, record(4096), Duration::from_secs(3600))
+                .await
+                .unwrap();
+        }
+        assert!(store.weighted_size() <= 64 * 1024);
+        assert!(store.evictions() > 0);
+    }
+}

@@ -1,0 +1,131 @@
+//! Where intents are claimed and their outcomes kept.
+//!
+//! A [`Store`] answers one atomic question per request ([`Store::claim`]) and fences every later
+//! write by the [`OwnerToken`] that claim handed out, so an owner that lost its lease can never
+//! overwrite the record of the one that took over.
+
+mod memory;
+mod record;
+mod token;
+
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::key::{Fingerprint, IntentKey, ScopeHash};
+
+pub use memory::{MemoryStore, MemoryStoreBuilder};
+pub use record::{KeptResponse, Record, ReleaseCause, RunningInfo, StoredResponse, Tombstone};
+pub use token::OwnerToken;
+
+/// What a claim asks the store to remember about the execution it starts.
+#[derive(Debug, Clone)]
+pub struct ClaimRequest {
+    /// How long the claim holds without being extended.
+    pub lease: Duration,
+    /// Who may see the outcome.
+    pub scope: ScopeHash,
+    /// What the request asked for (compared when an explicit key is reused).
+    pub fingerprint: Fingerprint,
+    /// When the execution started, in milliseconds since the Unix epoch.
+    pub started_at_ms: u64,
+}
+
+/// The answer to a claim.
+#[derive(Debug, Clone)]
+pub enum Claim {
+    /// Nobody holds the intent: the caller now does, and must complete or release it.
+    Acquired(OwnerToken),
+    /// Another execution holds the lease.
+    Running(RunningInfo),
+    /// The intent completed; here is what it answered.
+    Completed(Arc<Record>),
+}
+
+/// What a store knows of an intent, for the status path and for waiting duplicates.
+#[derive(Debug, Clone)]
+pub enum Entry {
+    /// An execution holds the lease.
+    Running(RunningInfo),
+    /// The intent completed.
+    Completed(Arc<Record>),
+    /// The last attempt failed and released the key.
+    Failed(Arc<Tombstone>),
+}
+
+/// Whether a fenced write was made under the caller's token.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fence {
+    /// The caller still held the intent; the write happened.
+    Held,
+    /// Another owner holds the intent, or nobody does: nothing was written.
+    Lost,
+}
+
+/// The store could not answer.
+#[derive(Debug)]
+pub struct StoreError(Box<dyn std::error::Error + Send + Sync>);
+
+impl StoreError {
+    /// Wraps the cause of a failed store operation.
+    pub fn new(cause: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
+        Self(cause.into())
+    }
+}
+
+impl fmt::Display for StoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "idempotency store error: {}", self.0)
+    }
+}
+
+impl std::error::Error for StoreError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&*self.0)
+    }
+}
+
+/// A place to claim intents and keep their outcomes. Implementations must make `claim`
+/// atomic and fence `complete`, `release` and `extend` by the owner token.
+///
+/// Every method is one round trip at most; the layer adds no locking of its own around them.
+pub trait Store: Send + Sync + 'static {
+    /// Atomically: acquire the intent, or report who runs it, or return its record.
+    ///
+    /// A failed attempt's tombstone does not block a claim.
+    fn claim(
+        &self,
+        key: &IntentKey,
+        request: &ClaimRequest,
+    ) -> impl Future<Output = Result<Claim, StoreError>> + Send;
+
+    /// Stores the outcome for `retention` and ends the lease, if `token` still holds it.
+    fn complete(
+        &self,
+        key: &IntentKey,
+        token: &OwnerToken,
+        record: Arc<Record>,
+        retention: Duration,
+    ) -> impl Future<Output = Result<Fence, StoreError>> + Send;
+
+    /// Ends the lease without a record, leaving a tombstone for `ttl`, if `token` still holds it.
+    fn release(
+        &self,
+        key: &IntentKey,
+        token: &OwnerToken,
+        tombstone: Arc<Tombstone>,
+        ttl: Duration,
+    ) -> impl Future<Output = Result<Fence, StoreError>> + Send;
+
+    /// Renews the lease for another `lease`, if `token` still holds it.
+    fn extend(
+        &self,
+        key: &IntentKey,
+        token: &OwnerToken,
+        lease: Duration,
+    ) -> impl Future<Output = Result<Fence, StoreError>> + Send;
+
+    /// Reads what is known of an intent.
+    fn get(&self, key: &IntentKey) -> impl Future<Output = Result<Option<Entry>, StoreError>> + Send;
+}

@@ -1,0 +1,128 @@
+//! What a store keeps about an intent.
+
+use bytes::Bytes;
+use http::{HeaderMap, StatusCode};
+
+use crate::key::{Fingerprint, ScopeHash};
+
+/// An execution that holds the lease.
+#[derive(Debug, Clone, Copy)]
+pub struct RunningInfo {
+    /// When it started, in milliseconds since the Unix epoch.
+    pub started_at_ms: u64,
+    /// Whose it is.
+    pub scope: ScopeHash,
+    /// What it was asked to do.
+    pub fingerprint: Fingerprint,
+}
+
+/// A response as it will be replayed.
+#[derive(Debug, Clone)]
+pub struct StoredResponse {
+    /// The status the tool answered.
+    pub status: StatusCode,
+    /// Its headers, without hop-by-hop headers and `date`.
+    pub headers: HeaderMap,
+    /// Its body, byte for byte.
+    pub body: Bytes,
+}
+
+/// What was kept of a completed execution's response.
+#[derive(Debug, Clone)]
+pub enum KeptResponse {
+    /// The whole response, replayed as it was.
+    Full(StoredResponse),
+    /// The action ran, but its response was over the size cap and was not kept.
+    Omitted {
+        /// The status it answered.
+        status: StatusCode,
+    },
+}
+
+/// The outcome of a completed execution.
+#[derive(Debug, Clone)]
+pub struct Record {
+    /// Whose it is.
+    pub scope: ScopeHash,
+    /// What it was asked to do.
+    pub fingerprint: Fingerprint,
+    /// When it started, in milliseconds since the Unix epoch.
+    pub started_at_ms: u64,
+    /// When it ended, in milliseconds since the Unix epoch.
+    pub completed_at_ms: u64,
+    /// What it answered.
+    pub response: KeptResponse,
+}
+
+impl Record {
+    /// Bytes this record occupies, roughly: what a byte-weighted cache charges for it.
+    pub fn weight(&self) -> usize {
+        const OVERHEAD: usize = 160;
+        match &self.response {
+            KeptResponse::Full(response) => {
+                let headers: usize = response
+                    .headers
+                    .iter()
+                    .map(|(name, value)| name.as_str().len() + value.len() + 16)
+                    .sum();
+                OVERHEAD + headers + response.body.len()
+            }
+            KeptResponse::Omitted { .. } => OVERHEAD,
+        }
+    }
+
+    /// The status the execution answered.
+    pub fn status(&self) -> StatusCode {
+        match &self.response {
+            KeptResponse::Full(response) => response.status,
+            KeptResponse::Omitted { status } => *status,
+        }
+    }
+}
+
+/// Why an execution's key was released instead of kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ReleaseCause {
+    /// The response status says the action did not happen (5xx, 408, 425, 429).
+    Status,
+    /// The response said `cache-control: no-store`.
+    NoStore,
+    /// The classification predicate said so for another reason.
+    Predicate,
+    /// The inner service returned an error instead of a response.
+    InnerError,
+    /// The inner service panicked.
+    Panic,
+    /// The response body failed while being read.
+    ResponseBody,
+}
+
+impl ReleaseCause {
+    /// A short label for logs and metrics.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Status => "status",
+            Self::NoStore => "no_store",
+            Self::Predicate => "predicate",
+            Self::InnerError => "inner_error",
+            Self::Panic => "panic",
+            Self::ResponseBody => "response_body",
+        }
+    }
+}
+
+/// A short-lived note that the last attempt of an intent failed, for the status path.
+#[derive(Debug, Clone)]
+pub struct Tombstone {
+    /// Whose it was.
+    pub scope: ScopeHash,
+    /// What it was asked to do.
+    pub fingerprint: Fingerprint,
+    /// When it failed, in milliseconds since the Unix epoch.
+    pub failed_at_ms: u64,
+    /// The status it answered, if it answered at all.
+    pub status: Option<StatusCode>,
+    /// Why the key was released.
+    pub cause: ReleaseCause,
+}
