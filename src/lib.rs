@@ -1,8 +1,69 @@
 #![deny(unsafe_code, unreachable_pub)]
 #![warn(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
-//! tower-idempotency
+//! Tower middleware that makes HTTP tool APIs safe to call more than once.
+//!
+//! Agents retry: the client times out while the tool still runs, the model reads "error" and
+//! calls again, or it issues the same call twice in one turn. [`IdempotencyLayer`] makes those
+//! repeats harmless without the client's help. It derives an *intent key* from the caller's
+//! scope, the operation and the canonical JSON (RFC 8785) of the body; the first call runs,
+//! concurrent duplicates wait for it and get its response, later ones get it replayed, a real
+//! failure releases the key for a retry, and a caller past its deadline gets 202 "in progress"
+//! with a status URL while the action goes on. Every answer the layer writes says first what
+//! happened to the action and whether calling again is safe.
+//!
+//! ```
+//! use axum::{routing::post, Json, Router};
+//! use serde_json::{json, Value};
+//! use tower_idempotency::IdempotencyLayer;
+//!
+//! async fn send_email(Json(_email): Json<Value>) -> Json<Value> {
+//!     Json(json!({ "status": "sent" }))
+//! }
+//!
+//! let app: Router = Router::new()
+//!     .route("/tools/send_email", post(send_email))
+//!     .layer(
+//!         IdempotencyLayer::new()
+//!             .ignore_field("/tool_call_id")
+//!             .idempotency_key_header(),
+//!     );
+//! ```
+//!
+//! The same layer stacks in a `tower::ServiceBuilder` and under plain hyper (wrap the
+//! incoming body in [`RequestBody`]). Outcomes live in a [`store::Store`]: the in-process
+//! [`store::MemoryStore`] by default.
 
+mod answer;
+mod body;
 pub mod canonical;
+mod classify;
+mod clock;
+mod detached;
+mod execute;
+mod future;
+mod inflight;
 pub mod key;
+mod layer;
+mod paths;
+mod protect;
+mod replay;
+mod scope;
+mod service;
+mod settings;
+mod status;
 pub mod store;
+
+pub use answer::{INTENT_HEADER, REPLAYED_HEADER};
+pub use body::{RequestBody, ResponseBody};
+pub use classify::{Classify, DefaultClassify, Verdict};
+pub use detached::DetachedExecutions;
+pub use future::ResponseFuture;
+pub use key::IntentKey;
+pub use layer::IdempotencyLayer;
+pub use scope::DEFAULT_SCOPE_HEADER;
+pub use service::Idempotency;
+pub use store::ReleaseCause;
+
+/// The error type bodies are converted into.
+pub(crate) type BoxError = Box<dyn std::error::Error + Send + Sync>;

@@ -16,7 +16,7 @@ pub use explicit::{ExplicitKey, InvalidExplicitKey};
 pub use fingerprint::{Fingerprint, FingerprintKind};
 pub use operation::Operation;
 
-pub(crate) use fingerprint::{BodyFingerprint, FingerprintRules, Normalizer};
+pub(crate) use fingerprint::FingerprintRules;
 
 const INTENT_TAG: &[u8] = b"tower-idempotency/intent/v1";
 const SCOPE_TAG: &[u8] = b"tower-idempotency/scope/v1";

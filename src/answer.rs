@@ -1,0 +1,452 @@
+//! The responses the layer writes itself.
+//!
+//! Each is JSON with `outcome`, `retryable` and a `detail` whose first sentence says what
+//! happened to the action, since a model reads it to decide whether to call again. Errors are
+//! `application/problem+json` (RFC 9457) with those members as extensions.
+
+use bytes::Bytes;
+use http::{header, HeaderValue, Response, StatusCode};
+use serde_json::{json, Map, Value};
+
+use crate::key::IntentKey;
+use crate::store::{ReleaseCause, Tombstone};
+
+/// The header that carries the intent key on every protected response.
+pub const INTENT_HEADER: &str = "idempotency-intent";
+/// The header set on replayed responses.
+pub const REPLAYED_HEADER: &str = "idempotent-replayed";
+
+/// A response the layer writes.
+#[derive(Debug)]
+pub(crate) struct Answer {
+    status: StatusCode,
+    members: Map<String, Value>,
+    retry_after_s: Option<u64>,
+    location: Option<String>,
+}
+
+impl Answer {
+    fn new(status: StatusCode, slug: &str, title: &str, outcome: &str, retryable: bool, detail: String) -> Self {
+        let mut members = Map::new();
+        if status.is_client_error() || status.is_server_error() {
+            members.insert("type".into(), format!("urn:tower-idempotency:{slug}").into());
+            members.insert("title".into(), title.into());
+            members.insert("status".into(), status.as_u16().into());
+        }
+        members.insert("outcome".into(), outcome.into());
+        members.insert("retryable".into(), retryable.into());
+        members.insert("detail".into(), detail.into());
+        Self {
+            status,
+            members,
+            retry_after_s: None,
+            location: None,
+        }
+    }
+
+    fn member(mut self, name: &str, value: impl Into<Value>) -> Self {
+        self.members.insert(name.into(), value.into());
+        self
+    }
+
+    fn intent(self, key: &IntentKey) -> Self {
+        self.member("intent", key.to_hex())
+    }
+
+    fn retry_after(mut self, seconds: u64) -> Self {
+        self.retry_after_s = Some(seconds);
+        self.member("retry_after_s", seconds)
+    }
+
+    /// The HTTP status of this answer.
+    #[cfg(test)]
+    pub(crate) fn status(&self) -> StatusCode {
+        self.status
+    }
+
+    pub(crate) fn into_response(self) -> Response<Bytes> {
+        let is_problem = self.status.is_client_error() || self.status.is_server_error();
+        let body = Bytes::from(Value::Object(self.members).to_string());
+        let mut response = Response::new(body);
+        *response.status_mut() = self.status;
+        let headers = response.headers_mut();
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static(if is_problem {
+                "application/problem+json"
+            } else {
+                "application/json"
+            }),
+        );
+        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        if let Some(seconds) = self.retry_after_s {
+            headers.insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+        }
+        if let Some(location) = self.location.and_then(|l| HeaderValue::try_from(l).ok()) {
+            headers.insert(header::LOCATION, location);
+        }
+        response
+    }
+}
+
+/// A protected request came without a scope.
+pub(crate) fn missing_scope(what: &str) -> Answer {
+    Answer::new(
+        StatusCode::BAD_REQUEST,
+        "missing-scope",
+        "Missing session scope",
+        "not_executed",
+        false,
+        format!(
+            "The action was not executed: this endpoint needs {what} to recognise repeated \
+             calls. Send the call again with it set."
+        ),
+    )
+}
+
+/// The request body is over the limit.
+pub(crate) fn body_too_large(limit: usize) -> Answer {
+    Answer::new(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "body-too-large",
+        "Request body too large",
+        "not_executed",
+        false,
+        format!(
+            "The action was not executed: the request body is larger than the {limit}-byte \
+             limit. Repeating the same call will be refused again; send a smaller body."
+        ),
+    )
+    .member("limit_bytes", limit)
+}
+
+/// The request body could not be read.
+pub(crate) fn body_unreadable() -> Answer {
+    Answer::new(
+        StatusCode::BAD_REQUEST,
+        "body-unreadable",
+        "Request body could not be read",
+        "not_executed",
+        true,
+        "The action was not executed: the request body could not be read to the end. It is \
+         safe to send the same call again."
+            .to_owned(),
+    )
+}
+
+/// The explicit key is not 1 to 255 visible ASCII characters.
+pub(crate) fn malformed_key(source: &str) -> Answer {
+    Answer::new(
+        StatusCode::BAD_REQUEST,
+        "malformed-key",
+        "Malformed idempotency key",
+        "not_executed",
+        false,
+        format!(
+            "The action was not executed: the idempotency key in {source} must be 1 to 255 \
+             visible ASCII characters. Send the call again with a valid key."
+        ),
+    )
+}
+
+/// An explicit key was reused with another payload.
+pub(crate) fn key_reused(key: &IntentKey) -> Answer {
+    Answer::new(
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "key-reused",
+        "Idempotency key reused with a different payload",
+        "not_executed",
+        false,
+        "The action was not executed: this idempotency key was already used with different \
+         arguments. Use a new key for a new action, or resend the original arguments to get the \
+         original result."
+            .to_owned(),
+    )
+    .intent(key)
+}
+
+/// The store could not answer a claim, and the layer fails closed.
+pub(crate) fn store_unavailable(key: &IntentKey) -> Answer {
+    Answer::new(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "store-unavailable",
+        "Idempotency store unavailable",
+        "not_executed",
+        true,
+        "The action was not executed: the idempotency store could not be reached, so the call \
+         could not be protected against running twice. It is safe to call again with the same \
+         arguments in 1 s."
+            .to_owned(),
+    )
+    .intent(key)
+    .retry_after(1)
+}
+
+/// Too many detached executions are running.
+pub(crate) fn too_busy(key: &IntentKey) -> Answer {
+    Answer::new(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "too-busy",
+        "Too many actions running",
+        "not_executed",
+        true,
+        "The action was not executed: too many actions are already running on this server. It \
+         is safe to call again with the same arguments in 1 s."
+            .to_owned(),
+    )
+    .intent(key)
+    .retry_after(1)
+}
+
+/// The action is still running at the caller's deadline.
+pub(crate) fn in_progress(key: &IntentKey, status_url: &str, started_s_ago: u64, conflict: bool) -> Answer {
+    let retry_after = started_s_ago.div_ceil(2).clamp(1, 30);
+    let detail = format!(
+        "This action is already running (started {started_s_ago} s ago) and was not started \
+         again. Do not repeat it with new arguments: call again with the same arguments in \
+         {retry_after} s, or GET {status_url} for its result."
+    );
+    let answer = if conflict {
+        Answer::new(
+            StatusCode::CONFLICT,
+            "in-progress",
+            "Action already in progress",
+            "in_progress",
+            true,
+            detail,
+        )
+    } else {
+        Answer::new(StatusCode::ACCEPTED, "", "", "in_progress", true, detail)
+    };
+    let mut answer = answer
+        .intent(key)
+        .member("status_url", status_url)
+        .member("started_s_ago", started_s_ago)
+        .retry_after(retry_after);
+    answer.location = Some(status_url.to_owned());
+    answer
+}
+
+/// The action ran, but its response was too large to keep.
+pub(crate) fn already_executed(key: &IntentKey, status: StatusCode) -> Answer {
+    Answer::new(
+        status,
+        "already-executed",
+        "Action already executed",
+        "already_executed",
+        false,
+        format!(
+            "This action was already executed (it answered status {}) and was not run again; \
+             its response was too large to keep, so it cannot be shown here. Do not call it \
+             again expecting it to run.",
+            status.as_u16()
+        ),
+    )
+    .intent(key)
+}
+
+/// How an attempt failed, for the answers about it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Failure {
+    /// It answered with this status, which released the key.
+    Status(StatusCode),
+    /// The tool returned an error instead of a response.
+    Error,
+    /// The tool panicked.
+    Panic,
+    /// Its response body broke off.
+    Body,
+}
+
+impl Failure {
+    /// How the attempt a tombstone records failed.
+    pub(crate) fn of(tombstone: &Tombstone) -> Self {
+        match (tombstone.status, tombstone.cause) {
+            (Some(status), _) => Self::Status(status),
+            (None, ReleaseCause::Panic) => Self::Panic,
+            (None, ReleaseCause::ResponseBody) => Self::Body,
+            (None, _) => Self::Error,
+        }
+    }
+
+    fn described(self) -> String {
+        match self {
+            Self::Status(status) => format!("with status {}", status.as_u16()),
+            Self::Error => "with an internal error".to_owned(),
+            Self::Panic => "with a crash in the tool".to_owned(),
+            Self::Body => "while sending its response".to_owned(),
+        }
+    }
+
+    fn last_status(self) -> Value {
+        match self {
+            Self::Status(status) => status.as_u16().into(),
+            _ => Value::Null,
+        }
+    }
+}
+
+/// The attempt failed and released the key; answered to duplicates that waited for it.
+pub(crate) fn attempt_failed(key: &IntentKey, failure: Failure) -> Answer {
+    let status = match failure {
+        Failure::Status(status) => status,
+        Failure::Panic => StatusCode::INTERNAL_SERVER_ERROR,
+        Failure::Error | Failure::Body => StatusCode::BAD_GATEWAY,
+    };
+    Answer::new(
+        status,
+        "attempt-failed",
+        "Action failed",
+        "failed",
+        true,
+        format!(
+            "This action failed {} and its result was not kept. Calling again with the same \
+             arguments will run it again.",
+            failure.described()
+        ),
+    )
+    .intent(key)
+    .member("last_status", failure.last_status())
+}
+
+/// The status path: the last attempt failed.
+pub(crate) fn status_failed(key: &IntentKey, failure: Failure) -> Answer {
+    Answer::new(
+        StatusCode::OK,
+        "",
+        "",
+        "failed",
+        true,
+        format!(
+            "The last attempt of this action failed {} and its result was not kept. Calling \
+             again with the same arguments will run it again.",
+            failure.described()
+        ),
+    )
+    .intent(key)
+    .member("last_status", failure.last_status())
+}
+
+/// The status path: nothing is known for this scope.
+pub(crate) fn status_unknown(key: &IntentKey) -> Answer {
+    Answer::new(
+        StatusCode::NOT_FOUND,
+        "unknown-intent",
+        "Unknown intent",
+        "unknown",
+        false,
+        "No action with this intent is known to this session: it never ran, its record \
+         expired, or it belongs to another session. Nothing was executed by this request."
+            .to_owned(),
+    )
+    .intent(key)
+}
+
+/// The status path was asked about something that is not an intent key.
+pub(crate) fn status_malformed() -> Answer {
+    Answer::new(
+        StatusCode::NOT_FOUND,
+        "unknown-intent",
+        "Unknown intent",
+        "unknown",
+        false,
+        "No action has this name: an intent is 64 hex digits, as sent in the \
+         idempotency-intent header. Nothing was executed by this request."
+            .to_owned(),
+    )
+}
+
+/// The status path needs the caller's scope too.
+pub(crate) fn status_missing_scope(what: &str) -> Answer {
+    Answer::new(
+        StatusCode::BAD_REQUEST,
+        "missing-scope",
+        "Missing session scope",
+        "unknown",
+        false,
+        format!(
+            "The status of this action cannot be looked up without {what}; nothing was \
+             executed. Send the request again with it set."
+        ),
+    )
+}
+
+/// Adds the `_idempotency` member to a replayed JSON object body, for models that never see
+/// headers. The stored bytes are kept as they are around the new member; bodies that are not a
+/// JSON object give `None`.
+pub(crate) fn annotate(body: &Bytes, key: &IntentKey) -> Option<Bytes> {
+    let object: Map<String, Value> = serde_json::from_slice(body).ok()?;
+    let open = body.iter().position(|&b| b == b'{')?;
+    let member = json!({
+        "replayed": true,
+        "intent": key.to_hex(),
+        "detail": "This is the stored result of an earlier identical call; the action was not \
+                   run again.",
+    });
+    let mut out = Vec::with_capacity(body.len() + 256);
+    out.extend_from_slice(&body[..=open]);
+    out.extend_from_slice(b"\"_idempotency\":");
+    out.extend_from_slice(member.to_string().as_bytes());
+    if !object.is_empty() {
+        out.push(b',');
+    }
+    out.extend_from_slice(&body[open + 1..]);
+    Some(Bytes::from(out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn body(answer: Answer) -> (StatusCode, Value, http::HeaderMap) {
+        let response = answer.into_response();
+        let status = response.status();
+        let headers = response.headers().clone();
+        (status, serde_json::from_slice(response.body()).unwrap(), headers)
+    }
+
+    #[test]
+    fn errors_are_problem_documents_with_the_contract_members() {
+        let (status, value, headers) = body(too_busy(&IntentKey::from_bytes([7; 32])));
+        assert_eq!(status, 503);
+        assert_eq!(headers[header::CONTENT_TYPE], "application/problem+json");
+        assert_eq!(headers[header::RETRY_AFTER], "1");
+        assert_eq!(value["status"], 503);
+        assert_eq!(value["outcome"], "not_executed");
+        assert_eq!(value["retryable"], true);
+        assert!(value["type"].as_str().unwrap().starts_with("urn:"));
+        assert!(value["detail"].as_str().unwrap().starts_with("The action was not executed"));
+    }
+
+    #[test]
+    fn in_progress_says_first_that_the_action_runs() {
+        let key = IntentKey::from_bytes([1; 32]);
+        let (status, value, headers) = body(in_progress(&key, "/_idempotency/x", 7, false));
+        assert_eq!(status, 202);
+        assert_eq!(headers[header::CONTENT_TYPE], "application/json");
+        assert_eq!(headers[header::LOCATION], "/_idempotency/x");
+        assert_eq!(value["retry_after_s"], 4);
+        assert_eq!(value["started_s_ago"], 7);
+        assert!(value.get("type").is_none());
+        assert!(value["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with("This action is already running"));
+        let strict = in_progress(&key, "/s", 0, true);
+        assert_eq!(strict.status(), StatusCode::CONFLICT);
+    }
+
+    #[test]
+    fn annotation_only_touches_json_objects() {
+        let key = IntentKey::from_bytes([2; 32]);
+        let out = annotate(&Bytes::from_static(br#" {"b":2, "a":1}"#), &key).unwrap();
+        let value: Value = serde_json::from_slice(&out).unwrap();
+        assert!(out.ends_with(br#","b":2, "a":1}"#));
+        let empty = annotate(&Bytes::from_static(b"{}"), &key).unwrap();
+        assert!(serde_json::from_slice::<Value>(&empty).is_ok());
+        assert_eq!(value["a"], 1);
+        assert_eq!(value["_idempotency"]["replayed"], true);
+        assert!(annotate(&Bytes::from_static(b"[1]"), &key).is_none());
+        assert!(annotate(&Bytes::from_static(b"text"), &key).is_none());
+    }
+}

@@ -1,0 +1,183 @@
+//! Bodies: the response body the layer answers with, and a request body for plain hyper.
+
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use http_body::{Body, Frame, SizeHint};
+use pin_project_lite::pin_project;
+
+pin_project! {
+    /// The body of every response from [`Idempotency`](crate::Idempotency): the inner
+    /// service's own body where the layer only passes it on, or bytes the layer holds.
+    pub struct ResponseBody<B> {
+        #[pin]
+        kind: Kind<B>,
+    }
+}
+
+pin_project! {
+    #[project = KindProj]
+    enum Kind<B> {
+        Inner { #[pin] body: B },
+        Full { data: Option<Bytes> },
+        // The kept head of a response too large to store, then the rest as it streams.
+        Chained { head: Option<Bytes>, tail: Pin<Box<B>> },
+    }
+}
+
+impl<B> ResponseBody<B> {
+    pub(crate) fn inner(body: B) -> Self {
+        Self {
+            kind: Kind::Inner { body },
+        }
+    }
+
+    pub(crate) fn full(data: Bytes) -> Self {
+        Self {
+            kind: Kind::Full {
+                data: (!data.is_empty()).then_some(data),
+            },
+        }
+    }
+
+    pub(crate) fn chained(head: Bytes, tail: Pin<Box<B>>) -> Self {
+        Self {
+            kind: Kind::Chained {
+                head: (!head.is_empty()).then_some(head),
+                tail,
+            },
+        }
+    }
+}
+
+impl<B> Body for ResponseBody<B>
+where
+    B: Body<Data = Bytes>,
+{
+    type Data = Bytes;
+    type Error = B::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        match self.project().kind.project() {
+            KindProj::Inner { body } => body.poll_frame(cx),
+            KindProj::Full { data } => Poll::Ready(data.take().map(|d| Ok(Frame::data(d)))),
+            KindProj::Chained { head, tail } => match head.take() {
+                Some(head) => Poll::Ready(Some(Ok(Frame::data(head)))),
+                None => tail.as_mut().poll_frame(cx),
+            },
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        match &self.kind {
+            Kind::Inner { body } => body.is_end_stream(),
+            Kind::Full { data } => data.is_none(),
+            Kind::Chained { head, tail } => head.is_none() && tail.is_end_stream(),
+        }
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match &self.kind {
+            Kind::Inner { body } => body.size_hint(),
+            Kind::Full { data } => SizeHint::with_exact(data.as_ref().map_or(0, |d| d.len() as u64)),
+            Kind::Chained { head, tail } => {
+                let head = head.as_ref().map_or(0, |h| h.len() as u64);
+                let tail = tail.size_hint();
+                let mut hint = SizeHint::new();
+                hint.set_lower(tail.lower() + head);
+                if let Some(upper) = tail.upper() {
+                    hint.set_upper(upper + head);
+                }
+                hint
+            }
+        }
+    }
+}
+
+pin_project! {
+    /// A request body that is either a stream still to be read or bytes already buffered.
+    ///
+    /// The layer buffers a protected request's body and hands the same bytes on to the inner
+    /// service, so the body type must be buildable from [`Bytes`]. Bodies such as axum's
+    /// already are; under plain hyper, wrap `Incoming` in this type:
+    ///
+    /// ```
+    /// use hyper::body::Incoming;
+    /// use tower_idempotency::RequestBody;
+    ///
+    /// fn wrap(request: http::Request<Incoming>) -> http::Request<RequestBody<Incoming>> {
+    ///     request.map(RequestBody::new)
+    /// }
+    /// ```
+    pub struct RequestBody<B> {
+        #[pin]
+        kind: RequestKind<B>,
+    }
+}
+
+pin_project! {
+    #[project = RequestKindProj]
+    enum RequestKind<B> {
+        Stream { #[pin] body: B },
+        Buffered { data: Option<Bytes> },
+    }
+}
+
+impl<B> RequestBody<B> {
+    /// Wraps a body that has not been read.
+    pub fn new(body: B) -> Self {
+        Self {
+            kind: RequestKind::Stream { body },
+        }
+    }
+}
+
+impl<B> From<Bytes> for RequestBody<B> {
+    fn from(data: Bytes) -> Self {
+        Self {
+            kind: RequestKind::Buffered {
+                data: (!data.is_empty()).then_some(data),
+            },
+        }
+    }
+}
+
+impl<B> Body for RequestBody<B>
+where
+    B: Body<Data = Bytes>,
+{
+    type Data = Bytes;
+    type Error = B::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        match self.project().kind.project() {
+            RequestKindProj::Stream { body } => body.poll_frame(cx),
+            RequestKindProj::Buffered { data } => {
+                Poll::Ready(data.take().map(|d| Ok(Frame::data(d))))
+            }
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        match &self.kind {
+            RequestKind::Stream { body } => body.is_end_stream(),
+            RequestKind::Buffered { data } => data.is_none(),
+        }
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match &self.kind {
+            RequestKind::Stream { body } => body.size_hint(),
+            RequestKind::Buffered { data } => {
+                SizeHint::with_exact(data.as_ref().map_or(0, |d| d.len() as u64))
+            }
+        }
+    }
+}

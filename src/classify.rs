@@ -1,0 +1,108 @@
+//! Which outcomes are kept for replay and which release the key for a retry.
+
+use http::{header, HeaderMap, StatusCode};
+
+use crate::store::ReleaseCause;
+
+/// What to do with an execution's response.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// The action happened: keep the response and replay it to every repeat.
+    Keep,
+    /// The action failed for real: release the key so that a retry runs.
+    Release(ReleaseCause),
+}
+
+/// Decides, from the status and headers of a response, whether its action happened.
+///
+/// Implemented for closures, so a custom rule is one line:
+///
+/// ```
+/// use http::StatusCode;
+/// use tower_idempotency::{IdempotencyLayer, ReleaseCause, Verdict};
+///
+/// // Also retry 409s, which this API uses for "try again".
+/// let layer = IdempotencyLayer::new().classify(|status: StatusCode, headers: &http::HeaderMap| {
+///     if status == StatusCode::CONFLICT {
+///         Verdict::Release(ReleaseCause::Predicate)
+///     } else {
+///         tower_idempotency::DefaultClassify::verdict(status, headers)
+///     }
+/// });
+/// ```
+pub trait Classify: Send + Sync + 'static {
+    /// The verdict on one response.
+    fn classify(&self, status: StatusCode, headers: &HeaderMap) -> Verdict;
+}
+
+impl<F> Classify for F
+where
+    F: Fn(StatusCode, &HeaderMap) -> Verdict + Send + Sync + 'static,
+{
+    fn classify(&self, status: StatusCode, headers: &HeaderMap) -> Verdict {
+        self(status, headers)
+    }
+}
+
+/// The default rule: keep 2xx, 3xx and 4xx, except 408, 425 and 429; release 5xx and any
+/// response marked `cache-control: no-store`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DefaultClassify;
+
+impl DefaultClassify {
+    /// The default verdict, for custom rules that refine it.
+    pub fn verdict(status: StatusCode, headers: &HeaderMap) -> Verdict {
+        let transient = status.is_server_error()
+            || matches!(status.as_u16(), 408 | 425 | 429)
+            || status.is_informational();
+        if transient {
+            return Verdict::Release(ReleaseCause::Status);
+        }
+        let no_store = headers
+            .get_all(header::CACHE_CONTROL)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(','))
+            .any(|directive| directive.trim().eq_ignore_ascii_case("no-store"));
+        if no_store {
+            Verdict::Release(ReleaseCause::NoStore)
+        } else {
+            Verdict::Keep
+        }
+    }
+}
+
+impl Classify for DefaultClassify {
+    fn classify(&self, status: StatusCode, headers: &HeaderMap) -> Verdict {
+        Self::verdict(status, headers)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http::HeaderValue;
+
+    #[test]
+    fn the_default_rule_keeps_what_happened_and_releases_what_did_not() {
+        let empty = HeaderMap::new();
+        for kept in [200, 201, 204, 302, 400, 404, 409, 422] {
+            let status = StatusCode::from_u16(kept).unwrap();
+            assert_eq!(DefaultClassify::verdict(status, &empty), Verdict::Keep, "{kept}");
+        }
+        for released in [408, 425, 429, 500, 502, 503] {
+            let status = StatusCode::from_u16(released).unwrap();
+            assert_eq!(
+                DefaultClassify::verdict(status, &empty),
+                Verdict::Release(ReleaseCause::Status),
+                "{released}"
+            );
+        }
+        let mut no_store = HeaderMap::new();
+        no_store.insert(header::CACHE_CONTROL, HeaderValue::from_static("private, No-Store"));
+        assert_eq!(
+            DefaultClassify::verdict(StatusCode::OK, &no_store),
+            Verdict::Release(ReleaseCause::NoStore)
+        );
+    }
+}

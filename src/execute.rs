@@ -1,0 +1,310 @@
+//! The detached execution of a claimed intent: run, keep the lease alive, record the outcome.
+
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use futures_util::FutureExt;
+use http::{response, Request, Response};
+use http_body::Body;
+use http_body_util::BodyExt;
+use tokio::sync::{oneshot, OwnedSemaphorePermit};
+use tower_service::Service;
+
+use crate::answer::{self, Failure};
+use crate::body::ResponseBody;
+use crate::classify::Verdict;
+use crate::clock::now_ms;
+use crate::inflight::{Lead, Settled};
+use crate::layer::Shared;
+use crate::protect::Intent;
+use crate::replay::{storable_headers, written};
+use crate::store::{
+    Fence, KeptResponse, OwnerToken, Record, ReleaseCause, Store, StoredResponse, Tombstone,
+};
+
+/// How long a completion that the store refuses is retried before it is given up (and logged).
+const COMPLETION_RETRY_WINDOW: Duration = Duration::from_secs(10 * 60);
+
+/// What the first caller receives: the execution's own response, or its error.
+pub(crate) type FirstAnswer<B, E> = Result<Response<ResponseBody<B>>, E>;
+
+/// A response read as far as the stored-response cap allows.
+enum Buffered<B> {
+    Whole { parts: response::Parts, body: Bytes },
+    /// Over the cap: what was read, and the rest still to stream.
+    Partial { parts: response::Parts, head: Bytes, tail: Pin<Box<B>> },
+    /// The body failed while being read.
+    Broken,
+}
+
+/// The claim's duties, carried into the execution.
+pub(crate) struct Claimed {
+    pub(crate) token: OwnerToken,
+    pub(crate) lead: Lead,
+    pub(crate) permit: OwnedSemaphorePermit,
+    pub(crate) started_at_ms: u64,
+}
+
+/// Spawns the execution, tracked for shutdown; the first caller's answer goes to `first`.
+pub(crate) fn spawn<S, St, B, ResBody>(
+    shared: Arc<Shared<St>>,
+    mut inner: S,
+    request: Request<B>,
+    intent: Intent,
+    claimed: Claimed,
+    first: oneshot::Sender<FirstAnswer<ResBody, S::Error>>,
+) where
+    S: Service<Request<B>, Response = Response<ResBody>> + Send + 'static,
+    S::Future: Send + 'static,
+    S::Error: Send + 'static,
+    B: Send + 'static,
+    ResBody: Body<Data = Bytes> + Send + 'static,
+    St: Store,
+{
+    let tracker = shared.detached.tracker().clone();
+    tracker.spawn(async move {
+        let Claimed {
+            token,
+            lead,
+            permit: _permit,
+            started_at_ms,
+        } = claimed;
+        let limit = shared.settings.response_limit;
+        let work = AssertUnwindSafe(async move {
+            let response = inner.call(request).await?;
+            Ok(buffer(response, limit).await)
+        })
+        .catch_unwind();
+        let ended = keep_lease_while(&shared, &intent, &token, work).await;
+        let recorder = Recorder {
+            shared: &shared,
+            intent: &intent,
+            token: &token,
+            started_at_ms,
+        };
+        let (settled, answer) = match ended {
+            Ok(Ok(Buffered::Whole { parts, body })) => recorder.whole(parts, body).await,
+            Ok(Ok(Buffered::Partial { parts, head, tail })) => {
+                let verdict = shared.settings.classify.classify(parts.status, &parts.headers);
+                let settled = match verdict {
+                    Verdict::Keep => {
+                        let kept = KeptResponse::Omitted {
+                            status: parts.status,
+                        };
+                        Settled::Replay(recorder.complete(kept).await)
+                    }
+                    Verdict::Release(cause) => {
+                        recorder.release(Some(parts.status), cause).await;
+                        Settled::Failed {
+                            response: None,
+                            failure: Failure::Status(parts.status),
+                        }
+                    }
+                };
+                (
+                    settled,
+                    Ok(Response::from_parts(parts, ResponseBody::chained(head, tail))),
+                )
+            }
+            Ok(Ok(Buffered::Broken)) => recorder.failed(ReleaseCause::ResponseBody, Failure::Body).await,
+            Ok(Err(error)) => {
+                recorder.release(None, ReleaseCause::InnerError).await;
+                let settled = Settled::Failed {
+                    response: None,
+                    failure: Failure::Error,
+                };
+                (settled, Err(error))
+            }
+            Err(_panic) => recorder.failed(ReleaseCause::Panic, Failure::Panic).await,
+        };
+        lead.settle(settled);
+        // The caller may have had its answer already (202) or gone away: either is fine.
+        let _ = first.send(answer);
+    });
+}
+
+/// Runs `work`, renewing the lease every lease/3 until it ends.
+async fn keep_lease_while<St: Store, F: Future>(
+    shared: &Shared<St>,
+    intent: &Intent,
+    token: &OwnerToken,
+    work: F,
+) -> F::Output {
+    let lease = shared.settings.lease;
+    let period = (lease / 3).max(Duration::from_millis(10));
+    let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+    tokio::pin!(work);
+    loop {
+        tokio::select! {
+            biased;
+            output = &mut work => return output,
+            _ = ticks.tick() => match shared.store.extend(&intent.key, token, lease).await {
+                Ok(Fence::Held) => {}
+                Ok(Fence::Lost) => tracing::warn!(
+                    intent = %intent.key.short(),
+                    "the lease of a running execution was lost; its outcome will not be recorded"
+                ),
+                Err(error) => tracing::warn!(intent = %intent.key.short(), %error, "lease renewal failed"),
+            },
+        }
+    }
+}
+
+/// Reads a response body up to `limit` bytes, without copying a body that came in one piece.
+async fn buffer<B>(response: Response<B>, limit: usize) -> Buffered<B>
+where
+    B: Body<Data = Bytes>,
+{
+    let (parts, body) = response.into_parts();
+    // Pinned in a box so that, over the cap, the partly read body can move to the caller.
+    let mut body = Box::pin(body);
+    let mut chunks: Vec<Bytes> = Vec::new();
+    let mut length = 0;
+    loop {
+        match body.frame().await {
+            None => {
+                return Buffered::Whole {
+                    parts,
+                    body: concat(chunks, length),
+                }
+            }
+            Some(Ok(frame)) => {
+                // Trailers are not kept.
+                let Ok(data) = frame.into_data() else { continue };
+                length += data.len();
+                chunks.push(data);
+                if length > limit {
+                    return Buffered::Partial {
+                        parts,
+                        head: concat(chunks, length),
+                        tail: body,
+                    };
+                }
+            }
+            Some(Err(_)) => return Buffered::Broken,
+        }
+    }
+}
+
+fn concat(mut chunks: Vec<Bytes>, length: usize) -> Bytes {
+    if chunks.len() <= 1 {
+        return chunks.pop().unwrap_or_default();
+    }
+    let mut joined = BytesMut::with_capacity(length);
+    for chunk in chunks {
+        joined.extend_from_slice(&chunk);
+    }
+    joined.freeze()
+}
+
+/// Writes an execution's outcome to the store.
+struct Recorder<'a, St> {
+    shared: &'a Shared<St>,
+    intent: &'a Intent,
+    token: &'a OwnerToken,
+    started_at_ms: u64,
+}
+
+impl<St: Store> Recorder<'_, St> {
+    /// A response read whole: kept or released as the predicate says.
+    async fn whole<B, E>(&self, parts: response::Parts, body: Bytes) -> (Settled, FirstAnswer<B, E>) {
+        let stored = StoredResponse {
+            status: parts.status,
+            headers: storable_headers(&parts.headers),
+            body: body.clone(),
+        };
+        let settled = match self.shared.settings.classify.classify(parts.status, &parts.headers) {
+            Verdict::Keep => Settled::Replay(self.complete(KeptResponse::Full(stored)).await),
+            Verdict::Release(cause) => {
+                self.release(Some(parts.status), cause).await;
+                Settled::Failed {
+                    response: Some(Arc::new(stored)),
+                    failure: Failure::Status(parts.status),
+                }
+            }
+        };
+        (settled, Ok(Response::from_parts(parts, ResponseBody::full(body))))
+    }
+
+    /// The execution produced no usable response.
+    async fn failed<B, E>(&self, cause: ReleaseCause, failure: Failure) -> (Settled, FirstAnswer<B, E>) {
+        self.release(None, cause).await;
+        let settled = Settled::Failed {
+            response: None,
+            failure,
+        };
+        (settled, Ok(written(answer::attempt_failed(&self.intent.key, failure))))
+    }
+
+    /// Stores the record, retrying a store that fails while keeping the lease alive.
+    async fn complete(&self, response: KeptResponse) -> Arc<Record> {
+        let record = Arc::new(Record {
+            scope: self.intent.scope,
+            fingerprint: self.intent.fingerprint,
+            started_at_ms: self.started_at_ms,
+            completed_at_ms: now_ms(),
+            response,
+        });
+        let store = &self.shared.store;
+        let key = &self.intent.key;
+        let give_up = tokio::time::Instant::now() + COMPLETION_RETRY_WINDOW;
+        let mut backoff = Duration::from_millis(50);
+        loop {
+            match store
+                .complete(key, self.token, Arc::clone(&record), self.intent.retention)
+                .await
+            {
+                Ok(Fence::Held) => {
+                    tracing::debug!(intent = %key.short(), status = record.status().as_u16(), "outcome recorded");
+                    break;
+                }
+                Ok(Fence::Lost) => {
+                    tracing::warn!(
+                        intent = %key.short(),
+                        "completion fenced: another owner holds this intent, so this outcome was not recorded"
+                    );
+                    break;
+                }
+                Err(error) if tokio::time::Instant::now() < give_up => {
+                    tracing::warn!(intent = %key.short(), %error, "recording the outcome failed; retrying");
+                    tokio::time::sleep(backoff).await;
+                    let _ = store.extend(key, self.token, self.shared.settings.lease).await;
+                    backoff = (backoff * 2).min(Duration::from_secs(5));
+                }
+                Err(error) => {
+                    tracing::error!(intent = %key.short(), %error, "recording the outcome failed; giving up");
+                    break;
+                }
+            }
+        }
+        record
+    }
+
+    /// Releases the key, leaving a tombstone for the status path.
+    async fn release(&self, status: Option<http::StatusCode>, cause: ReleaseCause) {
+        let tombstone = Arc::new(Tombstone {
+            scope: self.intent.scope,
+            fingerprint: self.intent.fingerprint,
+            failed_at_ms: now_ms(),
+            status,
+            cause,
+        });
+        let key = &self.intent.key;
+        tracing::debug!(intent = %key.short(), cause = cause.as_str(), "releasing the intent");
+        let ttl = self.shared.settings.failure_ttl;
+        for attempt in 0..3u32 {
+            match self.shared.store.release(key, self.token, Arc::clone(&tombstone), ttl).await {
+                Ok(_) => return,
+                Err(error) => {
+                    tracing::warn!(intent = %key.short(), %error, attempt, "releasing the intent failed");
+                    tokio::time::sleep(Duration::from_millis(100 << attempt)).await;
+                }
+            }
+        }
+        // The lease is no longer renewed, so the intent frees itself when it lapses.
+    }
+}

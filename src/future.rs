@@ -1,0 +1,65 @@
+//! The future of [`Idempotency`](crate::Idempotency)'s responses.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{ready, Context, Poll};
+
+use http::Response;
+use pin_project_lite::pin_project;
+
+use crate::body::ResponseBody;
+
+type Layered<B, E> = Pin<Box<dyn Future<Output = Result<Response<ResponseBody<B>>, E>> + Send>>;
+
+pin_project! {
+    /// Response future of [`Idempotency`](crate::Idempotency).
+    pub struct ResponseFuture<F, B, E> {
+        #[pin]
+        kind: Kind<F, B, E>,
+    }
+}
+
+pin_project! {
+    #[project = KindProj]
+    enum Kind<F, B, E> {
+        // Requests the layer does not protect: the inner future, unboxed.
+        Passthrough { #[pin] future: F },
+        // Protected and status requests: a chain of awaits (body, claim, wait), boxed once.
+        Layered { future: Layered<B, E> },
+    }
+}
+
+impl<F, B, E> ResponseFuture<F, B, E> {
+    pub(crate) fn passthrough(future: F) -> Self {
+        Self {
+            kind: Kind::Passthrough { future },
+        }
+    }
+
+    pub(crate) fn layered(
+        future: impl Future<Output = Result<Response<ResponseBody<B>>, E>> + Send + 'static,
+    ) -> Self {
+        Self {
+            kind: Kind::Layered {
+                future: Box::pin(future),
+            },
+        }
+    }
+}
+
+impl<F, B, E> Future for ResponseFuture<F, B, E>
+where
+    F: Future<Output = Result<Response<B>, E>>,
+{
+    type Output = Result<Response<ResponseBody<B>>, E>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.project().kind.project() {
+            KindProj::Passthrough { future } => {
+                let response = ready!(future.poll(cx))?;
+                Poll::Ready(Ok(response.map(ResponseBody::inner)))
+            }
+            KindProj::Layered { future } => future.as_mut().poll(cx),
+        }
+    }
+}

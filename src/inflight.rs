@@ -1,0 +1,193 @@
+//! In-process coalescing: duplicates of a running intent wait on it without a store call.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+use crate::answer::Failure;
+use crate::key::{Fingerprint, IntentKey};
+use crate::store::{Record, StoredResponse};
+
+/// How an intent's execution ended, as its local waiters learn it.
+#[derive(Debug, Clone)]
+pub(crate) enum Settled {
+    /// It completed and its record is kept.
+    Replay(Arc<Record>),
+    /// It failed and released the key; the failed response, if there was one.
+    Failed {
+        response: Option<Arc<StoredResponse>>,
+        failure: Failure,
+    },
+    /// The leader stopped before an outcome: start over.
+    Redo,
+}
+
+/// The intents this process is working on.
+#[derive(Default)]
+pub(crate) struct Inflight {
+    slots: Mutex<HashMap<IntentKey, Arc<Slot>>>,
+}
+
+/// One intent in flight, watched by its duplicates.
+pub(crate) struct Slot {
+    started_at_ms: AtomicU64,
+    pub(crate) fingerprint: Fingerprint,
+    outcome: watch::Sender<Option<Settled>>,
+}
+
+/// Who a request is, for its intent.
+pub(crate) enum Role {
+    /// The first: it claims the intent and settles the slot.
+    Leader(Lead),
+    /// A duplicate: it waits on the leader's slot.
+    Follower(Arc<Slot>),
+}
+
+/// The right and duty to settle a slot. Dropping it unsettled settles it with `Redo`, so a
+/// leader that panics or is cancelled never strands its followers.
+pub(crate) struct Lead {
+    inflight: Arc<Inflight>,
+    key: IntentKey,
+    slot: Arc<Slot>,
+    settled: bool,
+}
+
+impl Inflight {
+    /// Joins the intent's slot, or opens it and leads.
+    pub(crate) fn join(self: &Arc<Self>, key: IntentKey, fingerprint: Fingerprint, now_ms: u64) -> Role {
+        let mut slots = self.slots.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(slot) = slots.get(&key) {
+            return Role::Follower(Arc::clone(slot));
+        }
+        let slot = Arc::new(Slot {
+            started_at_ms: AtomicU64::new(now_ms),
+            fingerprint,
+            outcome: watch::Sender::new(None),
+        });
+        slots.insert(key, Arc::clone(&slot));
+        Role::Leader(Lead {
+            inflight: Arc::clone(self),
+            key,
+            slot,
+            settled: false,
+        })
+    }
+
+    /// Intents in flight right now.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.slots.lock().unwrap_or_else(PoisonError::into_inner).len()
+    }
+}
+
+impl Slot {
+    /// When the execution started, in milliseconds since the Unix epoch.
+    pub(crate) fn started_at_ms(&self) -> u64 {
+        self.started_at_ms.load(Ordering::Relaxed)
+    }
+
+    /// Waits for the outcome until `deadline`; `None` when the deadline came first.
+    pub(crate) async fn wait_until(&self, deadline: Instant) -> Option<Settled> {
+        let mut outcome = self.outcome.subscribe();
+        let settled = tokio::time::timeout_at(deadline, outcome.wait_for(Option::is_some)).await;
+        match settled {
+            Ok(Ok(value)) => value.clone(),
+            // The sender lives in this slot, so it cannot be gone while we hold the slot.
+            Ok(Err(_)) => Some(Settled::Redo),
+            Err(_) => None,
+        }
+    }
+}
+
+impl Lead {
+    /// Records when the execution really started (another process may have started it).
+    pub(crate) fn set_started_at_ms(&self, started_at_ms: u64) {
+        self.slot.started_at_ms.store(started_at_ms, Ordering::Relaxed);
+    }
+
+    /// Closes the slot and hands every waiter the outcome. Call it only after the store
+    /// knows the outcome, so that a request arriving after the slot closes finds it there.
+    pub(crate) fn settle(mut self, outcome: Settled) {
+        self.close(outcome);
+    }
+
+    fn close(&mut self, outcome: Settled) {
+        self.settled = true;
+        {
+            let mut slots = self.inflight.slots.lock().unwrap_or_else(PoisonError::into_inner);
+            if slots.get(&self.key).is_some_and(|s| Arc::ptr_eq(s, &self.slot)) {
+                slots.remove(&self.key);
+            }
+        }
+        self.slot.outcome.send_replace(Some(outcome));
+    }
+}
+
+impl Drop for Lead {
+    fn drop(&mut self) {
+        if !self.settled {
+            self.close(Settled::Redo);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn fingerprint() -> Fingerprint {
+        Fingerprint::raw(None, b"")
+    }
+
+    #[tokio::test]
+    async fn followers_get_the_leaders_outcome() {
+        let inflight = Arc::new(Inflight::default());
+        let key = IntentKey::from_bytes([1; 32]);
+        let Role::Leader(lead) = inflight.join(key, fingerprint(), 5) else {
+            panic!("first must lead")
+        };
+        let Role::Follower(slot) = inflight.join(key, fingerprint(), 6) else {
+            panic!("second must follow")
+        };
+        assert_eq!(slot.started_at_ms(), 5);
+        let waiter = tokio::spawn(async move {
+            slot.wait_until(Instant::now() + Duration::from_secs(5)).await
+        });
+        lead.settle(Settled::Failed {
+            response: None,
+            failure: Failure::Panic,
+        });
+        assert!(matches!(waiter.await.unwrap(), Some(Settled::Failed { .. })));
+        assert_eq!(inflight.len(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_dropped_lead_tells_followers_to_start_over() {
+        let inflight = Arc::new(Inflight::default());
+        let key = IntentKey::from_bytes([2; 32]);
+        let lead = inflight.join(key, fingerprint(), 0);
+        let Role::Follower(slot) = inflight.join(key, fingerprint(), 0) else {
+            panic!("second must follow")
+        };
+        drop(lead);
+        let outcome = slot.wait_until(Instant::now() + Duration::from_secs(5)).await;
+        assert!(matches!(outcome, Some(Settled::Redo)));
+        assert!(matches!(inflight.join(key, fingerprint(), 0), Role::Leader(_)));
+    }
+
+    #[tokio::test]
+    async fn waiting_ends_at_the_deadline() {
+        let inflight = Arc::new(Inflight::default());
+        let key = IntentKey::from_bytes([3; 32]);
+        let _lead = inflight.join(key, fingerprint(), 0);
+        let Role::Follower(slot) = inflight.join(key, fingerprint(), 0) else {
+            panic!("second must follow")
+        };
+        let outcome = slot.wait_until(Instant::now() + Duration::from_millis(20)).await;
+        assert!(outcome.is_none());
+    }
+}

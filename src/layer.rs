@@ -1,0 +1,320 @@
+//! The layer and its builder.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use http::request::Parts;
+use http::HeaderName;
+use tower_layer::Layer;
+
+use crate::canonical::JsonPointer;
+use crate::classify::Classify;
+use crate::detached::{Detached, DetachedExecutions, DEFAULT_MAX_DETACHED};
+use crate::inflight::Inflight;
+use crate::scope::ScopeSource;
+use crate::service::Idempotency;
+use crate::settings::Settings;
+use crate::store::{MemoryStore, Store};
+
+/// What every service made by one layer shares: settings, store, in-flight intents and the
+/// detached executions.
+pub(crate) struct Shared<St> {
+    pub(crate) settings: Settings,
+    pub(crate) store: Arc<St>,
+    pub(crate) inflight: Arc<Inflight>,
+    pub(crate) detached: Arc<Detached>,
+}
+
+// Written by hand: a derive would require `St: Clone`, but the store is shared through an Arc.
+impl<St> Clone for Shared<St> {
+    fn clone(&self) -> Self {
+        Self {
+            settings: self.settings.clone(),
+            store: Arc::clone(&self.store),
+            inflight: Arc::clone(&self.inflight),
+            detached: Arc::clone(&self.detached),
+        }
+    }
+}
+
+/// Makes repeated calls of one intent run once: concurrent duplicates wait for the running
+/// execution, later ones get its response replayed, and a caller past its deadline is told
+/// "in progress, ask later" while the action goes on.
+///
+/// Safe methods (GET, HEAD, OPTIONS, TRACE) pass through untouched. Every other request on a
+/// protected path needs a scope (by default the `x-session-id` header); its intent key is
+/// derived from the scope, the operation (method, path, sorted query) and the canonical JSON
+/// of its body.
+///
+/// ```
+/// use std::time::Duration;
+/// use axum::{routing::post, Router};
+/// use tower_idempotency::IdempotencyLayer;
+///
+/// let layer = IdempotencyLayer::new()
+///     .protect("/tools")
+///     .ignore_field("/tool_call_id")
+///     .idempotency_key_header()
+///     .deadline(Duration::from_secs(20))
+///     .deadline_for("/tools/generate_report", Duration::ZERO);
+///
+/// let app: Router = Router::new()
+///     .route("/tools/send_email", post(|| async { "sent" }))
+///     .layer(layer);
+/// ```
+pub struct IdempotencyLayer<St = MemoryStore> {
+    shared: Arc<Shared<St>>,
+}
+
+// Written by hand: a derive would require `St: Clone`.
+impl<St> Clone for IdempotencyLayer<St> {
+    fn clone(&self) -> Self {
+        Self {
+            shared: Arc::clone(&self.shared),
+        }
+    }
+}
+
+impl<St> std::fmt::Debug for IdempotencyLayer<St> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let settings = &self.shared.settings;
+        f.debug_struct("IdempotencyLayer")
+            .field("scope", &settings.scope)
+            .field("status_path", &settings.status_path)
+            .field("body_limit", &settings.body_limit)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for IdempotencyLayer<MemoryStore> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl IdempotencyLayer<MemoryStore> {
+    /// A layer with the defaults: an in-process [`MemoryStore`], scope from `x-session-id`,
+    /// 25 s deadline, 24 h retention, 1 MiB body and response limits, status path
+    /// `/_idempotency`.
+    pub fn new() -> Self {
+        Self::with_store(MemoryStore::new())
+    }
+}
+
+impl<St: Store> IdempotencyLayer<St> {
+    /// A layer with the default settings over `store`.
+    pub fn with_store(store: St) -> Self {
+        Self {
+            shared: Arc::new(Shared {
+                settings: Settings::default(),
+                store: Arc::new(store),
+                inflight: Arc::new(Inflight::default()),
+                detached: Arc::new(Detached::new(DEFAULT_MAX_DETACHED)),
+            }),
+        }
+    }
+
+    /// Keeps the settings and replaces the store.
+    pub fn store<St2: Store>(self, store: St2) -> IdempotencyLayer<St2> {
+        let shared = Arc::unwrap_or_clone(self.shared);
+        IdempotencyLayer {
+            shared: Arc::new(Shared {
+                settings: shared.settings,
+                store: Arc::new(store),
+                inflight: Arc::new(Inflight::default()),
+                detached: shared.detached,
+            }),
+        }
+    }
+}
+
+impl<St> IdempotencyLayer<St> {
+    fn settings_mut(&mut self) -> &mut Settings {
+        &mut Arc::make_mut(&mut self.shared).settings
+    }
+
+    fn set(mut self, change: impl FnOnce(&mut Settings)) -> Self {
+        change(self.settings_mut());
+        self
+    }
+
+    /// The store the layer uses.
+    pub fn store_ref(&self) -> &St {
+        &self.shared.store
+    }
+
+    /// A handle on the executions running detached, to wait for them at shutdown.
+    pub fn detached(&self) -> DetachedExecutions {
+        self.shared.detached.handle()
+    }
+
+    /// Takes the scope from this header (default `x-session-id`).
+    pub fn scope_header(self, name: HeaderName) -> Self {
+        self.set(|s| s.scope = ScopeSource::Header(name))
+    }
+
+    /// Takes the scope from the request parts: an authenticated principal from the
+    /// extensions, a tenant header. `None` means the request has no scope.
+    pub fn scope_fn<F>(self, extract: F) -> Self
+    where
+        F: Fn(&Parts) -> Option<String> + Send + Sync + 'static,
+    {
+        self.set(|s| s.scope = ScopeSource::Extract(Arc::new(extract)))
+    }
+
+    /// Passes requests without a scope through unprotected, instead of refusing them with 400.
+    pub fn pass_through_without_scope(self) -> Self {
+        self.set(|s| s.refuse_without_scope = false)
+    }
+
+    /// Protects only paths under these prefixes (whole segments: `/tools` covers
+    /// `/tools/x`, not `/toolsx`). Without any, every path is protected.
+    pub fn protect(self, prefix: impl Into<String>) -> Self {
+        self.set(|s| s.paths.protect(prefix))
+    }
+
+    /// Never protects paths under this prefix; the longer of a protect and an exclude
+    /// prefix wins.
+    pub fn exclude(self, prefix: impl Into<String>) -> Self {
+        self.set(|s| s.paths.exclude(prefix))
+    }
+
+    /// Leaves a JSON field out of the fingerprint: one that changes on every attempt of the
+    /// same intent, such as `/tool_call_id`.
+    ///
+    /// # Panics
+    ///
+    /// If `pointer` is not a JSON Pointer (RFC 6901), such as `/a/b`.
+    pub fn ignore_field(self, pointer: &str) -> Self {
+        let pointer = parse_pointer(pointer);
+        self.set(|s| s.fingerprint.ignored.push(pointer))
+    }
+
+    /// Rewrites the parsed body before it is fingerprinted (lower-case an address, drop a
+    /// default). The request the tool receives is not changed.
+    ///
+    /// A body holding an integer that no 64-bit type can hold is then fingerprinted by its
+    /// raw bytes, since it cannot cross into a `serde_json::Value` exactly.
+    pub fn normalize<F>(self, normalize: F) -> Self
+    where
+        F: Fn(&mut serde_json::Value) + Send + Sync + 'static,
+    {
+        self.set(|s| s.fingerprint.normalizer = Some(Arc::new(normalize)))
+    }
+
+    /// Honours the `Idempotency-Key` header (IETF draft) as an explicit key.
+    pub fn idempotency_key_header(self) -> Self {
+        self.key_header(HeaderName::from_static("idempotency-key"))
+    }
+
+    /// Honours this header as an explicit key.
+    pub fn key_header(self, name: HeaderName) -> Self {
+        self.set(|s| s.key_header = Some(name))
+    }
+
+    /// Honours this JSON field (such as `/request_id`) as an explicit key. The field is then
+    /// left out of the fingerprint; the header wins when both are sent.
+    ///
+    /// # Panics
+    ///
+    /// If `pointer` is not a JSON Pointer (RFC 6901).
+    pub fn key_field(self, pointer: &str) -> Self {
+        let pointer = parse_pointer(pointer);
+        self.set(|s| s.fingerprint.key_field = Some(pointer))
+    }
+
+    /// How long a caller waits before it gets 202 "in progress" (default 25 s). Zero answers
+    /// 202 at once: the explicitly asynchronous tool.
+    pub fn deadline(self, deadline: Duration) -> Self {
+        self.set(|s| s.paths.default_deadline = deadline)
+    }
+
+    /// The deadline of paths under `prefix`.
+    pub fn deadline_for(self, prefix: impl Into<String>, deadline: Duration) -> Self {
+        self.set(|s| s.paths.deadline_for(prefix, deadline))
+    }
+
+    /// How long completed outcomes are kept for replay (default 24 h). It should exceed the
+    /// longest time clients keep retrying.
+    pub fn retention(self, retention: Duration) -> Self {
+        self.set(|s| s.paths.default_retention = retention)
+    }
+
+    /// The retention of paths under `prefix`.
+    pub fn retention_for(self, prefix: impl Into<String>, retention: Duration) -> Self {
+        self.set(|s| s.paths.retention_for(prefix, retention))
+    }
+
+    /// Largest request body buffered (default 1 MiB); larger ones get 413, nothing executed.
+    pub fn body_limit(self, bytes: usize) -> Self {
+        self.set(|s| s.body_limit = bytes)
+    }
+
+    /// Largest response kept for replay (default 1 MiB). A larger one still reaches its first
+    /// caller; repeats are told the action already ran.
+    pub fn response_limit(self, bytes: usize) -> Self {
+        self.set(|s| s.response_limit = bytes)
+    }
+
+    /// Where callers ask about an action (default `/_idempotency`).
+    pub fn status_path(self, path: impl Into<String>) -> Self {
+        let mut path = path.into();
+        while path.ends_with('/') {
+            path.pop();
+        }
+        self.set(|s| s.status_path = path)
+    }
+
+    /// Answers duplicates of a running action with 409, as the IETF draft does, instead of 202.
+    pub fn strict_ietf(self) -> Self {
+        self.set(|s| s.strict_ietf = true)
+    }
+
+    /// Replaces the rule that decides which outcomes are kept and which release the key.
+    pub fn classify<C: Classify>(self, classify: C) -> Self {
+        self.set(|s| s.classify = Arc::new(classify))
+    }
+
+    /// Lease of a running execution (default 30 s), renewed every third of it while it runs.
+    pub fn lease(self, lease: Duration) -> Self {
+        self.set(|s| s.lease = lease)
+    }
+
+    /// How long a failed attempt stays visible on the status path (default 5 min).
+    pub fn failure_ttl(self, ttl: Duration) -> Self {
+        self.set(|s| s.failure_ttl = ttl)
+    }
+
+    /// Runs requests unprotected when the store cannot answer, instead of refusing them with
+    /// 503 (logged each time). Off by default: fail-closed.
+    pub fn fail_open(self) -> Self {
+        self.set(|s| s.fail_open = true)
+    }
+
+    /// Adds an `_idempotency` member to replayed JSON object bodies, for models that never
+    /// see headers. Off by default: replays are byte for byte.
+    pub fn annotate_replays(self) -> Self {
+        self.set(|s| s.annotate_replays = true)
+    }
+
+    /// Bounds the executions running at once (default 1024); past it, 503 with nothing
+    /// executed. Takes a fresh tracker: call it before [`IdempotencyLayer::detached`].
+    pub fn max_detached(mut self, max: usize) -> Self {
+        Arc::make_mut(&mut self.shared).detached = Arc::new(Detached::new(max));
+        self
+    }
+}
+
+fn parse_pointer(pointer: &str) -> JsonPointer {
+    pointer
+        .parse()
+        .unwrap_or_else(|error| panic!("IdempotencyLayer: {error}"))
+}
+
+impl<S, St> Layer<S> for IdempotencyLayer<St> {
+    type Service = Idempotency<S, St>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        Idempotency::new(inner, Arc::clone(&self.shared))
+    }
+}

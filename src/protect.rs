@@ -1,0 +1,339 @@
+//! The protected path: scope, body, intent key, then coalesce, replay or execute.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{header, request, HeaderMap, Request, Response};
+use http_body::Body;
+use http_body_util::{BodyExt, LengthLimitError, Limited};
+use tokio::sync::oneshot;
+use tokio::time::Instant;
+use tower_service::Service;
+
+use crate::answer::{self, Answer};
+use crate::body::ResponseBody;
+use crate::clock::{now_ms, seconds_since};
+use crate::execute::{self, Claimed};
+use crate::inflight::{Lead, Role, Settled};
+use crate::key::{ExplicitKey, Fingerprint, IntentKey, KeyMaterial, Operation, ScopeHash};
+use crate::layer::Shared;
+use crate::replay::{replay, replay_stored, with_intent, written};
+use crate::store::{Claim, ClaimRequest, Entry, Store};
+use crate::BoxError;
+
+/// One protected request's intent, as the execution and the answers need it.
+#[derive(Debug, Clone)]
+pub(crate) struct Intent {
+    pub(crate) key: IntentKey,
+    pub(crate) scope: ScopeHash,
+    pub(crate) fingerprint: Fingerprint,
+    /// Whether the key came from the client, so a payload mismatch must be refused.
+    pub(crate) explicit: bool,
+    /// When this caller stops waiting and is told "in progress".
+    pub(crate) deadline: Instant,
+    pub(crate) retention: Duration,
+}
+
+type Answered<B, E> = Result<Response<ResponseBody<B>>, E>;
+
+/// Runs a protected request to its answer.
+pub(crate) async fn protect<S, St, B, ResBody>(
+    shared: Arc<Shared<St>>,
+    mut inner: S,
+    request: Request<B>,
+) -> Answered<ResBody, S::Error>
+where
+    S: Service<Request<B>, Response = Response<ResBody>> + Send + 'static,
+    S::Future: Send + 'static,
+    S::Error: Send + 'static,
+    B: Body + From<Bytes> + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<BoxError>,
+    ResBody: Body<Data = Bytes> + Send + 'static,
+    St: Store,
+{
+    let settings = &shared.settings;
+    let (parts, body) = request.into_parts();
+    let Some(scope) = settings.scope.scope_of(&parts) else {
+        if settings.refuse_without_scope {
+            return Ok(written(answer::missing_scope(&settings.scope.describe())));
+        }
+        let response = inner.call(Request::from_parts(parts, body)).await?;
+        return Ok(response.map(ResponseBody::inner));
+    };
+    let bytes = match read_body(body, &parts.headers, settings.body_limit).await {
+        Ok(bytes) => bytes,
+        Err(refusal) => return Ok(written(refusal)),
+    };
+    let intent = match derive_intent(&shared, &parts, &scope, &bytes) {
+        Ok(intent) => intent,
+        Err(refusal) => return Ok(written(refusal)),
+    };
+    let request = Request::from_parts(parts, B::from(bytes));
+    let answered = coalesce_or_execute(&shared, inner, request, &intent).await;
+    answered.map(|response| with_intent(response, &intent.key))
+}
+
+/// Buffers the body under the limit; over it, 413 with nothing executed.
+async fn read_body<B>(body: B, headers: &HeaderMap, limit: usize) -> Result<Bytes, Answer>
+where
+    B: Body,
+    B::Error: Into<BoxError>,
+{
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|length| length > limit as u64) {
+        return Err(answer::body_too_large(limit));
+    }
+    match Limited::new(body, limit).collect().await {
+        Ok(collected) => Ok(collected.to_bytes()),
+        Err(error) if error.downcast_ref::<LengthLimitError>().is_some() => {
+            Err(answer::body_too_large(limit))
+        }
+        Err(_) => Err(answer::body_unreadable()),
+    }
+}
+
+/// Derives the intent key, from an explicit key where one is configured and sent.
+fn derive_intent<St>(
+    shared: &Shared<St>,
+    parts: &request::Parts,
+    scope: &[u8],
+    body: &Bytes,
+) -> Result<Intent, Answer> {
+    let settings = &shared.settings;
+    let header_key = match &settings.key_header {
+        Some(name) => match parts.headers.get(name) {
+            Some(value) => Some(
+                ExplicitKey::from_bytes(value.as_bytes())
+                    .map_err(|_| answer::malformed_key(&format!("the `{name}` header")))?,
+            ),
+            None => None,
+        },
+        None => None,
+    };
+    let printed = settings
+        .fingerprint
+        .fingerprint(parts.headers.get(header::CONTENT_TYPE), body);
+    let field_key = match (printed.key_field, &settings.fingerprint.key_field) {
+        (Some(Err(_)), Some(pointer)) => {
+            return Err(answer::malformed_key(&format!("the `{pointer}` field")))
+        }
+        (Some(Ok(key)), _) => Some(key),
+        _ => None,
+    };
+    let explicit = header_key.or(field_key);
+    let operation = Operation::new(&parts.method, &parts.uri);
+    let material = match &explicit {
+        Some(key) => KeyMaterial::Explicit(key),
+        None => KeyMaterial::Fingerprint(&printed.fingerprint),
+    };
+    let path = parts.uri.path();
+    Ok(Intent {
+        key: IntentKey::derive(scope, &operation, material),
+        scope: ScopeHash::of(scope),
+        fingerprint: printed.fingerprint,
+        explicit: explicit.is_some(),
+        deadline: Instant::now() + settings.paths.deadline(path),
+        retention: settings.paths.retention(path),
+    })
+}
+
+/// What leading an intent came to.
+enum Led<B, E> {
+    Answered(Answered<B, E>),
+    /// The store released the intent while we waited: take it from the top.
+    Again,
+}
+
+async fn coalesce_or_execute<S, St, B, ResBody>(
+    shared: &Arc<Shared<St>>,
+    inner: S,
+    request: Request<B>,
+    intent: &Intent,
+) -> Answered<ResBody, S::Error>
+where
+    S: Service<Request<B>, Response = Response<ResBody>> + Send + 'static,
+    S::Future: Send + 'static,
+    S::Error: Send + 'static,
+    B: Send + 'static,
+    ResBody: Body<Data = Bytes> + Send + 'static,
+    St: Store,
+{
+    let mut work = Some((inner, request));
+    loop {
+        match shared.inflight.join(intent.key, intent.fingerprint, now_ms()) {
+            Role::Follower(slot) => {
+                if intent.explicit && slot.fingerprint != intent.fingerprint {
+                    return Ok(written(answer::key_reused(&intent.key)));
+                }
+                tracing::debug!(intent = %intent.key.short(), "coalesced onto a running execution");
+                match slot.wait_until(intent.deadline).await {
+                    Some(Settled::Redo) => continue,
+                    Some(settled) => return Ok(answer_settled(shared, intent, settled)),
+                    None => return Ok(in_progress(shared, intent, slot.started_at_ms(), true)),
+                }
+            }
+            Role::Leader(lead) => match lead_intent(shared, &mut work, intent, lead).await {
+                Led::Answered(answered) => return answered,
+                Led::Again => continue,
+            },
+        }
+    }
+}
+
+async fn lead_intent<S, St, B, ResBody>(
+    shared: &Arc<Shared<St>>,
+    work: &mut Option<(S, Request<B>)>,
+    intent: &Intent,
+    lead: Lead,
+) -> Led<ResBody, S::Error>
+where
+    S: Service<Request<B>, Response = Response<ResBody>> + Send + 'static,
+    S::Future: Send + 'static,
+    S::Error: Send + 'static,
+    B: Send + 'static,
+    ResBody: Body<Data = Bytes> + Send + 'static,
+    St: Store,
+{
+    let key = &intent.key;
+    let Some(permit) = shared.detached.try_reserve() else {
+        tracing::warn!(intent = %key.short(), "too many detached executions; refusing");
+        return Led::Answered(Ok(written(answer::too_busy(key))));
+    };
+    let started_at_ms = now_ms();
+    let claim = ClaimRequest {
+        lease: shared.settings.lease,
+        scope: intent.scope,
+        fingerprint: intent.fingerprint,
+        started_at_ms,
+    };
+    let claimed = match shared.store.claim(key, &claim).await {
+        Ok(claimed) => claimed,
+        Err(error) => {
+            drop(lead);
+            tracing::warn!(intent = %key.short(), %error, "the store could not answer a claim");
+            if shared.settings.fail_open {
+                if let Some((mut inner, request)) = work.take() {
+                    tracing::warn!(intent = %key.short(), "fail-open: running without protection");
+                    let answered = inner.call(request).await;
+                    return Led::Answered(answered.map(|r| r.map(ResponseBody::inner)));
+                }
+            }
+            return Led::Answered(Ok(written(answer::store_unavailable(key))));
+        }
+    };
+    match claimed {
+        Claim::Completed(record) => {
+            if intent.explicit && record.fingerprint != intent.fingerprint {
+                return Led::Answered(Ok(written(answer::key_reused(key))));
+            }
+            tracing::debug!(intent = %key.short(), "replaying a completed intent");
+            let response = replay(&shared.settings, key, &record);
+            lead.settle(Settled::Replay(record));
+            Led::Answered(Ok(response))
+        }
+        Claim::Running(info) => {
+            if intent.explicit && info.fingerprint != intent.fingerprint {
+                return Led::Answered(Ok(written(answer::key_reused(key))));
+            }
+            lead.set_started_at_ms(info.started_at_ms);
+            wait_elsewhere(shared, intent, lead, info.started_at_ms).await
+        }
+        Claim::Acquired(token) => {
+            let Some((inner, request)) = work.take() else {
+                // A request is executed at most once; a second acquisition cannot reach here.
+                return Led::Answered(Ok(written(answer::store_unavailable(key))));
+            };
+            tracing::debug!(intent = %key.short(), "claimed; executing");
+            let (first, answer) = oneshot::channel();
+            let claimed = Claimed {
+                token,
+                lead,
+                permit,
+                started_at_ms,
+            };
+            execute::spawn(Arc::clone(shared), inner, request, intent.clone(), claimed, first);
+            match tokio::time::timeout_at(intent.deadline, answer).await {
+                Ok(Ok(answered)) => Led::Answered(answered),
+                Ok(Err(_)) => Led::Answered(Ok(written(answer::attempt_failed(
+                    key,
+                    answer::Failure::Panic,
+                )))),
+                Err(_) => Led::Answered(Ok(in_progress(shared, intent, started_at_ms, false))),
+            }
+        }
+    }
+}
+
+/// Waits for an execution that runs elsewhere (another process, or another layer sharing
+/// the store), polling the store until it settles or this caller's deadline.
+async fn wait_elsewhere<St: Store, B, E>(
+    shared: &Arc<Shared<St>>,
+    intent: &Intent,
+    lead: Lead,
+    started_at_ms: u64,
+) -> Led<B, E> {
+    let key = &intent.key;
+    let mut pause = Duration::from_millis(10);
+    loop {
+        let now = Instant::now();
+        if now >= intent.deadline {
+            drop(lead);
+            return Led::Answered(Ok(in_progress(shared, intent, started_at_ms, true)));
+        }
+        tokio::time::sleep_until((now + pause).min(intent.deadline)).await;
+        pause = (pause * 3 / 2).min(Duration::from_millis(100));
+        match shared.store.get(key).await {
+            Ok(Some(Entry::Running(_))) | Err(_) => {}
+            Ok(Some(Entry::Completed(record))) => {
+                let response = replay(&shared.settings, key, &record);
+                lead.settle(Settled::Replay(record));
+                return Led::Answered(Ok(response));
+            }
+            Ok(Some(Entry::Failed(tombstone))) if tombstone.failed_at_ms >= started_at_ms => {
+                drop(lead);
+                let failure = answer::Failure::of(&tombstone);
+                return Led::Answered(Ok(written(answer::attempt_failed(key, failure))));
+            }
+            Ok(_) => {
+                drop(lead);
+                return Led::Again;
+            }
+        }
+    }
+}
+
+/// The answer to a duplicate, from how the execution it waited on ended.
+fn answer_settled<St, B>(shared: &Shared<St>, intent: &Intent, settled: Settled) -> Response<ResponseBody<B>> {
+    match settled {
+        Settled::Replay(record) => replay(&shared.settings, &intent.key, &record),
+        Settled::Failed {
+            response: Some(stored),
+            ..
+        } => replay_stored(&shared.settings, &intent.key, &stored),
+        Settled::Failed { failure, .. } => written(answer::attempt_failed(&intent.key, failure)),
+        // Redo is handled by the caller's loop; answering it would be a bug, so be safe.
+        Settled::Redo => written(answer::store_unavailable(&intent.key)),
+    }
+}
+
+/// 202 "in progress" (409 for duplicates in strict IETF mode).
+pub(crate) fn in_progress<St, B>(
+    shared: &Shared<St>,
+    intent: &Intent,
+    started_at_ms: u64,
+    duplicate: bool,
+) -> Response<ResponseBody<B>> {
+    tracing::debug!(intent = %intent.key.short(), duplicate, "answering in progress");
+    let settings = &shared.settings;
+    written(answer::in_progress(
+        &intent.key,
+        &settings.status_url(&intent.key),
+        seconds_since(started_at_ms),
+        duplicate && settings.strict_ietf,
+    ))
+}

@@ -1,0 +1,101 @@
+//! Turning kept outcomes back into responses.
+
+use http::{header, HeaderMap, HeaderName, HeaderValue, Response};
+
+use crate::answer::{self, Answer, INTENT_HEADER, REPLAYED_HEADER};
+use crate::body::ResponseBody;
+use crate::key::IntentKey;
+use crate::settings::Settings;
+use crate::store::{KeptResponse, Record, StoredResponse};
+
+/// A response the layer wrote.
+pub(crate) fn written<B>(answer: Answer) -> Response<ResponseBody<B>> {
+    answer.into_response().map(ResponseBody::full)
+}
+
+/// Marks a protected response with its intent.
+pub(crate) fn with_intent<B>(mut response: Response<B>, key: &IntentKey) -> Response<B> {
+    if let Ok(value) = HeaderValue::try_from(key.to_hex()) {
+        response
+            .headers_mut()
+            .insert(HeaderName::from_static(INTENT_HEADER), value);
+    }
+    response
+}
+
+/// Replays a completed intent.
+pub(crate) fn replay<B>(settings: &Settings, key: &IntentKey, record: &Record) -> Response<ResponseBody<B>> {
+    match &record.response {
+        KeptResponse::Full(stored) => replay_stored(settings, key, stored),
+        KeptResponse::Omitted { status } => written(answer::already_executed(key, *status)),
+    }
+}
+
+/// Replays a stored response byte for byte, marked `idempotent-replayed: true`.
+pub(crate) fn replay_stored<B>(settings: &Settings, key: &IntentKey, stored: &StoredResponse) -> Response<ResponseBody<B>> {
+    let body = if settings.annotate_replays {
+        answer::annotate(&stored.body, key).unwrap_or_else(|| stored.body.clone())
+    } else {
+        stored.body.clone()
+    };
+    let mut response = Response::new(ResponseBody::full(body));
+    *response.status_mut() = stored.status;
+    *response.headers_mut() = stored.headers.clone();
+    response.headers_mut().insert(
+        HeaderName::from_static(REPLAYED_HEADER),
+        HeaderValue::from_static("true"),
+    );
+    response
+}
+
+/// The headers worth keeping: not hop-by-hop, not `date`, not a length the replay recomputes.
+pub(crate) fn storable_headers(headers: &HeaderMap) -> HeaderMap {
+    let named_by_connection: Vec<String> = headers
+        .get_all(header::CONNECTION)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(|name| name.trim().to_ascii_lowercase())
+        .collect();
+    let mut kept = headers.clone();
+    for name in [
+        header::CONNECTION,
+        header::TRANSFER_ENCODING,
+        header::TE,
+        header::TRAILER,
+        header::UPGRADE,
+        header::PROXY_AUTHENTICATE,
+        header::PROXY_AUTHORIZATION,
+        header::DATE,
+        header::CONTENT_LENGTH,
+        HeaderName::from_static("keep-alive"),
+    ] {
+        kept.remove(name);
+    }
+    for name in named_by_connection {
+        if let Ok(name) = HeaderName::try_from(name) {
+            kept.remove(name);
+        }
+    }
+    kept
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hop_by_hop_and_date_headers_are_not_kept() {
+        let mut headers = HeaderMap::new();
+        headers.insert(header::CONNECTION, HeaderValue::from_static("close, x-hop"));
+        headers.insert("x-hop", HeaderValue::from_static("1"));
+        headers.insert(header::DATE, HeaderValue::from_static("today"));
+        headers.insert(header::TRANSFER_ENCODING, HeaderValue::from_static("chunked"));
+        headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        headers.insert("x-request-cost", HeaderValue::from_static("3"));
+        let kept = storable_headers(&headers);
+        assert_eq!(kept.len(), 2);
+        assert!(kept.contains_key(header::CONTENT_TYPE));
+        assert!(kept.contains_key("x-request-cost"));
+    }
+}

@@ -1,0 +1,111 @@
+//! The middleware service.
+
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use http::{Method, Request, Response};
+use http_body::Body;
+use tower_service::Service;
+
+use crate::body::ResponseBody;
+use crate::future::ResponseFuture;
+use crate::layer::Shared;
+use crate::store::{MemoryStore, Store};
+use crate::{protect, status, BoxError};
+
+/// Middleware that makes repeated calls of one intent run once.
+///
+/// Built by [`IdempotencyLayer`](crate::IdempotencyLayer); see there for the settings.
+pub struct Idempotency<S, St = MemoryStore> {
+    inner: S,
+    shared: Arc<Shared<St>>,
+}
+
+impl<S, St> Idempotency<S, St> {
+    pub(crate) fn new(inner: S, shared: Arc<Shared<St>>) -> Self {
+        Self { inner, shared }
+    }
+
+    /// The inner service.
+    pub fn get_ref(&self) -> &S {
+        &self.inner
+    }
+
+    /// The inner service, mutably.
+    pub fn get_mut(&mut self) -> &mut S {
+        &mut self.inner
+    }
+
+    /// Unwraps the inner service.
+    pub fn into_inner(self) -> S {
+        self.inner
+    }
+}
+
+// Written by hand: a derive would require `St: Clone`, but the store is shared through an Arc.
+impl<S: Clone, St> Clone for Idempotency<S, St> {
+    fn clone(&self) -> Self {
+        Self {
+            inner: self.inner.clone(),
+            shared: Arc::clone(&self.shared),
+        }
+    }
+}
+
+impl<S: std::fmt::Debug, St> std::fmt::Debug for Idempotency<S, St> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Idempotency")
+            .field("inner", &self.inner)
+            .finish_non_exhaustive()
+    }
+}
+
+fn is_safe(method: &Method) -> bool {
+    matches!(
+        *method,
+        Method::GET | Method::HEAD | Method::OPTIONS | Method::TRACE
+    )
+}
+
+impl<S, St, B, ResBody> Service<Request<B>> for Idempotency<S, St>
+where
+    S: Service<Request<B>, Response = Response<ResBody>> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+    S::Error: Send + 'static,
+    B: Body + From<Bytes> + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<BoxError>,
+    ResBody: Body<Data = Bytes> + Send + 'static,
+    St: Store,
+{
+    type Response = Response<ResponseBody<ResBody>>;
+    type Error = S::Error;
+    type Future = ResponseFuture<S::Future, ResBody, S::Error>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request<B>) -> Self::Future {
+        // The service that was driven to readiness goes into the future; a clone stays.
+        let clone = self.inner.clone();
+        let mut inner = std::mem::replace(&mut self.inner, clone);
+        let settings = &self.shared.settings;
+        let path = request.uri().path();
+        if request.method() == Method::GET {
+            if let Some(target) = settings.status_target(path) {
+                let target = target.to_owned();
+                let shared = Arc::clone(&self.shared);
+                let (parts, _) = request.into_parts();
+                return ResponseFuture::layered(async move {
+                    Ok(status::answer_status(&shared, &parts, &target).await)
+                });
+            }
+        }
+        if is_safe(request.method()) || !settings.paths.is_protected(path) {
+            return ResponseFuture::passthrough(inner.call(request));
+        }
+        ResponseFuture::layered(protect::protect(Arc::clone(&self.shared), inner, request))
+    }
+}

@@ -1,0 +1,75 @@
+//! Everything the builder sets, with the defaults of the contract.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use http::HeaderName;
+
+use crate::classify::{Classify, DefaultClassify};
+use crate::key::FingerprintRules;
+use crate::paths::PathRules;
+use crate::scope::{ScopeSource, DEFAULT_SCOPE_HEADER};
+
+/// Default time a caller waits before it is told "in progress": below the usual 30 s timeout.
+pub(crate) const DEFAULT_DEADLINE: Duration = Duration::from_secs(25);
+/// Default time a completed outcome is kept.
+pub(crate) const DEFAULT_RETENTION: Duration = Duration::from_secs(24 * 60 * 60);
+/// Default lease of a running execution.
+pub(crate) const DEFAULT_LEASE: Duration = Duration::from_secs(30);
+/// Default time a failed attempt stays visible on the status path.
+pub(crate) const DEFAULT_FAILURE_TTL: Duration = Duration::from_secs(5 * 60);
+/// Default limit of a buffered request body, and of a stored response.
+pub(crate) const DEFAULT_BODY_LIMIT: usize = 1024 * 1024;
+/// Default status path.
+pub(crate) const DEFAULT_STATUS_PATH: &str = "/_idempotency";
+
+#[derive(Clone)]
+pub(crate) struct Settings {
+    pub(crate) scope: ScopeSource,
+    pub(crate) refuse_without_scope: bool,
+    pub(crate) paths: PathRules,
+    pub(crate) fingerprint: FingerprintRules,
+    pub(crate) key_header: Option<HeaderName>,
+    pub(crate) body_limit: usize,
+    pub(crate) response_limit: usize,
+    pub(crate) status_path: String,
+    pub(crate) strict_ietf: bool,
+    pub(crate) classify: Arc<dyn Classify>,
+    pub(crate) lease: Duration,
+    pub(crate) failure_ttl: Duration,
+    pub(crate) fail_open: bool,
+    pub(crate) annotate_replays: bool,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            scope: ScopeSource::Header(HeaderName::from_static(DEFAULT_SCOPE_HEADER)),
+            refuse_without_scope: true,
+            paths: PathRules::new(DEFAULT_DEADLINE, DEFAULT_RETENTION),
+            fingerprint: FingerprintRules::default(),
+            key_header: None,
+            body_limit: DEFAULT_BODY_LIMIT,
+            response_limit: DEFAULT_BODY_LIMIT,
+            status_path: DEFAULT_STATUS_PATH.to_owned(),
+            strict_ietf: false,
+            classify: Arc::new(DefaultClassify),
+            lease: DEFAULT_LEASE,
+            failure_ttl: DEFAULT_FAILURE_TTL,
+            fail_open: false,
+            annotate_replays: false,
+        }
+    }
+}
+
+impl Settings {
+    /// The status URL of an intent.
+    pub(crate) fn status_url(&self, intent: &crate::IntentKey) -> String {
+        format!("{}/{}", self.status_path, intent)
+    }
+
+    /// The intent named by a status-path request, if `path` is one.
+    pub(crate) fn status_target<'p>(&self, path: &'p str) -> Option<&'p str> {
+        path.strip_prefix(self.status_path.as_str())?.strip_prefix('/')
+    }
+}
