@@ -1,0 +1,153 @@
+//! DESIGN's outcome table, row by row, through real HTTP: what is kept, what is released.
+
+mod support;
+
+use std::time::Duration;
+
+use axum::http::StatusCode;
+use support::{serve, tools, Client, Counts};
+use tower_idempotency::IdempotencyLayer;
+
+async fn start(layer: IdempotencyLayer) -> (Client, Counts) {
+    let counts = Counts::default();
+    let base = serve(tools(counts.clone()).layer(layer)).await;
+    (Client::new(base), counts)
+}
+
+#[tokio::test]
+async fn a_success_is_kept_and_replayed_byte_for_byte() {
+    let (client, counts) = start(IdempotencyLayer::new()).await;
+    let first = client.post("/tools/echo", "s1", r#"{"to":"a@example.com"}"#).await;
+    assert_eq!(first.status, StatusCode::CREATED);
+    assert!(!first.replayed());
+    assert_eq!(first.intent().len(), 64);
+    let again = client.post("/tools/echo", "s1", r#"{"to":"a@example.com"}"#).await;
+    assert_eq!(again.status, StatusCode::CREATED);
+    assert!(again.replayed());
+    assert_eq!(again.body, first.body);
+    assert_eq!(again.header("content-type"), first.header("content-type"));
+    assert_eq!(again.intent(), first.intent());
+    assert_eq!(counts.get("echo"), 1);
+}
+
+#[tokio::test]
+async fn a_client_error_is_kept_because_the_tool_decided_it() {
+    let (client, counts) = start(IdempotencyLayer::new()).await;
+    let first = client.post("/tools/status/400", "s", "{}").await;
+    let again = client.post("/tools/status/400", "s", "{}").await;
+    assert_eq!(first.status, StatusCode::BAD_REQUEST);
+    assert_eq!(again.status, StatusCode::BAD_REQUEST);
+    assert!(again.replayed());
+    assert_eq!(again.body, first.body);
+    assert_eq!(counts.get("status"), 1);
+}
+
+#[tokio::test]
+async fn server_errors_and_retry_statuses_release_the_key() {
+    for code in [500u16, 503, 408, 425, 429] {
+        let (client, counts) = start(IdempotencyLayer::new()).await;
+        let path = format!("/tools/status/{code}");
+        let first = client.post(&path, "s", "{}").await;
+        assert_eq!(first.status.as_u16(), code);
+        let retry = client.post(&path, "s", "{}").await;
+        assert_eq!(retry.status.as_u16(), code);
+        assert!(!retry.replayed(), "status {code} must not be replayed");
+        assert_eq!(counts.get("status"), 2, "status {code} must run again");
+    }
+}
+
+#[tokio::test]
+async fn cache_control_no_store_releases_the_key() {
+    let (client, counts) = start(IdempotencyLayer::new()).await;
+    client.post("/tools/no_store", "s", "{}").await;
+    let again = client.post("/tools/no_store", "s", "{}").await;
+    assert!(!again.replayed());
+    assert_eq!(counts.get("no_store"), 2);
+}
+
+#[tokio::test]
+async fn a_panic_answers_500_and_releases_the_key() {
+    let (client, counts) = start(IdempotencyLayer::new()).await;
+    let first = client.post("/tools/panic", "s", "{}").await;
+    assert_eq!(first.status, StatusCode::INTERNAL_SERVER_ERROR);
+    let problem = first.json();
+    assert_eq!(problem["outcome"], "failed");
+    assert_eq!(problem["retryable"], true);
+    assert!(problem["detail"].as_str().unwrap().starts_with("This action failed"));
+    client.post("/tools/panic", "s", "{}").await;
+    assert_eq!(counts.get("panic"), 2);
+    // The process lives on.
+    assert_eq!(client.post("/tools/echo", "s", "{}").await.status, StatusCode::CREATED);
+}
+
+#[tokio::test]
+async fn a_response_body_that_fails_releases_the_key() {
+    let (client, counts) = start(IdempotencyLayer::new()).await;
+    let first = client.post("/tools/broken_body", "s", "{}").await;
+    assert_eq!(first.status, StatusCode::BAD_GATEWAY);
+    assert_eq!(first.json()["outcome"], "failed");
+    client.post("/tools/broken_body", "s", "{}").await;
+    assert_eq!(counts.get("broken_body"), 2);
+}
+
+#[tokio::test]
+async fn a_response_over_the_cap_is_executed_once_but_not_kept() {
+    let (client, counts) = start(IdempotencyLayer::new().response_limit(1024)).await;
+    let first = client.post("/tools/big", "s", r#"{"bytes":5000}"#).await;
+    assert_eq!(first.status, StatusCode::OK);
+    assert_eq!(first.body.len(), "1:".len() + 5000, "the first caller gets all of it");
+    let again = client.post("/tools/big", "s", r#"{"bytes":5000}"#).await;
+    assert_eq!(again.status, StatusCode::OK);
+    let body = again.json();
+    assert_eq!(body["outcome"], "already_executed");
+    assert_eq!(body["retryable"], false);
+    assert!(body["detail"]
+        .as_str()
+        .unwrap()
+        .starts_with("This action was already executed"));
+    assert_eq!(counts.get("big"), 1);
+}
+
+#[tokio::test]
+async fn a_custom_predicate_decides_what_is_kept() {
+    let layer = IdempotencyLayer::new().classify(|status: StatusCode, _: &axum::http::HeaderMap| {
+        if status == StatusCode::CONFLICT {
+            tower_idempotency::Verdict::Release(tower_idempotency::ReleaseCause::Predicate)
+        } else {
+            tower_idempotency::Verdict::Keep
+        }
+    });
+    let (client, counts) = start(layer).await;
+    client.post("/tools/status/409", "s", "{}").await;
+    client.post("/tools/status/409", "s", "{}").await;
+    assert_eq!(counts.get("status"), 2);
+    client.post("/tools/status/500", "s", "{}").await;
+    let kept = client.post("/tools/status/500", "s", "{}").await;
+    assert!(kept.replayed(), "this predicate keeps 500s");
+    assert_eq!(counts.get("status"), 3);
+}
+
+#[tokio::test]
+async fn a_released_key_records_a_failure_for_the_status_path() {
+    let (client, _) = start(IdempotencyLayer::new()).await;
+    let failed = client.post("/tools/status/503", "s", "{}").await;
+    let status = client
+        .get(&format!("/_idempotency/{}", failed.intent()), Some("s"))
+        .await;
+    assert_eq!(status.status, StatusCode::OK);
+    let body = status.json();
+    assert_eq!(body["outcome"], "failed");
+    assert_eq!(body["last_status"], 503);
+    assert_eq!(body["retryable"], true);
+}
+
+#[tokio::test]
+async fn records_expire_after_the_retention() {
+    let layer = IdempotencyLayer::new().retention_for("/tools/echo", Duration::from_millis(100));
+    let (client, counts) = start(layer).await;
+    client.post("/tools/echo", "s", "{}").await;
+    assert!(client.post("/tools/echo", "s", "{}").await.replayed());
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!client.post("/tools/echo", "s", "{}").await.replayed());
+    assert_eq!(counts.get("echo"), 2);
+}

@@ -1,0 +1,196 @@
+//! A small tool server behind the layer, served over real HTTP on loopback, and a client.
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::extract::{Path, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde_json::{json, Value};
+use tokio::net::TcpListener;
+
+/// Executions started per tool.
+#[derive(Clone, Default)]
+pub struct Counts(Arc<Mutex<HashMap<String, usize>>>);
+
+impl Counts {
+    /// Counts one execution of `tool` and returns its number.
+    pub fn bump(&self, tool: &str) -> usize {
+        let mut counts = self.0.lock().unwrap();
+        let n = counts.entry(tool.to_owned()).or_default();
+        *n += 1;
+        *n
+    }
+
+    pub fn get(&self, tool: &str) -> usize {
+        self.0.lock().unwrap().get(tool).copied().unwrap_or(0)
+    }
+}
+
+fn delay_of(body: &Value) -> Duration {
+    Duration::from_millis(body.get("delay_ms").and_then(Value::as_u64).unwrap_or(0))
+}
+
+/// Tools that cover every outcome the layer distinguishes.
+pub fn tools(counts: Counts) -> Router {
+    Router::new()
+        .route("/tools/echo", post(echo))
+        .route("/tools/status/{code}", post(with_status))
+        .route("/tools/no_store", post(no_store))
+        .route("/tools/panic", post(panics))
+        .route("/tools/broken_body", post(broken_body))
+        .route("/tools/big", post(big))
+        .route("/tools/raw", post(raw))
+        .route("/tools/search", get(search))
+        .route("/internal/echo", post(echo))
+        .with_state(counts)
+}
+
+async fn echo(State(counts): State<Counts>, Json(body): Json<Value>) -> impl IntoResponse {
+    let n = counts.bump("echo");
+    tokio::time::sleep(delay_of(&body)).await;
+    (StatusCode::CREATED, Json(json!({ "n": n, "echo": body })))
+}
+
+async fn raw(State(counts): State<Counts>, body: Bytes) -> impl IntoResponse {
+    let n = counts.bump("raw");
+    format!("raw {n}: {} bytes", body.len())
+}
+
+async fn with_status(State(counts): State<Counts>, Path(code): Path<u16>, Json(body): Json<Value>) -> Response {
+    let n = counts.bump("status");
+    tokio::time::sleep(delay_of(&body)).await;
+    let status = StatusCode::from_u16(code).unwrap();
+    (status, Json(json!({ "n": n, "status": code }))).into_response()
+}
+
+async fn no_store(State(counts): State<Counts>) -> impl IntoResponse {
+    let n = counts.bump("no_store");
+    ([(header::CACHE_CONTROL, "no-store")], Json(json!({ "n": n })))
+}
+
+async fn panics(State(counts): State<Counts>) -> &'static str {
+    counts.bump("panic");
+    panic!("the tool crashed");
+}
+
+async fn broken_body(State(counts): State<Counts>) -> Response {
+    counts.bump("broken_body");
+    let chunks: Vec<Result<Bytes, std::io::Error>> = vec![
+        Ok(Bytes::from_static(b"{\"partial\":")),
+        Err(std::io::Error::other("the stream broke")),
+    ];
+    Body::from_stream(futures_util::stream::iter(chunks)).into_response()
+}
+
+async fn big(State(counts): State<Counts>, Json(body): Json<Value>) -> impl IntoResponse {
+    let n = counts.bump("big");
+    let size = body["bytes"].as_u64().unwrap_or(0) as usize;
+    (StatusCode::OK, [(header::CONTENT_TYPE, "text/plain")], format!("{n}:{}", "x".repeat(size)))
+}
+
+async fn search(State(counts): State<Counts>) -> impl IntoResponse {
+    let n = counts.bump("search");
+    Json(json!({ "n": n }))
+}
+
+/// Serves `app` on a free loopback port; returns its base URL.
+pub async fn serve(app: Router) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        axum::serve(listener, app).await.unwrap();
+    });
+    format!("http://{addr}")
+}
+
+/// One answer as a client sees it.
+#[derive(Debug, Clone)]
+pub struct Answer {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+    pub body: Bytes,
+}
+
+impl Answer {
+    pub fn json(&self) -> Value {
+        serde_json::from_slice(&self.body)
+            .unwrap_or_else(|e| panic!("{e}: {:?}", String::from_utf8_lossy(&self.body)))
+    }
+
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+
+    pub fn intent(&self) -> &str {
+        self.header("idempotency-intent").expect("an idempotency-intent header")
+    }
+
+    pub fn replayed(&self) -> bool {
+        self.header("idempotent-replayed") == Some("true")
+    }
+}
+
+/// A client bound to one server.
+#[derive(Clone)]
+pub struct Client {
+    pub base: String,
+    pub http: reqwest::Client,
+}
+
+impl Client {
+    pub fn new(base: String) -> Self {
+        Self {
+            base,
+            http: reqwest::Client::new(),
+        }
+    }
+
+    pub async fn send(&self, request: reqwest::RequestBuilder) -> Answer {
+        let response = request.send().await.expect("the request reaches the server");
+        let status = response.status();
+        let headers = response.headers().clone();
+        let body = response.bytes().await.expect("the whole body");
+        Answer {
+            status: StatusCode::from_u16(status.as_u16()).unwrap(),
+            headers: convert(&headers),
+            body,
+        }
+    }
+
+    /// POSTs JSON text as `session`.
+    pub async fn post(&self, path: &str, session: &str, json: &str) -> Answer {
+        self.send(
+            self.http
+                .post(format!("{}{path}", self.base))
+                .header("x-session-id", session)
+                .header("content-type", "application/json")
+                .body(json.to_owned()),
+        )
+        .await
+    }
+
+    pub async fn get(&self, path: &str, session: Option<&str>) -> Answer {
+        let mut request = self.http.get(format!("{}{path}", self.base));
+        if let Some(session) = session {
+            request = request.header("x-session-id", session);
+        }
+        self.send(request).await
+    }
+}
+
+fn convert(headers: &reqwest::header::HeaderMap) -> HeaderMap {
+    let mut out = HeaderMap::new();
+    for (name, value) in headers {
+        out.append(
+            axum::http::HeaderName::from_bytes(name.as_str().as_bytes()).unwrap(),
+            axum::http::HeaderValue::from_bytes(value.as_bytes()).unwrap(),
+        );
+    }
+    out
+}
