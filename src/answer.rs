@@ -20,22 +20,30 @@ pub const REPLAYED_HEADER: &str = "idempotent-replayed";
 #[derive(Debug)]
 pub(crate) struct Answer {
     status: StatusCode,
-    members: Map<String, Value>,
+    /// Members in the order they are written: the problem members, then what happened.
+    members: Vec<(&'static str, Value)>,
     retry_after_s: Option<u64>,
     location: Option<String>,
 }
 
 impl Answer {
-    fn new(status: StatusCode, slug: &str, title: &str, outcome: &str, retryable: bool, detail: String) -> Self {
-        let mut members = Map::new();
+    fn new(
+        status: StatusCode,
+        slug: &str,
+        title: &str,
+        outcome: &str,
+        retryable: bool,
+        detail: String,
+    ) -> Self {
+        let mut members = Vec::with_capacity(10);
         if status.is_client_error() || status.is_server_error() {
-            members.insert("type".into(), format!("urn:tower-idempotency:{slug}").into());
-            members.insert("title".into(), title.into());
-            members.insert("status".into(), status.as_u16().into());
+            members.push(("type", format!("urn:tower-idempotency:{slug}").into()));
+            members.push(("title", title.into()));
+            members.push(("status", status.as_u16().into()));
         }
-        members.insert("outcome".into(), outcome.into());
-        members.insert("retryable".into(), retryable.into());
-        members.insert("detail".into(), detail.into());
+        members.push(("outcome", outcome.into()));
+        members.push(("retryable", retryable.into()));
+        members.push(("detail", detail.into()));
         Self {
             status,
             members,
@@ -44,8 +52,8 @@ impl Answer {
         }
     }
 
-    fn member(mut self, name: &str, value: impl Into<Value>) -> Self {
-        self.members.insert(name.into(), value.into());
+    fn member(mut self, name: &'static str, value: impl Into<Value>) -> Self {
+        self.members.push((name, value.into()));
         self
     }
 
@@ -66,7 +74,20 @@ impl Answer {
 
     pub(crate) fn into_response(self) -> Response<Bytes> {
         let is_problem = self.status.is_client_error() || self.status.is_server_error();
-        let body = Bytes::from(Value::Object(self.members).to_string());
+        // Written by hand rather than through a `Map`, which would sort the members: the
+        // outcome and the detail sentence should come first for a reader.
+        let mut text = String::with_capacity(512);
+        text.push('{');
+        for (i, (name, value)) in self.members.iter().enumerate() {
+            if i > 0 {
+                text.push(',');
+            }
+            text.push_str(&Value::from(*name).to_string());
+            text.push(':');
+            text.push_str(&value.to_string());
+        }
+        text.push('}');
+        let body = Bytes::from(text);
         let mut response = Response::new(body);
         *response.status_mut() = self.status;
         let headers = response.headers_mut();
@@ -199,7 +220,12 @@ pub(crate) fn too_busy(key: &IntentKey) -> Answer {
 }
 
 /// The action is still running at the caller's deadline.
-pub(crate) fn in_progress(key: &IntentKey, status_url: &str, started_s_ago: u64, conflict: bool) -> Answer {
+pub(crate) fn in_progress(
+    key: &IntentKey,
+    status_url: &str,
+    started_s_ago: u64,
+    conflict: bool,
+) -> Answer {
     let retry_after = started_s_ago.div_ceil(2).clamp(1, 30);
     let detail = format!(
         "This action is already running (started {started_s_ago} s ago) and was not started \
@@ -402,7 +428,11 @@ mod tests {
         let response = answer.into_response();
         let status = response.status();
         let headers = response.headers().clone();
-        (status, serde_json::from_slice(response.body()).unwrap(), headers)
+        (
+            status,
+            serde_json::from_slice(response.body()).unwrap(),
+            headers,
+        )
     }
 
     #[test]
@@ -415,7 +445,10 @@ mod tests {
         assert_eq!(value["outcome"], "not_executed");
         assert_eq!(value["retryable"], true);
         assert!(value["type"].as_str().unwrap().starts_with("urn:"));
-        assert!(value["detail"].as_str().unwrap().starts_with("The action was not executed"));
+        assert!(value["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with("The action was not executed"));
     }
 
     #[test]

@@ -83,7 +83,9 @@ where
     fn size_hint(&self) -> SizeHint {
         match &self.kind {
             Kind::Inner { body } => body.size_hint(),
-            Kind::Full { data } => SizeHint::with_exact(data.as_ref().map_or(0, |d| d.len() as u64)),
+            Kind::Full { data } => {
+                SizeHint::with_exact(data.as_ref().map_or(0, |d| d.len() as u64))
+            }
             Kind::Chained { head, tail } => {
                 let head = head.as_ref().map_or(0, |h| h.len() as u64);
                 let tail = tail.size_hint();

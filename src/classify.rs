@@ -88,7 +88,11 @@ mod tests {
         let empty = HeaderMap::new();
         for kept in [200, 201, 204, 302, 400, 404, 409, 422] {
             let status = StatusCode::from_u16(kept).unwrap();
-            assert_eq!(DefaultClassify::verdict(status, &empty), Verdict::Keep, "{kept}");
+            assert_eq!(
+                DefaultClassify::verdict(status, &empty),
+                Verdict::Keep,
+                "{kept}"
+            );
         }
         for released in [408, 425, 429, 500, 502, 503] {
             let status = StatusCode::from_u16(released).unwrap();
@@ -99,7 +103,10 @@ mod tests {
             );
         }
         let mut no_store = HeaderMap::new();
-        no_store.insert(header::CACHE_CONTROL, HeaderValue::from_static("private, No-Store"));
+        no_store.insert(
+            header::CACHE_CONTROL,
+            HeaderValue::from_static("private, No-Store"),
+        );
         assert_eq!(
             DefaultClassify::verdict(StatusCode::OK, &no_store),
             Verdict::Release(ReleaseCause::NoStore)

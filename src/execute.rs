@@ -34,9 +34,16 @@ pub(crate) type FirstAnswer<B, E> = Result<Response<ResponseBody<B>>, E>;
 
 /// A response read as far as the stored-response cap allows.
 enum Buffered<B> {
-    Whole { parts: response::Parts, body: Bytes },
+    Whole {
+        parts: response::Parts,
+        body: Bytes,
+    },
     /// Over the cap: what was read, and the rest still to stream.
-    Partial { parts: response::Parts, head: Bytes, tail: Pin<Box<B>> },
+    Partial {
+        parts: response::Parts,
+        head: Bytes,
+        tail: Pin<Box<B>>,
+    },
     /// The body failed while being read.
     Broken,
 }
@@ -89,7 +96,10 @@ pub(crate) fn spawn<S, St, B, ResBody>(
         let (settled, answer) = match ended {
             Ok(Ok(Buffered::Whole { parts, body })) => recorder.whole(parts, body).await,
             Ok(Ok(Buffered::Partial { parts, head, tail })) => {
-                let verdict = shared.settings.classify.classify(parts.status, &parts.headers);
+                let verdict = shared
+                    .settings
+                    .classify
+                    .classify(parts.status, &parts.headers);
                 let settled = match verdict {
                     Verdict::Keep => {
                         let kept = KeptResponse::Omitted {
@@ -107,10 +117,17 @@ pub(crate) fn spawn<S, St, B, ResBody>(
                 };
                 (
                     settled,
-                    Ok(Response::from_parts(parts, ResponseBody::chained(head, tail))),
+                    Ok(Response::from_parts(
+                        parts,
+                        ResponseBody::chained(head, tail),
+                    )),
                 )
             }
-            Ok(Ok(Buffered::Broken)) => recorder.failed(ReleaseCause::ResponseBody, Failure::Body).await,
+            Ok(Ok(Buffered::Broken)) => {
+                recorder
+                    .failed(ReleaseCause::ResponseBody, Failure::Body)
+                    .await
+            }
             Ok(Err(error)) => {
                 recorder.release(None, ReleaseCause::InnerError).await;
                 let settled = Settled::Failed {
@@ -174,7 +191,9 @@ where
             }
             Some(Ok(frame)) => {
                 // Trailers are not kept.
-                let Ok(data) = frame.into_data() else { continue };
+                let Ok(data) = frame.into_data() else {
+                    continue;
+                };
                 length += data.len();
                 chunks.push(data);
                 if length > limit {
@@ -211,13 +230,22 @@ struct Recorder<'a, St> {
 
 impl<St: Store> Recorder<'_, St> {
     /// A response read whole: kept or released as the predicate says.
-    async fn whole<B, E>(&self, parts: response::Parts, body: Bytes) -> (Settled, FirstAnswer<B, E>) {
+    async fn whole<B, E>(
+        &self,
+        parts: response::Parts,
+        body: Bytes,
+    ) -> (Settled, FirstAnswer<B, E>) {
         let stored = StoredResponse {
             status: parts.status,
             headers: storable_headers(&parts.headers),
             body: body.clone(),
         };
-        let settled = match self.shared.settings.classify.classify(parts.status, &parts.headers) {
+        let settled = match self
+            .shared
+            .settings
+            .classify
+            .classify(parts.status, &parts.headers)
+        {
             Verdict::Keep => Settled::Replay(self.complete(KeptResponse::Full(stored)).await),
             Verdict::Release(cause) => {
                 self.release(Some(parts.status), cause).await;
@@ -227,17 +255,27 @@ impl<St: Store> Recorder<'_, St> {
                 }
             }
         };
-        (settled, Ok(Response::from_parts(parts, ResponseBody::full(body))))
+        (
+            settled,
+            Ok(Response::from_parts(parts, ResponseBody::full(body))),
+        )
     }
 
     /// The execution produced no usable response.
-    async fn failed<B, E>(&self, cause: ReleaseCause, failure: Failure) -> (Settled, FirstAnswer<B, E>) {
+    async fn failed<B, E>(
+        &self,
+        cause: ReleaseCause,
+        failure: Failure,
+    ) -> (Settled, FirstAnswer<B, E>) {
         self.release(None, cause).await;
         let settled = Settled::Failed {
             response: None,
             failure,
         };
-        (settled, Ok(written(answer::attempt_failed(&self.intent.key, failure))))
+        (
+            settled,
+            Ok(written(answer::attempt_failed(&self.intent.key, failure))),
+        )
     }
 
     /// Stores the record, retrying a store that fails while keeping the lease alive.
@@ -272,7 +310,9 @@ impl<St: Store> Recorder<'_, St> {
                 Err(error) if tokio::time::Instant::now() < give_up => {
                     tracing::warn!(intent = %key.short(), %error, "recording the outcome failed; retrying");
                     tokio::time::sleep(backoff).await;
-                    let _ = store.extend(key, self.token, self.shared.settings.lease).await;
+                    let _ = store
+                        .extend(key, self.token, self.shared.settings.lease)
+                        .await;
                     backoff = (backoff * 2).min(Duration::from_secs(5));
                 }
                 Err(error) => {
@@ -297,7 +337,12 @@ impl<St: Store> Recorder<'_, St> {
         tracing::debug!(intent = %key.short(), cause = cause.as_str(), "releasing the intent");
         let ttl = self.shared.settings.failure_ttl;
         for attempt in 0..3u32 {
-            match self.shared.store.release(key, self.token, Arc::clone(&tombstone), ttl).await {
+            match self
+                .shared
+                .store
+                .release(key, self.token, Arc::clone(&tombstone), ttl)
+                .await
+            {
                 Ok(_) => return,
                 Err(error) => {
                     tracing::warn!(intent = %key.short(), %error, attempt, "releasing the intent failed");

@@ -57,7 +57,12 @@ pub(crate) struct Lead {
 
 impl Inflight {
     /// Joins the intent's slot, or opens it and leads.
-    pub(crate) fn join(self: &Arc<Self>, key: IntentKey, fingerprint: Fingerprint, now_ms: u64) -> Role {
+    pub(crate) fn join(
+        self: &Arc<Self>,
+        key: IntentKey,
+        fingerprint: Fingerprint,
+        now_ms: u64,
+    ) -> Role {
         let mut slots = self.slots.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(slot) = slots.get(&key) {
             return Role::Follower(Arc::clone(slot));
@@ -79,7 +84,10 @@ impl Inflight {
     /// Intents in flight right now.
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
-        self.slots.lock().unwrap_or_else(PoisonError::into_inner).len()
+        self.slots
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
     }
 }
 
@@ -105,7 +113,9 @@ impl Slot {
 impl Lead {
     /// Records when the execution really started (another process may have started it).
     pub(crate) fn set_started_at_ms(&self, started_at_ms: u64) {
-        self.slot.started_at_ms.store(started_at_ms, Ordering::Relaxed);
+        self.slot
+            .started_at_ms
+            .store(started_at_ms, Ordering::Relaxed);
     }
 
     /// Closes the slot and hands every waiter the outcome. Call it only after the store
@@ -117,8 +127,15 @@ impl Lead {
     fn close(&mut self, outcome: Settled) {
         self.settled = true;
         {
-            let mut slots = self.inflight.slots.lock().unwrap_or_else(PoisonError::into_inner);
-            if slots.get(&self.key).is_some_and(|s| Arc::ptr_eq(s, &self.slot)) {
+            let mut slots = self
+                .inflight
+                .slots
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            if slots
+                .get(&self.key)
+                .is_some_and(|s| Arc::ptr_eq(s, &self.slot))
+            {
                 slots.remove(&self.key);
             }
         }
@@ -155,13 +172,17 @@ mod tests {
         };
         assert_eq!(slot.started_at_ms(), 5);
         let waiter = tokio::spawn(async move {
-            slot.wait_until(Instant::now() + Duration::from_secs(5)).await
+            slot.wait_until(Instant::now() + Duration::from_secs(5))
+                .await
         });
         lead.settle(Settled::Failed {
             response: None,
             failure: Failure::Panic,
         });
-        assert!(matches!(waiter.await.unwrap(), Some(Settled::Failed { .. })));
+        assert!(matches!(
+            waiter.await.unwrap(),
+            Some(Settled::Failed { .. })
+        ));
         assert_eq!(inflight.len(), 0);
     }
 
@@ -174,9 +195,14 @@ mod tests {
             panic!("second must follow")
         };
         drop(lead);
-        let outcome = slot.wait_until(Instant::now() + Duration::from_secs(5)).await;
+        let outcome = slot
+            .wait_until(Instant::now() + Duration::from_secs(5))
+            .await;
         assert!(matches!(outcome, Some(Settled::Redo)));
-        assert!(matches!(inflight.join(key, fingerprint(), 0), Role::Leader(_)));
+        assert!(matches!(
+            inflight.join(key, fingerprint(), 0),
+            Role::Leader(_)
+        ));
     }
 
     #[tokio::test]
@@ -187,7 +213,9 @@ mod tests {
         let Role::Follower(slot) = inflight.join(key, fingerprint(), 0) else {
             panic!("second must follow")
         };
-        let outcome = slot.wait_until(Instant::now() + Duration::from_millis(20)).await;
+        let outcome = slot
+            .wait_until(Instant::now() + Duration::from_millis(20))
+            .await;
         assert!(outcome.is_none());
     }
 }

@@ -81,11 +81,15 @@ impl PathRules {
     }
 
     pub(crate) fn deadline(&self, path: &str) -> Duration {
-        longest(&self.deadlines, path).copied().unwrap_or(self.default_deadline)
+        longest(&self.deadlines, path)
+            .copied()
+            .unwrap_or(self.default_deadline)
     }
 
     pub(crate) fn retention(&self, path: &str) -> Duration {
-        longest(&self.retentions, path).copied().unwrap_or(self.default_retention)
+        longest(&self.retentions, path)
+            .copied()
+            .unwrap_or(self.default_retention)
     }
 }
 

@@ -165,7 +165,10 @@ where
 {
     let mut work = Some((inner, request));
     loop {
-        match shared.inflight.join(intent.key, intent.fingerprint, now_ms()) {
+        match shared
+            .inflight
+            .join(intent.key, intent.fingerprint, now_ms())
+        {
             Role::Follower(slot) => {
                 if intent.explicit && slot.fingerprint != intent.fingerprint {
                     return Ok(written(answer::key_reused(&intent.key)));
@@ -256,7 +259,14 @@ where
                 permit,
                 started_at_ms,
             };
-            execute::spawn(Arc::clone(shared), inner, request, intent.clone(), claimed, first);
+            execute::spawn(
+                Arc::clone(shared),
+                inner,
+                request,
+                intent.clone(),
+                claimed,
+                first,
+            );
             match tokio::time::timeout_at(intent.deadline, answer).await {
                 Ok(Ok(answered)) => Led::Answered(answered),
                 Ok(Err(_)) => Led::Answered(Ok(written(answer::attempt_failed(
@@ -308,7 +318,11 @@ async fn wait_elsewhere<St: Store, B, E>(
 }
 
 /// The answer to a duplicate, from how the execution it waited on ended.
-fn answer_settled<St, B>(shared: &Shared<St>, intent: &Intent, settled: Settled) -> Response<ResponseBody<B>> {
+fn answer_settled<St, B>(
+    shared: &Shared<St>,
+    intent: &Intent,
+    settled: Settled,
+) -> Response<ResponseBody<B>> {
     match settled {
         Settled::Replay(record) => replay(&shared.settings, &intent.key, &record),
         Settled::Failed {

@@ -24,7 +24,11 @@ pub(crate) fn with_intent<B>(mut response: Response<B>, key: &IntentKey) -> Resp
 }
 
 /// Replays a completed intent.
-pub(crate) fn replay<B>(settings: &Settings, key: &IntentKey, record: &Record) -> Response<ResponseBody<B>> {
+pub(crate) fn replay<B>(
+    settings: &Settings,
+    key: &IntentKey,
+    record: &Record,
+) -> Response<ResponseBody<B>> {
     match &record.response {
         KeptResponse::Full(stored) => replay_stored(settings, key, stored),
         KeptResponse::Omitted { status } => written(answer::already_executed(key, *status)),
@@ -32,7 +36,11 @@ pub(crate) fn replay<B>(settings: &Settings, key: &IntentKey, record: &Record) -
 }
 
 /// Replays a stored response byte for byte, marked `idempotent-replayed: true`.
-pub(crate) fn replay_stored<B>(settings: &Settings, key: &IntentKey, stored: &StoredResponse) -> Response<ResponseBody<B>> {
+pub(crate) fn replay_stored<B>(
+    settings: &Settings,
+    key: &IntentKey,
+    stored: &StoredResponse,
+) -> Response<ResponseBody<B>> {
     let body = if settings.annotate_replays {
         answer::annotate(&stored.body, key).unwrap_or_else(|| stored.body.clone())
     } else {
@@ -90,8 +98,14 @@ mod tests {
         headers.insert(header::CONNECTION, HeaderValue::from_static("close, x-hop"));
         headers.insert("x-hop", HeaderValue::from_static("1"));
         headers.insert(header::DATE, HeaderValue::from_static("today"));
-        headers.insert(header::TRANSFER_ENCODING, HeaderValue::from_static("chunked"));
-        headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        headers.insert(
+            header::TRANSFER_ENCODING,
+            HeaderValue::from_static("chunked"),
+        );
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
         headers.insert("x-request-cost", HeaderValue::from_static("3"));
         let kept = storable_headers(&headers);
         assert_eq!(kept.len(), 2);

@@ -9,11 +9,14 @@ use http::HeaderName;
 /// The default scope header.
 pub const DEFAULT_SCOPE_HEADER: &str = "x-session-id";
 
+/// A user function that names the scope of a request.
+pub(crate) type ScopeFn = Arc<dyn Fn(&Parts) -> Option<String> + Send + Sync>;
+
 /// Finds the caller's scope: whose duplicates these are. Two scopes never share an outcome.
 #[derive(Clone)]
 pub(crate) enum ScopeSource {
     Header(HeaderName),
-    Extract(Arc<dyn Fn(&Parts) -> Option<String> + Send + Sync>),
+    Extract(ScopeFn),
 }
 
 impl ScopeSource {

@@ -70,6 +70,7 @@ impl Settings {
 
     /// The intent named by a status-path request, if `path` is one.
     pub(crate) fn status_target<'p>(&self, path: &'p str) -> Option<&'p str> {
-        path.strip_prefix(self.status_path.as_str())?.strip_prefix('/')
+        path.strip_prefix(self.status_path.as_str())?
+            .strip_prefix('/')
     }
 }

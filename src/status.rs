@@ -12,7 +12,11 @@ use crate::replay::{replay, with_intent, written};
 use crate::store::{Entry, Store};
 
 /// Answers a status request for `target` (the path segment after the status path).
-pub(crate) async fn answer_status<St: Store, B>(shared: &Shared<St>, parts: &Parts, target: &str) -> Response<ResponseBody<B>> {
+pub(crate) async fn answer_status<St: Store, B>(
+    shared: &Shared<St>,
+    parts: &Parts,
+    target: &str,
+) -> Response<ResponseBody<B>> {
     let settings = &shared.settings;
     let Ok(key) = target.parse::<IntentKey>() else {
         return written(answer::status_malformed());
@@ -26,7 +30,9 @@ pub(crate) async fn answer_status<St: Store, B>(shared: &Shared<St>, parts: &Par
             tracing::warn!(intent = %key.short(), %error, "the store could not answer a status request");
             written(answer::store_unavailable(&key))
         }
-        Ok(Some(Entry::Completed(record))) if record.scope == scope => replay(settings, &key, &record),
+        Ok(Some(Entry::Completed(record))) if record.scope == scope => {
+            replay(settings, &key, &record)
+        }
         Ok(Some(Entry::Running(info))) if info.scope == scope => written(answer::in_progress(
             &key,
             &settings.status_url(&key),

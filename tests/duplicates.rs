@@ -33,7 +33,11 @@ async fn two_hundred_concurrent_identical_calls_execute_once() {
         .filter(|a| a.status == StatusCode::CREATED)
         .map(|a| a.body.clone())
         .collect();
-    assert_eq!(bodies.len(), 1, "every caller that got the result got the same one");
+    assert_eq!(
+        bodies.len(),
+        1,
+        "every caller that got the result got the same one"
+    );
     for answer in &answers {
         assert!(
             answer.status == StatusCode::CREATED || answer.status == StatusCode::ACCEPTED,
@@ -95,7 +99,11 @@ async fn concurrent_calls_from_two_sessions_run_separately() {
 async fn the_same_intent_however_the_model_spells_it_is_one_call() {
     let (client, counts) = start(IdempotencyLayer::new()).await;
     let first = client
-        .post("/tools/echo", "s", r#"{"to":"a@b.c","amount":1.50,"tags":["x"]}"#)
+        .post(
+            "/tools/echo",
+            "s",
+            r#"{"to":"a@b.c","amount":1.50,"tags":["x"]}"#,
+        )
         .await;
     for spelling in [
         "{ \"amount\" : 1.5 , \"tags\" : [ \"x\" ] , \"to\" : \"a@b.c\" }",
@@ -151,13 +159,21 @@ async fn fields_that_change_on_every_attempt_can_be_ignored() {
 #[tokio::test]
 async fn a_normalizer_merges_what_the_application_deems_equal() {
     let layer = IdempotencyLayer::new().normalize(|value| {
-        if let Some(to) = value.get("to").and_then(|t| t.as_str()).map(str::to_lowercase) {
+        if let Some(to) = value
+            .get("to")
+            .and_then(|t| t.as_str())
+            .map(str::to_lowercase)
+        {
             value["to"] = to.into();
         }
     });
     let (client, counts) = start(layer).await;
-    client.post("/tools/echo", "s", r#"{"to":"Ann@Example.com"}"#).await;
-    let again = client.post("/tools/echo", "s", r#"{"to":"ann@example.com"}"#).await;
+    client
+        .post("/tools/echo", "s", r#"{"to":"Ann@Example.com"}"#)
+        .await;
+    let again = client
+        .post("/tools/echo", "s", r#"{"to":"ann@example.com"}"#)
+        .await;
     assert!(again.replayed());
     assert_eq!(again.json()["echo"]["to"], "Ann@Example.com");
     assert_eq!(counts.get("echo"), 1);
@@ -189,5 +205,8 @@ async fn detached_executions_can_be_awaited_at_shutdown() {
     executions.wait().await;
     assert!(executions.is_empty());
     assert_eq!(counts.get("echo"), 1);
-    assert!(client.post("/tools/echo", "s", r#"{"delay_ms":300}"#).await.replayed());
+    assert!(client
+        .post("/tools/echo", "s", r#"{"delay_ms":300}"#)
+        .await
+        .replayed());
 }

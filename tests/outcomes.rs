@@ -17,11 +17,15 @@ async fn start(layer: IdempotencyLayer) -> (Client, Counts) {
 #[tokio::test]
 async fn a_success_is_kept_and_replayed_byte_for_byte() {
     let (client, counts) = start(IdempotencyLayer::new()).await;
-    let first = client.post("/tools/echo", "s1", r#"{"to":"a@example.com"}"#).await;
+    let first = client
+        .post("/tools/echo", "s1", r#"{"to":"a@example.com"}"#)
+        .await;
     assert_eq!(first.status, StatusCode::CREATED);
     assert!(!first.replayed());
     assert_eq!(first.intent().len(), 64);
-    let again = client.post("/tools/echo", "s1", r#"{"to":"a@example.com"}"#).await;
+    let again = client
+        .post("/tools/echo", "s1", r#"{"to":"a@example.com"}"#)
+        .await;
     assert_eq!(again.status, StatusCode::CREATED);
     assert!(again.replayed());
     assert_eq!(again.body, first.body);
@@ -73,11 +77,17 @@ async fn a_panic_answers_500_and_releases_the_key() {
     let problem = first.json();
     assert_eq!(problem["outcome"], "failed");
     assert_eq!(problem["retryable"], true);
-    assert!(problem["detail"].as_str().unwrap().starts_with("This action failed"));
+    assert!(problem["detail"]
+        .as_str()
+        .unwrap()
+        .starts_with("This action failed"));
     client.post("/tools/panic", "s", "{}").await;
     assert_eq!(counts.get("panic"), 2);
     // The process lives on.
-    assert_eq!(client.post("/tools/echo", "s", "{}").await.status, StatusCode::CREATED);
+    assert_eq!(
+        client.post("/tools/echo", "s", "{}").await.status,
+        StatusCode::CREATED
+    );
 }
 
 #[tokio::test]
@@ -95,7 +105,11 @@ async fn a_response_over_the_cap_is_executed_once_but_not_kept() {
     let (client, counts) = start(IdempotencyLayer::new().response_limit(1024)).await;
     let first = client.post("/tools/big", "s", r#"{"bytes":5000}"#).await;
     assert_eq!(first.status, StatusCode::OK);
-    assert_eq!(first.body.len(), "1:".len() + 5000, "the first caller gets all of it");
+    assert_eq!(
+        first.body.len(),
+        "1:".len() + 5000,
+        "the first caller gets all of it"
+    );
     let again = client.post("/tools/big", "s", r#"{"bytes":5000}"#).await;
     assert_eq!(again.status, StatusCode::OK);
     let body = again.json();
@@ -110,13 +124,14 @@ async fn a_response_over_the_cap_is_executed_once_but_not_kept() {
 
 #[tokio::test]
 async fn a_custom_predicate_decides_what_is_kept() {
-    let layer = IdempotencyLayer::new().classify(|status: StatusCode, _: &axum::http::HeaderMap| {
-        if status == StatusCode::CONFLICT {
-            tower_idempotency::Verdict::Release(tower_idempotency::ReleaseCause::Predicate)
-        } else {
-            tower_idempotency::Verdict::Keep
-        }
-    });
+    let layer =
+        IdempotencyLayer::new().classify(|status: StatusCode, _: &axum::http::HeaderMap| {
+            if status == StatusCode::CONFLICT {
+                tower_idempotency::Verdict::Release(tower_idempotency::ReleaseCause::Predicate)
+            } else {
+                tower_idempotency::Verdict::Keep
+            }
+        });
     let (client, counts) = start(layer).await;
     client.post("/tools/status/409", "s", "{}").await;
     client.post("/tools/status/409", "s", "{}").await;

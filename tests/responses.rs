@@ -28,14 +28,22 @@ fn assert_not_executed(body: &Value, status: u16, retryable: bool) {
     assert_eq!(body["outcome"], "not_executed");
     assert_eq!(body["retryable"], retryable);
     assert_eq!(body["status"], status);
-    assert!(body["type"].as_str().unwrap().starts_with("urn:tower-idempotency:"));
+    assert!(body["type"]
+        .as_str()
+        .unwrap()
+        .starts_with("urn:tower-idempotency:"));
     assert!(body["title"].is_string());
-    assert!(detail(body).starts_with("The action was not executed"), "{}", detail(body));
+    assert!(
+        detail(body).starts_with("The action was not executed"),
+        "{}",
+        detail(body)
+    );
 }
 
 #[tokio::test]
 async fn past_the_deadline_the_caller_gets_202_and_the_action_goes_on() {
-    let (client, counts) = start(IdempotencyLayer::new().deadline(Duration::from_millis(200))).await;
+    let (client, counts) =
+        start(IdempotencyLayer::new().deadline(Duration::from_millis(200))).await;
     let slow = r#"{"delay_ms":700}"#;
     let first = client.post("/tools/echo", "s", slow).await;
     assert_eq!(first.status, StatusCode::ACCEPTED);
@@ -95,11 +103,18 @@ async fn strict_ietf_mode_answers_duplicates_409() {
         tokio::time::sleep(Duration::from_millis(30)).await;
         client.post("/tools/echo", "s", slow).await
     });
-    assert_eq!(first.status, StatusCode::ACCEPTED, "the first caller is not a duplicate");
+    assert_eq!(
+        first.status,
+        StatusCode::ACCEPTED,
+        "the first caller is not a duplicate"
+    );
     assert_eq!(duplicate.status, StatusCode::CONFLICT);
     let body = duplicate.json();
     assert_eq!(body["outcome"], "in_progress");
-    assert_eq!(duplicate.header("content-type"), Some("application/problem+json"));
+    assert_eq!(
+        duplicate.header("content-type"),
+        Some("application/problem+json")
+    );
 }
 
 #[tokio::test]
@@ -137,7 +152,10 @@ async fn a_request_without_a_scope_is_refused_naming_the_header() {
         )
         .await;
     assert_eq!(answer.status, StatusCode::BAD_REQUEST);
-    assert_eq!(answer.header("content-type"), Some("application/problem+json"));
+    assert_eq!(
+        answer.header("content-type"),
+        Some("application/problem+json")
+    );
     let body = answer.json();
     assert_not_executed(&body, 400, false);
     assert!(detail(&body).contains("x-session-id"));
@@ -172,8 +190,10 @@ async fn a_body_over_the_limit_gets_413_with_or_without_content_length() {
     assert_not_executed(&declared.json(), 413, false);
     assert_eq!(declared.json()["limit_bytes"], 64);
 
-    let chunks: Vec<Result<Vec<u8>, std::io::Error>> =
-        vec![Ok(big.as_bytes()[..50].to_vec()), Ok(big.as_bytes()[50..].to_vec())];
+    let chunks: Vec<Result<Vec<u8>, std::io::Error>> = vec![
+        Ok(big.as_bytes()[..50].to_vec()),
+        Ok(big.as_bytes()[50..].to_vec()),
+    ];
     let streamed = client
         .send(
             client
@@ -181,7 +201,9 @@ async fn a_body_over_the_limit_gets_413_with_or_without_content_length() {
                 .post(format!("{}/tools/echo", client.base))
                 .header("x-session-id", "s")
                 .header("content-type", "application/json")
-                .body(reqwest::Body::wrap_stream(futures_util::stream::iter(chunks))),
+                .body(reqwest::Body::wrap_stream(futures_util::stream::iter(
+                    chunks,
+                ))),
         )
         .await;
     assert_eq!(streamed.status, StatusCode::PAYLOAD_TOO_LARGE);
@@ -215,13 +237,21 @@ async fn an_explicit_key_reused_with_another_payload_gets_422() {
 #[tokio::test]
 async fn an_explicit_key_in_a_json_field_names_the_intent() {
     let (client, counts) = start(IdempotencyLayer::new().key_field("/request_id")).await;
-    let first = client.post("/tools/echo", "s", r#"{"request_id":"r1","n":1}"#).await;
-    let again = client.post("/tools/echo", "s", r#"{"n":1,"request_id":"r1"}"#).await;
+    let first = client
+        .post("/tools/echo", "s", r#"{"request_id":"r1","n":1}"#)
+        .await;
+    let again = client
+        .post("/tools/echo", "s", r#"{"n":1,"request_id":"r1"}"#)
+        .await;
     assert!(again.replayed());
     assert_eq!(again.intent(), first.intent());
-    let mismatch = client.post("/tools/echo", "s", r#"{"request_id":"r1","n":2}"#).await;
+    let mismatch = client
+        .post("/tools/echo", "s", r#"{"request_id":"r1","n":2}"#)
+        .await;
     assert_eq!(mismatch.status, StatusCode::UNPROCESSABLE_ENTITY);
-    let bad = client.post("/tools/echo", "s", r#"{"request_id":"has space"}"#).await;
+    let bad = client
+        .post("/tools/echo", "s", r#"{"request_id":"has space"}"#)
+        .await;
     assert_eq!(bad.status, StatusCode::BAD_REQUEST);
     assert_eq!(counts.get("echo"), 1);
 }
@@ -257,13 +287,30 @@ impl Store for DownStore {
     async fn claim(&self, _: &IntentKey, _: &ClaimRequest) -> Result<Claim, StoreError> {
         Err(down())
     }
-    async fn complete(&self, _: &IntentKey, _: &OwnerToken, _: Arc<Record>, _: Duration) -> Result<Fence, StoreError> {
+    async fn complete(
+        &self,
+        _: &IntentKey,
+        _: &OwnerToken,
+        _: Arc<Record>,
+        _: Duration,
+    ) -> Result<Fence, StoreError> {
         Err(down())
     }
-    async fn release(&self, _: &IntentKey, _: &OwnerToken, _: Arc<Tombstone>, _: Duration) -> Result<Fence, StoreError> {
+    async fn release(
+        &self,
+        _: &IntentKey,
+        _: &OwnerToken,
+        _: Arc<Tombstone>,
+        _: Duration,
+    ) -> Result<Fence, StoreError> {
         Err(down())
     }
-    async fn extend(&self, _: &IntentKey, _: &OwnerToken, _: Duration) -> Result<Fence, StoreError> {
+    async fn extend(
+        &self,
+        _: &IntentKey,
+        _: &OwnerToken,
+        _: Duration,
+    ) -> Result<Fence, StoreError> {
         Err(down())
     }
     async fn get(&self, _: &IntentKey) -> Result<Option<Entry>, StoreError> {

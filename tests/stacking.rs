@@ -23,8 +23,12 @@ type Body = RequestBody<Incoming>;
 /// A tool: counts executions, echoes the body, and fails with an error on `/error`.
 fn tool<B>(
     executions: Arc<AtomicUsize>,
-) -> impl tower::Service<Request<B>, Response = Response<Full<Bytes>>, Error = std::io::Error, Future: Send>
-       + Clone
+) -> impl tower::Service<
+    Request<B>,
+    Response = Response<Full<Bytes>>,
+    Error = std::io::Error,
+    Future: Send,
+> + Clone
        + Send
        + 'static
 where
@@ -38,7 +42,11 @@ where
             if request.uri().path() == "/error" {
                 return Err(std::io::Error::other("the tool failed"));
             }
-            let body = request.into_body().collect().await.map_err(std::io::Error::other)?;
+            let body = request
+                .into_body()
+                .collect()
+                .await
+                .map_err(std::io::Error::other)?;
             let text = format!("{n}:{}", String::from_utf8_lossy(&body.to_bytes()));
             Ok(Response::new(Full::new(Bytes::from(text))))
         }
@@ -48,8 +56,10 @@ where
 /// Serves a tower service under plain hyper, wrapping `Incoming` for the layer.
 async fn serve_hyper<S>(service: S) -> String
 where
-    S: tower::Service<Request<Body>, Response = Response<tower_idempotency::ResponseBody<Full<Bytes>>>>
-        + Clone
+    S: tower::Service<
+            Request<Body>,
+            Response = Response<tower_idempotency::ResponseBody<Full<Bytes>>>,
+        > + Clone
         + Send
         + 'static,
     S::Future: Send + 'static,
@@ -82,7 +92,11 @@ async fn the_layer_protects_a_plain_hyper_server() {
     let client = Client::new(serve_hyper(service).await);
     let first = client.post("/send", "s", r#"{"a":1}"#).await;
     assert_eq!(first.status, StatusCode::OK);
-    assert_eq!(&first.body[..], br#"1:{"a":1}"#, "the tool got the same bytes");
+    assert_eq!(
+        &first.body[..],
+        br#"1:{"a":1}"#,
+        "the tool got the same bytes"
+    );
     let again = client.post("/send", "s", r#"{ "a": 1 }"#).await;
     assert!(again.replayed());
     assert_eq!(again.body, first.body);
@@ -107,7 +121,11 @@ async fn an_inner_error_releases_the_key_so_a_retry_runs() {
     // hyper closes the connection on a service error: the caller sees a transport error.
     assert!(send().await.is_err());
     assert!(send().await.is_err());
-    assert_eq!(executions.load(Ordering::SeqCst), 2, "the error released the key");
+    assert_eq!(
+        executions.load(Ordering::SeqCst),
+        2,
+        "the error released the key"
+    );
 }
 
 #[tokio::test]

@@ -8,10 +8,7 @@ use std::cmp::Ordering;
 /// character above U+FFFF (a surrogate pair, 0xD800..) meets one in U+E000..=U+FFFF. So the
 /// bytes decide, and only at the first differing character is its UTF-16 lead unit consulted.
 pub(crate) fn utf16_cmp(a: &str, b: &str) -> Ordering {
-    let first_difference = a
-        .bytes()
-        .zip(b.bytes())
-        .position(|(x, y)| x != y);
+    let first_difference = a.bytes().zip(b.bytes()).position(|(x, y)| x != y);
     let Some(mut at) = first_difference else {
         return a.len().cmp(&b.len());
     };

@@ -21,7 +21,9 @@ pub(crate) fn parse(input: &[u8]) -> Result<Node<'_>, CanonicalError> {
     let node = parser.value(0)?;
     parser.skip_whitespace();
     if parser.pos != input.len() {
-        return Err(CanonicalError::Syntax("trailing characters after the document"));
+        return Err(CanonicalError::Syntax(
+            "trailing characters after the document",
+        ));
     }
     Ok(node)
 }
@@ -42,7 +44,11 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn expect_literal(&mut self, literal: &[u8], node: Node<'a>) -> Result<Node<'a>, CanonicalError> {
+    fn expect_literal(
+        &mut self,
+        literal: &[u8],
+        node: Node<'a>,
+    ) -> Result<Node<'a>, CanonicalError> {
         if self.input[self.pos..].starts_with(literal) {
             self.pos += literal.len();
             Ok(node)
@@ -317,7 +323,12 @@ mod tests {
 
     #[test]
     fn lone_surrogates_are_refused() {
-        for text in [r#""\ud800""#, r#""\udc00""#, r#""\ud800\u0041""#, r#""\ud800x""#] {
+        for text in [
+            r#""\ud800""#,
+            r#""\udc00""#,
+            r#""\ud800\u0041""#,
+            r#""\ud800x""#,
+        ] {
             assert_eq!(
                 parse(text.as_bytes()).err(),
                 Some(CanonicalError::LoneSurrogate),
@@ -341,8 +352,22 @@ mod tests {
     #[test]
     fn grammar_violations_are_syntax_errors() {
         for text in [
-            "", "{", "[1,]", "{\"a\"}", "01", "1.", ".5", "1e", "+1", "tru", "\"\t\"", "[1] x",
-            "{\"a\":1,}", "'a'", "NaN", "\"\\x\"",
+            "",
+            "{",
+            "[1,]",
+            "{\"a\"}",
+            "01",
+            "1.",
+            ".5",
+            "1e",
+            "+1",
+            "tru",
+            "\"\t\"",
+            "[1] x",
+            "{\"a\":1,}",
+            "'a'",
+            "NaN",
+            "\"\\x\"",
         ] {
             assert!(
                 matches!(parse(text.as_bytes()), Err(CanonicalError::Syntax(_))),

@@ -91,7 +91,9 @@ impl JsonPointer {
     /// Removes the value the pointer names, if there is one.
     pub(crate) fn remove<'a>(&self, root: &mut Node<'a>) -> Option<Node<'a>> {
         let (last, path) = self.tokens.split_last()?;
-        let parent = path.iter().try_fold(root, |node, token| child(node, token))?;
+        let parent = path
+            .iter()
+            .try_fold(root, |node, token| child(node, token))?;
         match parent {
             Node::Object(members) => {
                 let at = members.iter().position(|(name, _)| name == last)?;

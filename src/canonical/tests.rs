@@ -79,10 +79,10 @@ fn json_value() -> impl Strategy<Value = Value> {
     let leaf = prop_oneof![
         Just(Value::Null),
         any::<bool>().prop_map(Value::Bool),
-        (-(1i64 << 53)..=(1i64 << 53)).prop_map(|n| Value::from(n)),
+        (-(1i64 << 53)..=(1i64 << 53)).prop_map(Value::from),
         any::<f64>()
             .prop_filter("finite", |d| d.is_finite())
-            .prop_map(|d| Value::from(d)),
+            .prop_map(Value::from),
         "\\PC{0,8}".prop_map(Value::String),
         "[\\x00-\\x1f\"\\\\/\u{7f}\u{80}\u{2028}\u{fffd}\u{1f600}]{0,4}".prop_map(Value::String),
     ];

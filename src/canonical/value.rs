@@ -21,9 +21,9 @@ pub(crate) fn to_value(node: &Node<'_>) -> Result<Value, CanonicalError> {
                 return Err(CanonicalError::NumberOutOfRange);
             }
         }
-        Node::Double(d) => Value::Number(
-            Number::from_f64(*d).ok_or(CanonicalError::NumberOutOfRange)?,
-        ),
+        Node::Double(d) => {
+            Value::Number(Number::from_f64(*d).ok_or(CanonicalError::NumberOutOfRange)?)
+        }
         Node::String(s) => Value::String(s.to_string()),
         Node::Array(items) => Value::Array(items.iter().map(to_value).collect::<Result<_, _>>()?),
         Node::Object(members) => {

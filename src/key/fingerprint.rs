@@ -83,7 +83,12 @@ impl Fingerprint {
 
 impl fmt::Debug for Fingerprint {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Fingerprint({:?}, {}…)", self.kind, hex::encode(&self.digest[..6]))
+        write!(
+            f,
+            "Fingerprint({:?}, {}…)",
+            self.kind,
+            hex::encode(&self.digest[..6])
+        )
     }
 }
 
@@ -110,7 +115,11 @@ pub(crate) struct BodyFingerprint {
 impl FingerprintRules {
     /// Fingerprints a body. JSON by content type is canonicalised; anything else, or JSON whose
     /// canonical form could merge requests an upstream would tell apart, is hashed raw.
-    pub(crate) fn fingerprint(&self, content_type: Option<&HeaderValue>, body: &[u8]) -> BodyFingerprint {
+    pub(crate) fn fingerprint(
+        &self,
+        content_type: Option<&HeaderValue>,
+        body: &[u8],
+    ) -> BodyFingerprint {
         let raw = || BodyFingerprint {
             fingerprint: Fingerprint::raw(content_type.map(HeaderValue::as_bytes), body),
             key_field: None,
@@ -212,7 +221,10 @@ mod tests {
             assert_eq!(print(&rules, body).kind(), FingerprintKind::Raw, "{body}");
         }
         // Duplicates resolved differently by different parsers must stay apart.
-        assert_ne!(print(&rules, r#"{"a":1,"a":2}"#), print(&rules, r#"{"a":2,"a":1}"#));
+        assert_ne!(
+            print(&rules, r#"{"a":1,"a":2}"#),
+            print(&rules, r#"{"a":2,"a":1}"#)
+        );
     }
 
     #[test]
@@ -229,7 +241,11 @@ mod tests {
 
     #[test]
     fn json_media_types_are_recognised() {
-        for ok in ["application/json", "Application/JSON; charset=utf-8", "application/problem+json"] {
+        for ok in [
+            "application/json",
+            "Application/JSON; charset=utf-8",
+            "application/problem+json",
+        ] {
             assert!(is_json(&HeaderValue::from_str(ok).unwrap()), "{ok}");
         }
         for no in ["text/plain", "application/jsonx", "json", "+json"] {
@@ -241,13 +257,19 @@ mod tests {
     fn the_normalizer_rewrites_before_hashing() {
         let rules = FingerprintRules {
             normalizer: Some(Arc::new(|v: &mut serde_json::Value| {
-                if let Some(to) = v.get_mut("to").and_then(|t| t.as_str().map(str::to_lowercase)) {
+                if let Some(to) = v
+                    .get_mut("to")
+                    .and_then(|t| t.as_str().map(str::to_lowercase))
+                {
                     v["to"] = to.into();
                 }
             })),
             ..Default::default()
         };
-        assert_eq!(print(&rules, r#"{"to":"A@B.C"}"#), print(&rules, r#"{"to":"a@b.c"}"#));
+        assert_eq!(
+            print(&rules, r#"{"to":"A@B.C"}"#),
+            print(&rules, r#"{"to":"a@b.c"}"#)
+        );
         // An integer no 64-bit type holds cannot cross into serde_json exactly: raw, not merged.
         let big = print(&rules, r#"{"n":123456789012345678901234567890}"#);
         assert_eq!(big.kind(), FingerprintKind::Raw);

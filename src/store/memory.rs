@@ -9,7 +9,10 @@ use moka::notification::RemovalCause;
 use moka::policy::{EvictionPolicy, Expiry};
 use moka::sync::Cache;
 
-use super::{Claim, ClaimRequest, Entry, Fence, OwnerToken, Record, RunningInfo, Store, StoreError, Tombstone};
+use super::{
+    Claim, ClaimRequest, Entry, Fence, OwnerToken, Record, RunningInfo, Store, StoreError,
+    Tombstone,
+};
 use crate::key::IntentKey;
 
 /// Default byte budget of the settled-record cache: 64 MiB.
@@ -182,7 +185,12 @@ impl MemoryStore {
     }
 
     /// Runs `write` if `token` holds `key`, under the lock that makes claims atomic.
-    fn fenced(&self, key: &IntentKey, token: &OwnerToken, write: impl FnOnce(&mut HashMap<IntentKey, Lease>)) -> Fence {
+    fn fenced(
+        &self,
+        key: &IntentKey,
+        token: &OwnerToken,
+        write: impl FnOnce(&mut HashMap<IntentKey, Lease>),
+    ) -> Fence {
         let mut running = self.running_map();
         match running.get(key) {
             Some(lease) if lease.token == *token => {
@@ -247,12 +255,19 @@ impl Store for MemoryStore {
         ttl: Duration,
     ) -> Result<Fence, StoreError> {
         Ok(self.fenced(key, token, |running| {
-            self.inner.settled.insert(*key, Settled::Failed(tombstone, ttl));
+            self.inner
+                .settled
+                .insert(*key, Settled::Failed(tombstone, ttl));
             running.remove(key);
         }))
     }
 
-    async fn extend(&self, key: &IntentKey, token: &OwnerToken, lease: Duration) -> Result<Fence, StoreError> {
+    async fn extend(
+        &self,
+        key: &IntentKey,
+        token: &OwnerToken,
+        lease: Duration,
+    ) -> Result<Fence, StoreError> {
         Ok(self.fenced(key, token, |running| {
             if let Some(held) = running.get_mut(key) {
                 held.expires = Instant::now() + lease;
@@ -318,9 +333,17 @@ mod tests {
     #[tokio::test]
     async fn a_claimed_intent_is_running_until_completed_then_replayed() {
         let store = MemoryStore::new();
-        let token = acquired(store.claim(&key(1), &request(Duration::from_secs(30))).await.unwrap());
+        let token = acquired(
+            store
+                .claim(&key(1), &request(Duration::from_secs(30)))
+                .await
+                .unwrap(),
+        );
         assert!(matches!(
-            store.claim(&key(1), &request(Duration::from_secs(30))).await.unwrap(),
+            store
+                .claim(&key(1), &request(Duration::from_secs(30)))
+                .await
+                .unwrap(),
             Claim::Running(_)
         ));
         let fence = store
@@ -329,7 +352,10 @@ mod tests {
             .unwrap();
         assert_eq!(fence, Fence::Held);
         assert!(matches!(
-            store.claim(&key(1), &request(Duration::from_secs(30))).await.unwrap(),
+            store
+                .claim(&key(1), &request(Duration::from_secs(30)))
+                .await
+                .unwrap(),
             Claim::Completed(_)
         ));
         assert_eq!(store.running(), 0);
@@ -338,9 +364,19 @@ mod tests {
     #[tokio::test]
     async fn a_lapsed_lease_is_taken_over_and_the_old_owner_is_fenced() {
         let store = MemoryStore::new();
-        let old = acquired(store.claim(&key(2), &request(Duration::from_millis(1))).await.unwrap());
+        let old = acquired(
+            store
+                .claim(&key(2), &request(Duration::from_millis(1)))
+                .await
+                .unwrap(),
+        );
         tokio::time::sleep(Duration::from_millis(5)).await;
-        let new = acquired(store.claim(&key(2), &request(Duration::from_secs(30))).await.unwrap());
+        let new = acquired(
+            store
+                .claim(&key(2), &request(Duration::from_secs(30)))
+                .await
+                .unwrap(),
+        );
         assert_ne!(old, new);
         let stale = store
             .complete(&key(2), &old, record(1), Duration::from_secs(60))
@@ -348,16 +384,27 @@ mod tests {
             .unwrap();
         assert_eq!(stale, Fence::Lost);
         assert_eq!(
-            store.extend(&key(2), &old, Duration::from_secs(1)).await.unwrap(),
+            store
+                .extend(&key(2), &old, Duration::from_secs(1))
+                .await
+                .unwrap(),
             Fence::Lost
         );
-        assert!(matches!(store.get(&key(2)).await.unwrap(), Some(Entry::Running(_))));
+        assert!(matches!(
+            store.get(&key(2)).await.unwrap(),
+            Some(Entry::Running(_))
+        ));
     }
 
     #[tokio::test]
     async fn a_release_leaves_a_tombstone_that_does_not_block_a_retry() {
         let store = MemoryStore::new();
-        let token = acquired(store.claim(&key(3), &request(Duration::from_secs(30))).await.unwrap());
+        let token = acquired(
+            store
+                .claim(&key(3), &request(Duration::from_secs(30)))
+                .await
+                .unwrap(),
+        );
         let tombstone = Arc::new(Tombstone {
             scope: ScopeHash::of(b"s"),
             fingerprint: Fingerprint::raw(None, b""),
@@ -369,14 +416,27 @@ mod tests {
             .release(&key(3), &token, tombstone, Duration::from_secs(60))
             .await
             .unwrap();
-        assert!(matches!(store.get(&key(3)).await.unwrap(), Some(Entry::Failed(_))));
-        acquired(store.claim(&key(3), &request(Duration::from_secs(30))).await.unwrap());
+        assert!(matches!(
+            store.get(&key(3)).await.unwrap(),
+            Some(Entry::Failed(_))
+        ));
+        acquired(
+            store
+                .claim(&key(3), &request(Duration::from_secs(30)))
+                .await
+                .unwrap(),
+        );
     }
 
     #[tokio::test]
     async fn records_expire_after_their_retention() {
         let store = MemoryStore::new();
-        let token = acquired(store.claim(&key(4), &request(Duration::from_secs(30))).await.unwrap());
+        let token = acquired(
+            store
+                .claim(&key(4), &request(Duration::from_secs(30)))
+                .await
+                .unwrap(),
+        );
         store
             .complete(&key(4), &token, record(1), Duration::from_millis(20))
             .await
@@ -390,7 +450,12 @@ mod tests {
     async fn the_byte_budget_holds_and_evictions_are_counted() {
         let store = MemoryStore::builder().max_bytes(64 * 1024).build();
         for n in 0..64u8 {
-            let token = acquired(store.claim(&key(n), &request(Duration::from_secs(30))).await.unwrap());
+            let token = acquired(
+                store
+                    .claim(&key(n), &request(Duration::from_secs(30)))
+                    .await
+                    .unwrap(),
+            );
             store
                 .complete(&key(n), &token, record(4096), Duration::from_secs(3600))
                 .await

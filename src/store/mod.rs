@@ -127,5 +127,8 @@ pub trait Store: Send + Sync + 'static {
     ) -> impl Future<Output = Result<Fence, StoreError>> + Send;
 
     /// Reads what is known of an intent.
-    fn get(&self, key: &IntentKey) -> impl Future<Output = Result<Option<Entry>, StoreError>> + Send;
+    fn get(
+        &self,
+        key: &IntentKey,
+    ) -> impl Future<Output = Result<Option<Entry>, StoreError>> + Send;
 }

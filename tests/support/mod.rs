@@ -62,7 +62,11 @@ async fn raw(State(counts): State<Counts>, body: Bytes) -> impl IntoResponse {
     format!("raw {n}: {} bytes", body.len())
 }
 
-async fn with_status(State(counts): State<Counts>, Path(code): Path<u16>, Json(body): Json<Value>) -> Response {
+async fn with_status(
+    State(counts): State<Counts>,
+    Path(code): Path<u16>,
+    Json(body): Json<Value>,
+) -> Response {
     let n = counts.bump("status");
     tokio::time::sleep(delay_of(&body)).await;
     let status = StatusCode::from_u16(code).unwrap();
@@ -71,7 +75,10 @@ async fn with_status(State(counts): State<Counts>, Path(code): Path<u16>, Json(b
 
 async fn no_store(State(counts): State<Counts>) -> impl IntoResponse {
     let n = counts.bump("no_store");
-    ([(header::CACHE_CONTROL, "no-store")], Json(json!({ "n": n })))
+    (
+        [(header::CACHE_CONTROL, "no-store")],
+        Json(json!({ "n": n })),
+    )
 }
 
 async fn panics(State(counts): State<Counts>) -> &'static str {
@@ -91,7 +98,11 @@ async fn broken_body(State(counts): State<Counts>) -> Response {
 async fn big(State(counts): State<Counts>, Json(body): Json<Value>) -> impl IntoResponse {
     let n = counts.bump("big");
     let size = body["bytes"].as_u64().unwrap_or(0) as usize;
-    (StatusCode::OK, [(header::CONTENT_TYPE, "text/plain")], format!("{n}:{}", "x".repeat(size)))
+    (
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, "text/plain")],
+        format!("{n}:{}", "x".repeat(size)),
+    )
 }
 
 async fn search(State(counts): State<Counts>) -> impl IntoResponse {
@@ -128,7 +139,8 @@ impl Answer {
     }
 
     pub fn intent(&self) -> &str {
-        self.header("idempotency-intent").expect("an idempotency-intent header")
+        self.header("idempotency-intent")
+            .expect("an idempotency-intent header")
     }
 
     pub fn replayed(&self) -> bool {
@@ -152,7 +164,10 @@ impl Client {
     }
 
     pub async fn send(&self, request: reqwest::RequestBuilder) -> Answer {
-        let response = request.send().await.expect("the request reaches the server");
+        let response = request
+            .send()
+            .await
+            .expect("the request reaches the server");
         let status = response.status();
         let headers = response.headers().clone();
         let body = response.bytes().await.expect("the whole body");

@@ -1,0 +1,194 @@
+//! A tool API behind `IdempotencyLayer`, for trying the layer with curl and for load tests.
+//!
+//! ```text
+//! cargo run --example tool_gateway
+//! curl -s localhost:3000/tools/send_email -H 'x-session-id: s1' \
+//!      -H 'content-type: application/json' -d '{"to":"a@example.com","subject":"hi","body":"..."}'
+//! curl -s localhost:3000/stats
+//! ```
+//!
+//! Environment: `ADDR` (default `127.0.0.1:3000`), `DEADLINE_MS` (default 25000),
+//! `IDEMPOTENCY` (`on` by default; `off` serves the same routes with no layer).
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::{Query, State};
+use axum::http::StatusCode;
+use axum::response::IntoResponse;
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+use tower_idempotency::IdempotencyLayer;
+
+/// Executions started per tool in this process.
+#[derive(Default)]
+struct Stats {
+    send_email: AtomicU64,
+    create_record: AtomicU64,
+    generate_report: AtomicU64,
+    flaky: AtomicU64,
+    reject: AtomicU64,
+    search: AtomicU64,
+}
+
+type Shared = Arc<Stats>;
+
+fn bump(counter: &AtomicU64) -> u64 {
+    counter.fetch_add(1, Ordering::SeqCst) + 1
+}
+
+#[derive(Deserialize)]
+struct Email {
+    #[allow(dead_code)]
+    to: String,
+    #[allow(dead_code)]
+    subject: String,
+    #[allow(dead_code)]
+    body: String,
+    #[serde(default)]
+    delay_ms: u64,
+}
+
+async fn send_email(State(stats): State<Shared>, Json(email): Json<Email>) -> Json<Value> {
+    let n = bump(&stats.send_email);
+    tokio::time::sleep(Duration::from_millis(email.delay_ms)).await;
+    Json(json!({ "status": "sent", "message_id": format!("msg_{n}") }))
+}
+
+async fn create_record(
+    State(stats): State<Shared>,
+    Json(record): Json<Map<String, Value>>,
+) -> impl IntoResponse {
+    let n = bump(&stats.create_record);
+    (
+        StatusCode::CREATED,
+        Json(json!({ "id": format!("rec_{n}"), "echo": record })),
+    )
+}
+
+#[derive(Deserialize)]
+struct Report {
+    #[allow(dead_code)]
+    topic: String,
+    seconds: f64,
+}
+
+async fn generate_report(State(stats): State<Shared>, Json(report): Json<Report>) -> Json<Value> {
+    let n = bump(&stats.generate_report);
+    let seconds = if report.seconds.is_finite() {
+        report.seconds.clamp(0.0, 3600.0)
+    } else {
+        0.0
+    };
+    tokio::time::sleep(Duration::from_secs_f64(seconds)).await;
+    Json(json!({ "status": "done", "report_id": format!("rep_{n}") }))
+}
+
+#[derive(Deserialize)]
+struct Flaky {
+    fail_times: u64,
+}
+
+async fn flaky(State(stats): State<Shared>, Json(flaky): Json<Flaky>) -> impl IntoResponse {
+    let n = bump(&stats.flaky);
+    if n <= flaky.fail_times {
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            Json(json!({ "error": "temporarily unavailable", "attempt": n })),
+        )
+    } else {
+        (
+            StatusCode::OK,
+            Json(json!({ "status": "ok", "attempt": n })),
+        )
+    }
+}
+
+async fn reject(State(stats): State<Shared>, Json(_): Json<Value>) -> impl IntoResponse {
+    bump(&stats.reject);
+    (
+        StatusCode::BAD_REQUEST,
+        Json(json!({ "error": "invalid input" })),
+    )
+}
+
+#[derive(Deserialize)]
+struct Search {
+    #[serde(default)]
+    q: String,
+}
+
+async fn search(State(stats): State<Shared>, Query(search): Query<Search>) -> Json<Value> {
+    bump(&stats.search);
+    Json(json!({ "q": search.q, "results": [] }))
+}
+
+async fn stats(State(stats): State<Shared>) -> Json<Value> {
+    let read = |c: &AtomicU64| c.load(Ordering::SeqCst);
+    Json(json!({
+        "send_email": read(&stats.send_email),
+        "create_record": read(&stats.create_record),
+        "generate_report": read(&stats.generate_report),
+        "flaky": read(&stats.flaky),
+        "reject": read(&stats.reject),
+        "search": read(&stats.search),
+    }))
+}
+
+fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
+    match std::env::var(name) {
+        Ok(value) => value
+            .parse()
+            .unwrap_or_else(|_| panic!("{name}={value:?} is not valid")),
+        Err(_) => default,
+    }
+}
+
+#[tokio::main]
+async fn main() {
+    let addr: SocketAddr = env_or("ADDR", SocketAddr::from(([127, 0, 0, 1], 3000)));
+    let deadline = Duration::from_millis(env_or("DEADLINE_MS", 25_000));
+    let idempotency = std::env::var("IDEMPOTENCY").unwrap_or_else(|_| "on".into());
+
+    let tools = Router::new()
+        .route("/tools/send_email", post(send_email))
+        .route("/tools/create_record", post(create_record))
+        .route("/tools/generate_report", post(generate_report))
+        .route("/tools/flaky", post(flaky))
+        .route("/tools/reject", post(reject))
+        .route("/tools/search", get(search))
+        .route("/stats", get(stats))
+        .with_state(Shared::default());
+
+    let layer = IdempotencyLayer::new()
+        .ignore_field("/tool_call_id")
+        .idempotency_key_header()
+        .status_path("/_idempotency")
+        .deadline(deadline);
+    let executions = layer.detached();
+    let app = match idempotency.as_str() {
+        "on" => tools.layer(layer),
+        "off" => tools,
+        other => panic!("IDEMPOTENCY={other:?}: use on or off"),
+    };
+
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .expect("bind ADDR");
+    println!(
+        "listening on http://{}",
+        listener.local_addr().expect("bound address")
+    );
+    axum::serve(listener, app)
+        .with_graceful_shutdown(async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
+        .await
+        .expect("serve");
+    // Let actions that are still running finish and record their outcome.
+    executions.wait().await;
+}

@@ -1,0 +1,169 @@
+//! The contract of `examples/tool_gateway.rs`, checked against the built example as a user
+//! would run it: a child process on a free loopback port, driven over HTTP.
+
+mod support;
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use axum::http::StatusCode;
+use serde_json::{json, Value};
+use support::Client;
+
+/// The example binary that `cargo test` builds beside this test.
+fn example_binary() -> PathBuf {
+    let deps = std::env::current_exe().unwrap();
+    let profile = deps.parent().unwrap().parent().unwrap();
+    profile.join("examples").join("tool_gateway")
+}
+
+struct Gateway {
+    child: Child,
+    client: Client,
+}
+
+impl Drop for Gateway {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start(env: &[(&str, &str)]) -> Gateway {
+    let mut child = Command::new(example_binary())
+        .env("ADDR", "127.0.0.1:0")
+        .envs(env.iter().copied())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("the tool_gateway example is built by cargo test");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let base = line
+        .trim()
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+        .to_owned();
+    Gateway {
+        child,
+        client: Client::new(base),
+    }
+}
+
+async fn stats(client: &Client) -> Value {
+    client.get("/stats", None).await.json()
+}
+
+#[tokio::test]
+async fn the_gateway_runs_each_tool_once_per_intent() {
+    let gateway = start(&[]);
+    let c = &gateway.client;
+
+    let email = r#"{"to":"a@example.com","subject":"hi","body":"x","tool_call_id":"call_1"}"#;
+    let sent = c.post("/tools/send_email", "s1", email).await;
+    assert_eq!(sent.status, StatusCode::OK);
+    assert_eq!(sent.json(), json!({"status":"sent","message_id":"msg_1"}));
+    let retry = r#"{"body":"x","subject":"hi","to":"a@example.com","tool_call_id":"call_2"}"#;
+    let replay = c.post("/tools/send_email", "s1", retry).await;
+    assert!(replay.replayed());
+    assert_eq!(replay.body, sent.body);
+
+    let record = c
+        .post("/tools/create_record", "s1", r#"{"name":"x"}"#)
+        .await;
+    assert_eq!(record.status, StatusCode::CREATED);
+    assert_eq!(record.json(), json!({"id":"rec_1","echo":{"name":"x"}}));
+
+    let report = c
+        .post(
+            "/tools/generate_report",
+            "s1",
+            r#"{"topic":"q3","seconds":0}"#,
+        )
+        .await;
+    assert_eq!(report.json(), json!({"status":"done","report_id":"rep_1"}));
+
+    let flaky = r#"{"fail_times":2}"#;
+    assert_eq!(
+        c.post("/tools/flaky", "s1", flaky).await.status,
+        StatusCode::SERVICE_UNAVAILABLE
+    );
+    assert_eq!(
+        c.post("/tools/flaky", "s1", flaky).await.status,
+        StatusCode::SERVICE_UNAVAILABLE
+    );
+    let ok = c.post("/tools/flaky", "s1", flaky).await;
+    assert_eq!(ok.json(), json!({"status":"ok","attempt":3}));
+    assert!(c.post("/tools/flaky", "s1", flaky).await.replayed());
+
+    let rejected = c.post("/tools/reject", "s1", "{}").await;
+    assert_eq!(rejected.status, StatusCode::BAD_REQUEST);
+    assert_eq!(rejected.json(), json!({"error":"invalid input"}));
+    assert!(c.post("/tools/reject", "s1", "{}").await.replayed());
+
+    for _ in 0..2 {
+        assert_eq!(
+            c.get("/tools/search?q=x", None).await.status,
+            StatusCode::OK
+        );
+    }
+    assert_eq!(
+        stats(c).await,
+        json!({"send_email":1,"create_record":1,"generate_report":1,"flaky":3,"reject":1,"search":2})
+    );
+}
+
+#[tokio::test]
+async fn the_gateway_honours_idempotency_keys_sessions_and_the_deadline() {
+    let gateway = start(&[("DEADLINE_MS", "200")]);
+    let c = &gateway.client;
+    let keyed = |body: &'static str| {
+        c.send(
+            c.http
+                .post(format!("{}/tools/create_record", c.base))
+                .header("x-session-id", "s1")
+                .header("idempotency-key", "k-1")
+                .header("content-type", "application/json")
+                .body(body),
+        )
+    };
+    assert_eq!(keyed(r#"{"a":1}"#).await.status, StatusCode::CREATED);
+    assert_eq!(
+        keyed(r#"{"a":2}"#).await.status,
+        StatusCode::UNPROCESSABLE_ENTITY
+    );
+
+    let anonymous = c
+        .send(
+            c.http
+                .post(format!("{}/tools/create_record", c.base))
+                .body("{}"),
+        )
+        .await;
+    assert_eq!(anonymous.status, StatusCode::BAD_REQUEST);
+
+    let slow = r#"{"topic":"q4","seconds":0.6}"#;
+    let first = c.post("/tools/generate_report", "s1", slow).await;
+    assert_eq!(first.status, StatusCode::ACCEPTED);
+    let url = first.header("location").unwrap().to_owned();
+    assert!(url.starts_with("/_idempotency/"));
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    let done = c.get(&url, Some("s1")).await;
+    assert_eq!(done.json(), json!({"status":"done","report_id":"rep_1"}));
+    assert_eq!(stats(c).await["generate_report"], 1);
+}
+
+#[tokio::test]
+async fn with_idempotency_off_every_call_runs() {
+    let gateway = start(&[("IDEMPOTENCY", "off")]);
+    let c = &gateway.client;
+    let email = r#"{"to":"a@example.com","subject":"hi","body":"x"}"#;
+    let first = c.post("/tools/send_email", "s1", email).await;
+    let second = c.post("/tools/send_email", "s1", email).await;
+    assert!(first.header("idempotency-intent").is_none());
+    assert_eq!(second.json()["message_id"], "msg_2");
+    assert_eq!(stats(c).await["send_email"], 2);
+}
