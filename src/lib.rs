@@ -67,3 +67,8 @@ pub use store::ReleaseCause;
 
 /// The error type bodies are converted into.
 pub(crate) type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// The README's code blocks, compiled as doc tests so that they stay true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -1,0 +1,45 @@
+//! Canonical fingerprinting against its baselines, in one run: parsing alone with serde_json,
+//! and serde_jcs canonicalisation followed by SHA-256.
+//!
+//! `cargo bench --bench fingerprint`
+
+use divan::counter::BytesCount;
+use divan::{black_box, Bencher};
+use sha2::{Digest, Sha256};
+
+#[path = "support.rs"]
+mod support;
+
+const SIZES: &[usize] = &[3 * 1024, 300 * 1024];
+
+fn main() {
+    divan::main();
+}
+
+#[divan::bench(args = SIZES)]
+fn canonical_sha256(bencher: Bencher, size: usize) {
+    let doc = support::document(size, 1);
+    bencher.counter(BytesCount::new(doc.len())).bench(|| {
+        let mut hasher = Sha256::new();
+        tower_idempotency::canonical::write_canonical(black_box(doc.as_bytes()), &mut hasher)
+            .unwrap();
+        hasher.finalize()
+    });
+}
+
+#[divan::bench(args = SIZES)]
+fn serde_jcs_then_sha256(bencher: Bencher, size: usize) {
+    let doc = support::document(size, 1);
+    bencher.counter(BytesCount::new(doc.len())).bench(|| {
+        let value: serde_json::Value = serde_json::from_slice(black_box(doc.as_bytes())).unwrap();
+        Sha256::digest(serde_jcs::to_vec(&value).unwrap())
+    });
+}
+
+#[divan::bench(args = SIZES)]
+fn serde_json_parse_only(bencher: Bencher, size: usize) {
+    let doc = support::document(size, 1);
+    bencher
+        .counter(BytesCount::new(doc.len()))
+        .bench(|| serde_json::from_slice::<serde_json::Value>(black_box(doc.as_bytes())).unwrap());
+}

@@ -1,0 +1,119 @@
+//! Per-request cost of the layer in process: `oneshot` on the layered service against the
+//! bare one, in one run, for first executions and replays.
+//!
+//! `cargo bench --bench layer`
+
+use std::convert::Infallible;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use bytes::Bytes;
+use divan::Bencher;
+use http::{Request, Response};
+use http_body_util::{BodyExt, Full};
+use tower::{service_fn, Service, ServiceBuilder, ServiceExt};
+use tower_idempotency::IdempotencyLayer;
+
+#[path = "support.rs"]
+mod support;
+
+const SIZES: &[usize] = &[1024, 64 * 1024];
+
+fn main() {
+    divan::main();
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// A tool that answers a small JSON body at once.
+fn tool() -> impl Service<
+    Request<Full<Bytes>>,
+    Response = Response<Full<Bytes>>,
+    Error = Infallible,
+    Future: Send,
+> + Clone
+       + Send
+       + 'static {
+    service_fn(|_: Request<Full<Bytes>>| async {
+        Ok(Response::new(Full::new(Bytes::from_static(
+            br#"{"status":"sent","message_id":"msg_1"}"#,
+        ))))
+    })
+}
+
+fn request(body: Bytes) -> Request<Full<Bytes>> {
+    Request::post("/tools/send_email")
+        .header("x-session-id", "bench")
+        .header("content-type", "application/json")
+        .body(Full::new(body))
+        .unwrap()
+}
+
+/// Bodies of `size` bytes that are all different intents.
+fn unique_bodies(size: usize) -> impl FnMut() -> Bytes {
+    let counter = AtomicU64::new(0);
+    let template = support::document(size, 0);
+    move || {
+        let n = counter.fetch_add(1, Ordering::Relaxed);
+        Bytes::from(template.replacen("call_0", &format!("call_{n}"), 1))
+    }
+}
+
+#[divan::bench(args = SIZES)]
+fn bare_service(bencher: Bencher, size: usize) {
+    let rt = runtime();
+    let service = tool();
+    let mut next = unique_bodies(size);
+    bencher
+        .with_inputs(|| request(next()))
+        .bench_local_values(|req| {
+            rt.block_on(async {
+                let response = service.clone().oneshot(req).await.unwrap();
+                response.into_body().collect().await.unwrap().to_bytes()
+            })
+        });
+}
+
+#[divan::bench(args = SIZES)]
+fn layered_first_execution(bencher: Bencher, size: usize) {
+    let rt = runtime();
+    let service = rt.block_on(async {
+        ServiceBuilder::new()
+            .layer(IdempotencyLayer::new())
+            .service(tool())
+    });
+    let mut next = unique_bodies(size);
+    bencher
+        .with_inputs(|| request(next()))
+        .bench_local_values(|req| {
+            rt.block_on(async {
+                let response = service.clone().oneshot(req).await.unwrap();
+                response.into_body().collect().await.unwrap().to_bytes()
+            })
+        });
+}
+
+#[divan::bench(args = SIZES)]
+fn layered_replay(bencher: Bencher, size: usize) {
+    let rt = runtime();
+    let service = rt.block_on(async {
+        ServiceBuilder::new()
+            .layer(IdempotencyLayer::new())
+            .service(tool())
+    });
+    let body = Bytes::from(support::document(size, 0));
+    rt.block_on(service.clone().oneshot(request(body.clone())))
+        .unwrap();
+    bencher
+        .with_inputs(|| request(body.clone()))
+        .bench_local_values(|req| {
+            rt.block_on(async {
+                let response = service.clone().oneshot(req).await.unwrap();
+                response.into_body().collect().await.unwrap().to_bytes()
+            })
+        });
+}
