@@ -204,8 +204,7 @@ where
 {
     let key = &intent.key;
     let Some(permit) = shared.detached.try_reserve() else {
-        tracing::warn!(intent = %key.short(), "too many detached executions; refusing");
-        return Led::Answered(Ok(written(answer::too_busy(key))));
+        return at_capacity(shared, intent, lead).await;
     };
     let started_at_ms = now_ms();
     let claim = ClaimRequest {
@@ -275,6 +274,35 @@ where
                 )))),
                 Err(_) => Led::Answered(Ok(in_progress(shared, intent, started_at_ms, false))),
             }
+        }
+    }
+}
+
+/// No room for another execution: a completed or running intent is still answered, since
+/// that needs none; anything else is refused with nothing executed.
+async fn at_capacity<St: Store, B, E>(
+    shared: &Arc<Shared<St>>,
+    intent: &Intent,
+    lead: Lead,
+) -> Led<B, E> {
+    let key = &intent.key;
+    match shared.store.get(key).await {
+        Ok(Some(Entry::Completed(record)))
+            if !intent.explicit || record.fingerprint == intent.fingerprint =>
+        {
+            let response = replay(&shared.settings, key, &record);
+            lead.settle(Settled::Replay(record));
+            Led::Answered(Ok(response))
+        }
+        Ok(Some(Entry::Running(info)))
+            if !intent.explicit || info.fingerprint == intent.fingerprint =>
+        {
+            lead.set_started_at_ms(info.started_at_ms);
+            wait_elsewhere(shared, intent, lead, info.started_at_ms).await
+        }
+        _ => {
+            tracing::warn!(intent = %key.short(), "too many detached executions; refusing");
+            Led::Answered(Ok(written(answer::too_busy(key))))
         }
     }
 }

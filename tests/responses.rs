@@ -352,6 +352,22 @@ async fn too_many_detached_executions_get_503() {
 }
 
 #[tokio::test]
+async fn replays_are_answered_even_when_no_execution_slot_is_free() {
+    let layer = IdempotencyLayer::new()
+        .max_detached(1)
+        .deadline(Duration::from_millis(50));
+    let (client, counts) = start(layer).await;
+    let done = client.post("/tools/echo", "s", r#"{"done":1}"#).await;
+    assert_eq!(done.status, StatusCode::CREATED);
+    let busy = client.post("/tools/echo", "s", r#"{"delay_ms":500}"#).await;
+    assert_eq!(busy.status, StatusCode::ACCEPTED);
+    let replay = client.post("/tools/echo", "s", r#"{"done":1}"#).await;
+    assert!(replay.replayed(), "a replay needs no execution slot");
+    assert_eq!(replay.body, done.body);
+    assert_eq!(counts.get("echo"), 2);
+}
+
+#[tokio::test]
 async fn replays_can_carry_an_annotation_for_models_that_never_see_headers() {
     let (client, _) = start(IdempotencyLayer::new().annotate_replays()).await;
     let first = client.post("/tools/echo", "s", "{}").await;
