@@ -8,7 +8,14 @@
 //! ```
 //!
 //! Environment: `ADDR` (default `127.0.0.1:3000`), `DEADLINE_MS` (default 25000),
-//! `IDEMPOTENCY` (`on` by default; `off` serves the same routes with no layer).
+//! `IDEMPOTENCY` (`on` by default; `off` serves the same routes with no layer), `LEASE_MS`
+//! (default 30000). With the `redis` feature, `REDIS_URL` (one node) or `REDIS_CLUSTER_URLS`
+//! (comma-separated node URLs) put the tiered Redis store behind the layer; without either, the
+//! in-process memory store is used.
+//!
+//! ```text
+//! REDIS_URL=redis://127.0.0.1:6379 cargo run --features redis --example tool_gateway
+//! ```
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -22,6 +29,7 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
+use tower_idempotency::store::Store;
 use tower_idempotency::IdempotencyLayer;
 
 /// Executions started per tool in this process.
@@ -148,34 +156,23 @@ fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
     }
 }
 
-#[tokio::main]
-async fn main() {
-    let addr: SocketAddr = env_or("ADDR", SocketAddr::from(([127, 0, 0, 1], 3000)));
-    let deadline = Duration::from_millis(env_or("DEADLINE_MS", 25_000));
-    let idempotency = std::env::var("IDEMPOTENCY").unwrap_or_else(|_| "on".into());
-
-    let tools = Router::new()
-        .route("/tools/send_email", post(send_email))
-        .route("/tools/create_record", post(create_record))
-        .route("/tools/generate_report", post(generate_report))
-        .route("/tools/flaky", post(flaky))
-        .route("/tools/reject", post(reject))
-        .route("/tools/search", get(search))
-        .route("/stats", get(stats))
-        .with_state(Shared::default());
-
-    let layer = IdempotencyLayer::new()
+/// The layer as the contract sets it up, over `store`.
+fn layer<St: Store>(store: St, deadline: Duration, lease: Duration) -> IdempotencyLayer<St> {
+    IdempotencyLayer::with_store(store)
         .ignore_field("/tool_call_id")
         .idempotency_key_header()
         .status_path("/_idempotency")
-        .deadline(deadline);
-    let executions = layer.detached();
-    let app = match idempotency.as_str() {
-        "on" => tools.layer(layer),
-        "off" => tools,
-        other => panic!("IDEMPOTENCY={other:?}: use on or off"),
-    };
+        .deadline(deadline)
+        .lease(lease)
+}
 
+/// Serves `tools` behind `layer` (or bare), until Ctrl-C; then lets running actions finish.
+async fn serve<St: Store>(addr: SocketAddr, tools: Router, layer: Option<IdempotencyLayer<St>>) {
+    let executions = layer.as_ref().map(IdempotencyLayer::detached);
+    let app = match layer {
+        Some(layer) => tools.layer(layer),
+        None => tools,
+    };
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .expect("bind ADDR");
@@ -189,6 +186,70 @@ async fn main() {
         })
         .await
         .expect("serve");
-    // Let actions that are still running finish and record their outcome.
-    executions.wait().await;
+    if let Some(executions) = executions {
+        executions.wait().await;
+    }
+}
+
+#[tokio::main]
+async fn main() {
+    let addr: SocketAddr = env_or("ADDR", SocketAddr::from(([127, 0, 0, 1], 3000)));
+    let deadline = Duration::from_millis(env_or("DEADLINE_MS", 25_000));
+    let lease = Duration::from_millis(env_or("LEASE_MS", 30_000));
+    let idempotency = std::env::var("IDEMPOTENCY").unwrap_or_else(|_| "on".into());
+
+    let tools = Router::new()
+        .route("/tools/send_email", post(send_email))
+        .route("/tools/create_record", post(create_record))
+        .route("/tools/generate_report", post(generate_report))
+        .route("/tools/flaky", post(flaky))
+        .route("/tools/reject", post(reject))
+        .route("/tools/search", get(search))
+        .route("/stats", get(stats))
+        .with_state(Shared::default());
+
+    match idempotency.as_str() {
+        "off" => serve::<tower_idempotency::store::MemoryStore>(addr, tools, None).await,
+        "on" => {
+            #[cfg(feature = "redis")]
+            if let Some(store) = redis_store().await {
+                return serve(addr, tools, Some(layer(store, deadline, lease))).await;
+            }
+            let wants_redis = ["REDIS_URL", "REDIS_CLUSTER_URLS"]
+                .iter()
+                .any(|name| std::env::var_os(name).is_some());
+            assert!(
+                cfg!(feature = "redis") || !wants_redis,
+                "REDIS_URL and REDIS_CLUSTER_URLS need the redis feature: cargo run --features redis"
+            );
+            let store = tower_idempotency::store::MemoryStore::new();
+            serve(addr, tools, Some(layer(store, deadline, lease))).await
+        }
+        other => panic!("IDEMPOTENCY={other:?}: use on or off"),
+    }
+}
+
+/// The tiered Redis store that `REDIS_URL` or `REDIS_CLUSTER_URLS` names, if either is set.
+#[cfg(feature = "redis")]
+async fn redis_store(
+) -> Option<tower_idempotency::store::TieredStore<tower_idempotency::store::RedisStore>> {
+    use tower_idempotency::store::RedisStore;
+    if let Ok(urls) = std::env::var("REDIS_CLUSTER_URLS") {
+        let urls: Vec<&str> = urls
+            .split(',')
+            .map(str::trim)
+            .filter(|u| !u.is_empty())
+            .collect();
+        let store = RedisStore::connect_cluster(&urls)
+            .await
+            .expect("connect to REDIS_CLUSTER_URLS");
+        return Some(store.tiered());
+    }
+    let url = std::env::var("REDIS_URL").ok()?;
+    Some(
+        RedisStore::connect(&url)
+            .await
+            .expect("connect to REDIS_URL")
+            .tiered(),
+    )
 }

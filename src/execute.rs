@@ -280,11 +280,13 @@ impl<St: Store> Recorder<'_, St> {
 
     /// Stores the record, retrying a store that fails while keeping the lease alive.
     async fn complete(&self, response: KeptResponse) -> Arc<Record> {
+        let completed_at_ms = now_ms();
         let record = Arc::new(Record {
             scope: self.intent.scope,
             fingerprint: self.intent.fingerprint,
             started_at_ms: self.started_at_ms,
-            completed_at_ms: now_ms(),
+            completed_at_ms,
+            expires_at_ms: completed_at_ms.saturating_add(self.intent.retention.as_millis() as u64),
             response,
         });
         let store = &self.shared.store;

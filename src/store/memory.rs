@@ -315,6 +315,7 @@ mod tests {
             fingerprint: Fingerprint::raw(None, b""),
             started_at_ms: 1,
             completed_at_ms: 2,
+            expires_at_ms: u64::MAX,
             response: KeptResponse::Full(StoredResponse {
                 status: StatusCode::OK,
                 headers: HeaderMap::new(),

@@ -4,8 +4,15 @@
 //! write by the [`OwnerToken`] that claim handed out, so an owner that lost its lease can never
 //! overwrite the record of the one that took over.
 
+#[cfg(feature = "redis")]
+mod codec;
 mod memory;
 mod record;
+#[cfg(feature = "redis")]
+mod redis;
+#[cfg(feature = "redis")]
+mod redis_scripts;
+mod tiered;
 mod token;
 
 use std::fmt;
@@ -17,6 +24,10 @@ use crate::key::{Fingerprint, IntentKey, ScopeHash};
 
 pub use memory::{MemoryStore, MemoryStoreBuilder};
 pub use record::{KeptResponse, Record, ReleaseCause, RunningInfo, StoredResponse, Tombstone};
+#[cfg(feature = "redis")]
+#[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
+pub use redis::{RedisStore, RedisStoreBuilder};
+pub use tiered::TieredStore;
 pub use token::OwnerToken;
 
 /// What a claim asks the store to remember about the execution it starts.

@@ -50,6 +50,8 @@ pub struct Record {
     pub started_at_ms: u64,
     /// When it ended, in milliseconds since the Unix epoch.
     pub completed_at_ms: u64,
+    /// Until when it is kept, in milliseconds since the Unix epoch.
+    pub expires_at_ms: u64,
     /// What it answered.
     pub response: KeptResponse,
 }

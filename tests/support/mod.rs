@@ -209,3 +209,7 @@ fn convert(headers: &reqwest::header::HeaderMap) -> HeaderMap {
     }
     out
 }
+
+pub mod gateway;
+#[cfg(feature = "redis")]
+pub mod redis_server;

@@ -1,0 +1,363 @@
+//! A store on Redis or Redis Cluster, shared by every gateway instance.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use bytes::Bytes;
+use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
+use redis::cluster::ClusterClient;
+use redis::cluster_async::ClusterConnection;
+use redis::{Cmd, Pipeline, RedisFuture, Script, Value};
+
+use super::codec::{self, Stored};
+use super::redis_scripts::{self as scripts};
+use super::{
+    Claim, ClaimRequest, Entry, Fence, OwnerToken, Record, RunningInfo, Store, StoreError,
+    Tombstone,
+};
+use crate::key::IntentKey;
+
+/// Default timeout of every Redis call.
+const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(1);
+/// Default prefix of every key.
+const DEFAULT_PREFIX: &str = "idempotency:";
+
+/// One node through a `ConnectionManager`, or a cluster; both reconnect by themselves.
+#[derive(Clone)]
+enum Connection {
+    Single(ConnectionManager),
+    Cluster(ClusterConnection),
+}
+
+// Written by hand: the two connection types share a trait but no common type to hold.
+impl ConnectionLike for Connection {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        match self {
+            Self::Single(c) => c.req_packed_command(cmd),
+            Self::Cluster(c) => c.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        match self {
+            Self::Single(c) => c.req_packed_commands(pipeline, offset, count),
+            Self::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match self {
+            Self::Single(c) => c.get_db(),
+            Self::Cluster(c) => c.get_db(),
+        }
+    }
+}
+
+/// The token and encoded running entry of a lease this process holds.
+type OwnedLease = (OwnerToken, Vec<u8>);
+
+/// Intents in Redis: one key per intent, one round trip per operation, every write fenced by
+/// the owner token in a Lua script.
+///
+/// Each intent is one key, `{prefix}{<intent hex>}`: the braces make the intent its own hash
+/// tag, so the store works unchanged on a cluster. Values use a versioned binary encoding. A
+/// running execution's key expires with its lease; a completed one with its retention.
+///
+/// Use it behind a [`TieredStore`](super::TieredStore) (see [`RedisStore::tiered`]), which
+/// answers replays in the same process without a round trip.
+///
+/// ```no_run
+/// # async fn run() -> Result<(), tower_idempotency::store::StoreError> {
+/// use tower_idempotency::store::RedisStore;
+/// use tower_idempotency::IdempotencyLayer;
+///
+/// let store = RedisStore::connect("redis://127.0.0.1:6379").await?.tiered();
+/// let layer = IdempotencyLayer::with_store(store);
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct RedisStore {
+    connection: Connection,
+    prefix: Arc<str>,
+    call_timeout: Duration,
+    /// Running entries this process owns, to restore one that a Redis restart lost.
+    owned: Arc<Mutex<HashMap<IntentKey, OwnedLease>>>,
+}
+
+/// Builds a [`RedisStore`].
+#[derive(Debug, Clone)]
+pub struct RedisStoreBuilder {
+    prefix: String,
+    call_timeout: Duration,
+}
+
+impl RedisStoreBuilder {
+    /// Prefix of every key (default `idempotency:`).
+    pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.prefix = prefix.into();
+        self
+    }
+
+    /// Timeout of every call, connecting included (default 1 s). A claim that times out is
+    /// answered 503 `not_executed`.
+    pub fn call_timeout(mut self, timeout: Duration) -> Self {
+        self.call_timeout = timeout;
+        self
+    }
+
+    /// Connects to one node, e.g. `redis://127.0.0.1:6379`.
+    pub async fn connect(self, url: &str) -> Result<RedisStore, StoreError> {
+        let client = redis::Client::open(url).map_err(StoreError::new)?;
+        let config = ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(self.call_timeout))
+            .set_response_timeout(Some(self.call_timeout))
+            .set_number_of_retries(2)
+            .set_max_delay(Duration::from_millis(500));
+        let manager = ConnectionManager::new_with_config(client, config)
+            .await
+            .map_err(StoreError::new)?;
+        self.build(Connection::Single(manager)).await
+    }
+
+    /// Connects to a cluster through any of its nodes.
+    pub async fn connect_cluster<U: AsRef<str>>(
+        self,
+        urls: &[U],
+    ) -> Result<RedisStore, StoreError> {
+        let client = ClusterClient::builder(urls.iter().map(AsRef::as_ref))
+            .connection_timeout(self.call_timeout)
+            .response_timeout(self.call_timeout)
+            .retries(2)
+            .build()
+            .map_err(StoreError::new)?;
+        let connection = client
+            .get_async_connection()
+            .await
+            .map_err(StoreError::new)?;
+        self.build(Connection::Cluster(connection)).await
+    }
+
+    /// Uses a connection manager the application already holds.
+    pub async fn from_connection_manager(
+        self,
+        manager: ConnectionManager,
+    ) -> Result<RedisStore, StoreError> {
+        self.build(Connection::Single(manager)).await
+    }
+
+    /// Uses a cluster connection the application already holds.
+    pub async fn from_cluster_connection(
+        self,
+        connection: ClusterConnection,
+    ) -> Result<RedisStore, StoreError> {
+        self.build(Connection::Cluster(connection)).await
+    }
+
+    /// Loads the scripts, so that an operation costs one round trip from the first request.
+    async fn build(self, mut connection: Connection) -> Result<RedisStore, StoreError> {
+        let call_timeout = self.call_timeout;
+        for script in scripts::all() {
+            timed(
+                call_timeout,
+                script.prepare_invoke().load_async(&mut connection),
+            )
+            .await?;
+        }
+        Ok(RedisStore {
+            connection,
+            prefix: self.prefix.into(),
+            call_timeout,
+            owned: Arc::default(),
+        })
+    }
+}
+
+/// Runs a Redis call under the timeout, mapping both failures to a store error.
+async fn timed<T>(
+    limit: Duration,
+    call: impl Future<Output = redis::RedisResult<T>>,
+) -> Result<T, StoreError> {
+    match tokio::time::timeout(limit, call).await {
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err(error)) => Err(StoreError::new(error)),
+        Err(_) => Err(StoreError::new(format!(
+            "redis call timed out after {limit:?}"
+        ))),
+    }
+}
+
+fn fence(written: i64) -> Fence {
+    if written == 1 {
+        Fence::Held
+    } else {
+        Fence::Lost
+    }
+}
+
+impl RedisStore {
+    /// Starts a builder.
+    pub fn builder() -> RedisStoreBuilder {
+        RedisStoreBuilder {
+            prefix: DEFAULT_PREFIX.to_owned(),
+            call_timeout: DEFAULT_CALL_TIMEOUT,
+        }
+    }
+
+    /// Connects to one node with the defaults.
+    pub async fn connect(url: &str) -> Result<Self, StoreError> {
+        Self::builder().connect(url).await
+    }
+
+    /// Connects to a cluster with the defaults.
+    pub async fn connect_cluster<U: AsRef<str>>(urls: &[U]) -> Result<Self, StoreError> {
+        Self::builder().connect_cluster(urls).await
+    }
+
+    /// Puts an in-process cache of completed records in front: the default way to use Redis.
+    pub fn tiered(self) -> super::TieredStore<Self> {
+        super::TieredStore::new(self)
+    }
+
+    fn redis_key(&self, key: &IntentKey) -> String {
+        format!("{}{{{}}}", self.prefix, key.to_hex())
+    }
+
+    async fn run<T: redis::FromRedisValue>(
+        &self,
+        script: &Script,
+        key: &IntentKey,
+        args: &[&[u8]],
+    ) -> Result<T, StoreError> {
+        let mut invocation = script.key(self.redis_key(key));
+        for arg in args {
+            invocation.arg(*arg);
+        }
+        let mut connection = self.connection.clone();
+        timed(self.call_timeout, invocation.invoke_async(&mut connection)).await
+    }
+
+    fn forget(&self, key: &IntentKey) {
+        self.owned
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(key);
+    }
+}
+
+fn decode(value: Vec<u8>) -> Result<Stored, StoreError> {
+    codec::decode(Bytes::from(value)).map_err(StoreError::new)
+}
+
+impl Store for RedisStore {
+    async fn claim(&self, key: &IntentKey, request: &ClaimRequest) -> Result<Claim, StoreError> {
+        let token = OwnerToken::generate();
+        let info = RunningInfo {
+            started_at_ms: request.started_at_ms,
+            scope: request.scope,
+            fingerprint: request.fingerprint,
+        };
+        let running = codec::encode_running(&token, &info);
+        let lease = request.lease.as_millis().max(1).to_string();
+        let current: Option<Vec<u8>> = self
+            .run(&scripts::CLAIM, key, &[&running, lease.as_bytes()])
+            .await?;
+        match current.map(decode).transpose()? {
+            None => {
+                self.owned
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .insert(*key, (token, running));
+                Ok(Claim::Acquired(token))
+            }
+            Some(Stored::Running(info)) => Ok(Claim::Running(info)),
+            Some(Stored::Completed(record)) => Ok(Claim::Completed(Arc::new(record))),
+            // The script never returns a tombstone.
+            Some(Stored::Failed(_)) => Err(StoreError::new("claim returned a tombstone")),
+        }
+    }
+
+    async fn complete(
+        &self,
+        key: &IntentKey,
+        token: &OwnerToken,
+        record: Arc<Record>,
+        retention: Duration,
+    ) -> Result<Fence, StoreError> {
+        let encoded = codec::encode_record(&record);
+        let retention = retention.as_millis().max(1).to_string();
+        let written: i64 = self
+            .run(
+                &scripts::COMPLETE,
+                key,
+                &[token.as_bytes(), &encoded, retention.as_bytes()],
+            )
+            .await?;
+        self.forget(key);
+        Ok(fence(written))
+    }
+
+    async fn release(
+        &self,
+        key: &IntentKey,
+        token: &OwnerToken,
+        tombstone: Arc<Tombstone>,
+        ttl: Duration,
+    ) -> Result<Fence, StoreError> {
+        let encoded = codec::encode_tombstone(&tombstone);
+        let ttl = ttl.as_millis().max(1).to_string();
+        let written: i64 = self
+            .run(
+                &scripts::RELEASE,
+                key,
+                &[token.as_bytes(), &encoded, ttl.as_bytes()],
+            )
+            .await?;
+        self.forget(key);
+        Ok(fence(written))
+    }
+
+    async fn extend(
+        &self,
+        key: &IntentKey,
+        token: &OwnerToken,
+        lease: Duration,
+    ) -> Result<Fence, StoreError> {
+        let running = {
+            let owned = self.owned.lock().unwrap_or_else(PoisonError::into_inner);
+            match owned.get(key) {
+                Some((held, running)) if held == token => running.clone(),
+                _ => return Ok(Fence::Lost),
+            }
+        };
+        let lease = lease.as_millis().max(1).to_string();
+        let written: i64 = self
+            .run(
+                &scripts::EXTEND,
+                key,
+                &[token.as_bytes(), lease.as_bytes(), &running],
+            )
+            .await?;
+        Ok(fence(written))
+    }
+
+    async fn get(&self, key: &IntentKey) -> Result<Option<Entry>, StoreError> {
+        let mut connection = self.connection.clone();
+        let mut get = redis::cmd("GET");
+        get.arg(self.redis_key(key));
+        let value: Option<Vec<u8>> =
+            timed(self.call_timeout, get.query_async(&mut connection)).await?;
+        Ok(match value.map(decode).transpose()? {
+            None => None,
+            Some(Stored::Running(info)) => Some(Entry::Running(info)),
+            Some(Stored::Completed(record)) => Some(Entry::Completed(Arc::new(record))),
+            Some(Stored::Failed(tombstone)) => Some(Entry::Failed(Arc::new(tombstone))),
+        })
+    }
+}

@@ -1,0 +1,90 @@
+//! The Lua scripts that make each Redis operation one atomic round trip.
+//!
+//! Each intent is one key whose value is a [`codec`](super::codec) encoding: byte 1 is the
+//! version, byte 2 the kind (`R` 82, `C` 67, `F` 70), bytes 3..18 the owner token of a running
+//! entry. A running entry's TTL is its lease; a record's TTL is its retention.
+
+use std::sync::LazyLock;
+
+use redis::Script;
+
+/// ARGV: running entry, lease ms. Returns the current value if it is running, completed or
+/// unreadable; otherwise takes the lease and returns nil.
+pub(super) static CLAIM: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+local current = redis.call('GET', KEYS[1])
+if current then
+  local kind = string.byte(current, 2)
+  if string.byte(current, 1) ~= 1 or kind == 82 or kind == 67 then
+    return current
+  end
+end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return false
+",
+    )
+});
+
+/// ARGV: token, record, retention ms. Writes the record unless another owner runs the intent
+/// or another record is kept. Returns 1 if written (or already this record), 0 if fenced.
+pub(super) static COMPLETE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+local current = redis.call('GET', KEYS[1])
+if current then
+  local kind = string.byte(current, 2)
+  if kind == 67 then
+    if current == ARGV[2] then return 1 end
+    return 0
+  end
+  if kind == 82 and string.sub(current, 3, 18) ~= ARGV[1] then
+    return 0
+  end
+end
+redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+return 1
+",
+    )
+});
+
+/// ARGV: token, tombstone, ttl ms. Replaces this owner's running entry (or nothing) with the
+/// tombstone. Returns 1 if written, 0 if fenced.
+pub(super) static RELEASE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+local current = redis.call('GET', KEYS[1])
+if current then
+  if string.byte(current, 2) ~= 82 or string.sub(current, 3, 18) ~= ARGV[1] then
+    return 0
+  end
+end
+redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+return 1
+",
+    )
+});
+
+/// ARGV: token, lease ms, running entry. Renews this owner's lease; puts the entry back if the
+/// key vanished (a Redis restart without persistence). Returns 1 if held, 0 if fenced.
+pub(super) static EXTEND: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+local current = redis.call('GET', KEYS[1])
+if not current then
+  redis.call('SET', KEYS[1], ARGV[3], 'PX', ARGV[2])
+  return 1
+end
+if string.byte(current, 2) == 82 and string.sub(current, 3, 18) == ARGV[1] then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return 1
+end
+return 0
+",
+    )
+});
+
+/// All scripts, to load them when a connection is made.
+pub(super) fn all() -> [&'static Script; 4] {
+    [&CLAIM, &COMPLETE, &RELEASE, &EXTEND]
+}

@@ -1,0 +1,132 @@
+//! An in-process cache of completed records in front of a shared store.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use moka::policy::{EvictionPolicy, Expiry};
+use moka::sync::Cache;
+
+use super::{Claim, ClaimRequest, Entry, Fence, OwnerToken, Record, Store, StoreError, Tombstone};
+use crate::clock::now_ms;
+use crate::key::IntentKey;
+
+/// Default byte budget of the local cache: 64 MiB.
+const DEFAULT_LOCAL_BYTES: u64 = 64 * 1024 * 1024;
+
+/// A shared store with the completed records this process has seen cached in front of it.
+///
+/// Completed records never change, so a local copy is exact for as long as the record is
+/// retained, and it is kept no longer. Round trips to the shared store: a first execution 2
+/// (claim, complete), a replay of another process's record 1, a replay this process has seen 0.
+/// Duplicates of an execution running in this process never reach the store at all: the layer
+/// coalesces them.
+pub struct TieredStore<S> {
+    remote: S,
+    local: Cache<IntentKey, Arc<Record>>,
+}
+
+struct UntilExpiry;
+
+impl Expiry<IntentKey, Arc<Record>> for UntilExpiry {
+    fn expire_after_create(
+        &self,
+        _: &IntentKey,
+        record: &Arc<Record>,
+        _: Instant,
+    ) -> Option<Duration> {
+        Some(Duration::from_millis(
+            record.expires_at_ms.saturating_sub(now_ms()),
+        ))
+    }
+}
+
+impl<S: Store> TieredStore<S> {
+    /// Caches up to 64 MiB of records in front of `remote`.
+    pub fn new(remote: S) -> Self {
+        Self::with_local_bytes(remote, DEFAULT_LOCAL_BYTES)
+    }
+
+    /// Caches up to `bytes` of records in front of `remote`.
+    pub fn with_local_bytes(remote: S, bytes: u64) -> Self {
+        let local = Cache::builder()
+            .max_capacity(bytes)
+            .eviction_policy(EvictionPolicy::lru())
+            .weigher(|_: &IntentKey, record: &Arc<Record>| -> u32 {
+                u32::try_from(record.weight() + 32).unwrap_or(u32::MAX)
+            })
+            .expire_after(UntilExpiry)
+            .build();
+        Self { remote, local }
+    }
+
+    /// The shared store behind the cache.
+    pub fn remote(&self) -> &S {
+        &self.remote
+    }
+
+    fn remember(&self, key: &IntentKey, record: &Arc<Record>) {
+        if record.expires_at_ms > now_ms() {
+            self.local.insert(*key, Arc::clone(record));
+        }
+    }
+}
+
+impl<S: Store> Store for TieredStore<S> {
+    async fn claim(&self, key: &IntentKey, request: &ClaimRequest) -> Result<Claim, StoreError> {
+        if let Some(record) = self.local.get(key) {
+            return Ok(Claim::Completed(record));
+        }
+        let claim = self.remote.claim(key, request).await?;
+        if let Claim::Completed(record) = &claim {
+            self.remember(key, record);
+        }
+        Ok(claim)
+    }
+
+    async fn complete(
+        &self,
+        key: &IntentKey,
+        token: &OwnerToken,
+        record: Arc<Record>,
+        retention: Duration,
+    ) -> Result<Fence, StoreError> {
+        let fence = self
+            .remote
+            .complete(key, token, Arc::clone(&record), retention)
+            .await?;
+        if fence == Fence::Held {
+            self.remember(key, &record);
+        }
+        Ok(fence)
+    }
+
+    async fn release(
+        &self,
+        key: &IntentKey,
+        token: &OwnerToken,
+        tombstone: Arc<Tombstone>,
+        ttl: Duration,
+    ) -> Result<Fence, StoreError> {
+        self.remote.release(key, token, tombstone, ttl).await
+    }
+
+    async fn extend(
+        &self,
+        key: &IntentKey,
+        token: &OwnerToken,
+        lease: Duration,
+    ) -> Result<Fence, StoreError> {
+        self.remote.extend(key, token, lease).await
+    }
+
+    async fn get(&self, key: &IntentKey) -> Result<Option<Entry>, StoreError> {
+        if let Some(record) = self.local.get(key) {
+            return Ok(Some(Entry::Completed(record)));
+        }
+        let entry = self.remote.get(key).await?;
+        if let Some(Entry::Completed(record)) = &entry {
+            self.remember(key, record);
+        }
+        Ok(entry)
+    }
+}

@@ -1,0 +1,390 @@
+//! Many gateway instances, one Redis (or one Redis Cluster): every guarantee of the core holds
+//! across instances. Servers are real `redis-server` processes the tests start themselves.
+#![cfg(feature = "redis")]
+
+mod support;
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::http::StatusCode;
+use support::gateway;
+use support::redis_server::{RedisCluster, RedisServer};
+use support::{serve, tools, Answer, Client, Counts};
+use tower_idempotency::key::{Fingerprint, IntentKey, ScopeHash};
+use tower_idempotency::store::{
+    Claim, ClaimRequest, Entry, Fence, KeptResponse, Record, RedisStore, Store, StoredResponse,
+    TieredStore,
+};
+use tower_idempotency::IdempotencyLayer;
+
+type Tiered = TieredStore<RedisStore>;
+
+/// One gateway instance: its own layer and connection, sharing Redis and the tools' counts.
+async fn instance(
+    store: Tiered,
+    counts: &Counts,
+    configure: impl FnOnce(IdempotencyLayer<Tiered>) -> IdempotencyLayer<Tiered>,
+) -> Client {
+    let layer = configure(IdempotencyLayer::with_store(store));
+    Client::new(serve(tools(counts.clone()).layer(layer)).await)
+}
+
+async fn single(server: &RedisServer) -> Tiered {
+    RedisStore::connect(&server.url()).await.unwrap().tiered()
+}
+
+async fn cluster(cluster: &RedisCluster) -> Tiered {
+    RedisStore::connect_cluster(&cluster.urls())
+        .await
+        .unwrap()
+        .tiered()
+}
+
+/// 200 identical calls spread over the instances, at once.
+async fn hammer(instances: &[Client], body: &'static str) -> Vec<Answer> {
+    let calls = (0..200).map(|i| {
+        let client = instances[i % instances.len()].clone();
+        tokio::spawn(async move { client.post("/tools/echo", "s", body).await })
+    });
+    futures_util::future::join_all(calls)
+        .await
+        .into_iter()
+        .map(Result::unwrap)
+        .collect()
+}
+
+fn assert_one_result(answers: &[Answer]) {
+    let mut bodies = HashSet::new();
+    for answer in answers {
+        match answer.status {
+            StatusCode::CREATED => {
+                bodies.insert(answer.body.clone());
+            }
+            StatusCode::ACCEPTED => assert_eq!(answer.json()["outcome"], "in_progress"),
+            other => panic!("unexpected {other}: {:?}", answer.body),
+        }
+    }
+    assert_eq!(
+        bodies.len(),
+        1,
+        "every caller that got the result got the same one"
+    );
+}
+
+async fn two_hundred_calls_over_two_instances_execute_once(a: Tiered, b: Tiered) {
+    let counts = Counts::default();
+    let instances = [
+        instance(a, &counts, |l| l).await,
+        instance(b, &counts, |l| l).await,
+    ];
+    let answers = hammer(&instances, r#"{"delay_ms":300}"#).await;
+    assert_eq!(counts.get("echo"), 1);
+    assert_one_result(&answers);
+}
+
+async fn replays_and_status_cross_instances(a: Tiered, b: Tiered) {
+    let counts = Counts::default();
+    let a = instance(a, &counts, |l| l.deadline(Duration::from_millis(100))).await;
+    let b = instance(b, &counts, |l| l).await;
+    let first = a.post("/tools/echo", "s", r#"{"delay_ms":600}"#).await;
+    assert_eq!(first.status, StatusCode::ACCEPTED);
+    let url = format!("/_idempotency/{}", first.intent());
+    let running = b.get(&url, Some("s")).await;
+    assert_eq!(
+        running.status,
+        StatusCode::ACCEPTED,
+        "B sees A's execution running"
+    );
+    assert_eq!(
+        b.get(&url, Some("other")).await.status,
+        StatusCode::NOT_FOUND
+    );
+    // A duplicate on B waits for A's execution and gets its result.
+    let waited = b.post("/tools/echo", "s", r#"{"delay_ms":600}"#).await;
+    assert_eq!(waited.status, StatusCode::CREATED);
+    assert!(waited.replayed());
+    let status = b.get(&url, Some("s")).await;
+    assert_eq!(status.body, waited.body);
+    assert_eq!(counts.get("echo"), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_instances_on_one_redis_run_200_identical_calls_once() {
+    let server = RedisServer::start();
+    two_hundred_calls_over_two_instances_execute_once(single(&server).await, single(&server).await)
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_instance_answers_duplicates_and_status_on_one_redis() {
+    let server = RedisServer::start();
+    replays_and_status_cross_instances(single(&server).await, single(&server).await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_instances_on_a_cluster_run_200_identical_calls_once() {
+    let nodes = RedisCluster::start();
+    two_hundred_calls_over_two_instances_execute_once(cluster(&nodes).await, cluster(&nodes).await)
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_instance_answers_duplicates_and_status_on_a_cluster() {
+    let nodes = RedisCluster::start();
+    replays_and_status_cross_instances(cluster(&nodes).await, cluster(&nodes).await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn intents_spread_over_every_cluster_node() {
+    let nodes = RedisCluster::start();
+    let counts = Counts::default();
+    let client = instance(cluster(&nodes).await, &counts, |l| l).await;
+    for n in 0..30 {
+        let body = format!(r#"{{"n":{n}}}"#);
+        assert_eq!(
+            client.post("/tools/echo", "s", &body).await.status,
+            StatusCode::CREATED
+        );
+        assert!(client.post("/tools/echo", "s", &body).await.replayed());
+    }
+    assert_eq!(counts.get("echo"), 30);
+    for node in &nodes.nodes {
+        let keys = support::redis_server::command(node.port, "DBSIZE").unwrap();
+        assert_ne!(keys.trim(), ":0", "node {} holds some intents", node.port);
+    }
+}
+
+#[tokio::test]
+async fn round_trips_are_two_per_execution_one_per_remote_replay_none_per_local_replay() {
+    let server = RedisServer::start();
+    let counts = Counts::default();
+    let a = instance(single(&server).await, &counts, |l| l).await;
+    let b = instance(single(&server).await, &counts, |l| l).await;
+    let mut monitor = server.monitor();
+    let mut evalsha_before = server.evalsha_calls();
+    let mut round_trips = || {
+        let commands = monitor.client_commands();
+        assert!(
+            commands.iter().all(|c| c.contains("\"EVALSHA\"")),
+            "{commands:?}"
+        );
+        // INFO commandstats agrees: every round trip is one script call.
+        let evalsha = server.evalsha_calls();
+        assert_eq!(evalsha - evalsha_before, commands.len() as u64);
+        evalsha_before = evalsha;
+        commands.len()
+    };
+    a.post("/tools/echo", "s", r#"{"x":1}"#).await;
+    assert_eq!(round_trips(), 2, "a first execution: claim and complete");
+    assert!(b.post("/tools/echo", "s", r#"{"x":1}"#).await.replayed());
+    assert_eq!(
+        round_trips(),
+        1,
+        "a replay from another instance: one claim"
+    );
+    assert!(a.post("/tools/echo", "s", r#"{"x":1}"#).await.replayed());
+    assert!(b.post("/tools/echo", "s", r#"{"x":1}"#).await.replayed());
+    assert_eq!(
+        round_trips(),
+        0,
+        "replays each instance has seen cost nothing"
+    );
+    assert_eq!(counts.get("echo"), 1);
+}
+
+fn claim_request(lease: Duration) -> ClaimRequest {
+    ClaimRequest {
+        lease,
+        scope: ScopeHash::of(b"s"),
+        fingerprint: Fingerprint::from_bytes(&[b'J'; 33]).unwrap(),
+        started_at_ms: 1,
+    }
+}
+
+fn record(body: &'static str) -> Arc<Record> {
+    Arc::new(Record {
+        scope: ScopeHash::of(b"s"),
+        fingerprint: Fingerprint::from_bytes(&[b'J'; 33]).unwrap(),
+        started_at_ms: 1,
+        completed_at_ms: 2,
+        expires_at_ms: u64::MAX,
+        response: KeptResponse::Full(StoredResponse {
+            status: StatusCode::OK,
+            headers: Default::default(),
+            body: body.into(),
+        }),
+    })
+}
+
+#[tokio::test]
+async fn a_worker_that_lost_its_lease_cannot_overwrite_the_new_owner() {
+    let server = RedisServer::start();
+    let store = RedisStore::connect(&server.url()).await.unwrap();
+    let key = IntentKey::from_bytes([9; 32]);
+    let Claim::Acquired(stale) = store
+        .claim(&key, &claim_request(Duration::from_millis(100)))
+        .await
+        .unwrap()
+    else {
+        panic!("the first claim acquires")
+    };
+    tokio::time::sleep(Duration::from_millis(250)).await;
+    let Claim::Acquired(owner) = store
+        .claim(&key, &claim_request(Duration::from_secs(30)))
+        .await
+        .unwrap()
+    else {
+        panic!("a lapsed lease is taken over")
+    };
+    let retention = Duration::from_secs(60);
+    assert_eq!(
+        store
+            .extend(&key, &stale, Duration::from_secs(30))
+            .await
+            .unwrap(),
+        Fence::Lost
+    );
+    assert_eq!(
+        store
+            .complete(&key, &stale, record("stale"), retention)
+            .await
+            .unwrap(),
+        Fence::Lost
+    );
+    assert!(matches!(
+        store.get(&key).await.unwrap(),
+        Some(Entry::Running(_))
+    ));
+    assert_eq!(
+        store
+            .complete(&key, &owner, record("owner"), retention)
+            .await
+            .unwrap(),
+        Fence::Held
+    );
+    let Some(Entry::Completed(kept)) = store.get(&key).await.unwrap() else {
+        panic!("the owner's record is kept")
+    };
+    let KeptResponse::Full(response) = &kept.response else {
+        panic!()
+    };
+    assert_eq!(&response.body[..], b"owner");
+    // A completion written twice (a lost reply, retried) is still held, not fenced.
+    assert_eq!(
+        store
+            .complete(&key, &owner, record("owner"), retention)
+            .await
+            .unwrap(),
+        Fence::Held
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redis_outage_refuses_new_calls_and_the_gateway_recovers_by_itself() {
+    let mut server = RedisServer::start();
+    let counts = Counts::default();
+    let client = instance(single(&server).await, &counts, |l| {
+        l.deadline(Duration::from_millis(100))
+    })
+    .await;
+
+    // An execution is in flight when Redis dies.
+    let in_flight = client
+        .post("/tools/echo", "s", r#"{"delay_ms":1500}"#)
+        .await;
+    assert_eq!(in_flight.status, StatusCode::ACCEPTED);
+    server.kill();
+
+    let refused = client.post("/tools/echo", "s", r#"{"new":1}"#).await;
+    assert_eq!(refused.status, StatusCode::SERVICE_UNAVAILABLE);
+    let body = refused.json();
+    assert_eq!(body["outcome"], "not_executed");
+    assert_eq!(body["retryable"], true);
+    assert_eq!(
+        counts.get("echo"),
+        1,
+        "nothing ran while the store was down"
+    );
+
+    server.restart();
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let recovered = loop {
+        let answer = client.post("/tools/echo", "s", r#"{"new":1}"#).await;
+        if answer.status == StatusCode::CREATED || Instant::now() > deadline {
+            break answer;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(
+        recovered.status,
+        StatusCode::CREATED,
+        "the gateway reconnects by itself"
+    );
+
+    // The in-flight execution recorded its outcome once Redis was back.
+    let url = format!("/_idempotency/{}", in_flight.intent());
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let outcome = loop {
+        let answer = client.get(&url, Some("s")).await;
+        if answer.status == StatusCode::CREATED || Instant::now() > deadline {
+            break answer;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(outcome.status, StatusCode::CREATED);
+    assert_eq!(outcome.json()["n"], 1);
+    assert_eq!(counts.get("echo"), 2, "each intent ran once");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_owner_frees_the_intent_after_its_lease_and_another_instance_runs_it() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let env = |deadline: &'static str| {
+        vec![
+            ("REDIS_URL", url.clone()),
+            ("LEASE_MS", "1000".to_owned()),
+            ("DEADLINE_MS", deadline.to_owned()),
+        ]
+    };
+    let as_refs = |env: &[(&'static str, String)]| -> Vec<(&'static str, String)> { env.to_vec() };
+    let mut owner = gateway::start_owned(&as_refs(&env("200")));
+    let other = gateway::start_owned(&as_refs(&env("4000")));
+    let report = r#"{"topic":"q3","seconds":30}"#;
+
+    let started = owner
+        .client
+        .post("/tools/generate_report", "s", report)
+        .await;
+    assert_eq!(started.status, StatusCode::ACCEPTED);
+    // While the owner lives, the other instance does not run it.
+    let waiting = other
+        .client
+        .post("/tools/generate_report", "s", report)
+        .await;
+    assert_eq!(waiting.status, StatusCode::ACCEPTED);
+    assert_eq!(
+        other.client.get("/stats", None).await.json()["generate_report"],
+        0
+    );
+
+    owner.kill();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        other
+            .client
+            .post("/tools/generate_report", "s", report)
+            .await;
+        let runs = other.client.get("/stats", None).await.json()["generate_report"]
+            .as_u64()
+            .unwrap();
+        if runs > 0 {
+            assert_eq!(runs, 1, "the other instance ran it exactly once");
+            break;
+        }
+        assert!(Instant::now() < deadline, "the intent was never freed");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
