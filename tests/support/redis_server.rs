@@ -205,7 +205,9 @@ impl Monitor {
         let seen: Vec<String> = lines.drain(..).collect();
         seen.into_iter()
             .filter(|l| l.contains(" [") && !l.contains(" lua]"))
-            .filter(|l| !l.contains("\"ECHO\"") && !l.contains("\"PING\""))
+            .filter(|l| {
+                !l.contains("\"ECHO\"") && !l.contains("\"PING\"") && !l.contains("\"INFO\"")
+            })
             .collect()
     }
 }
