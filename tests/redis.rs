@@ -388,3 +388,87 @@ async fn a_killed_owner_frees_the_intent_after_its_lease_and_another_instance_ru
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
+
+/// Two `tool_gateway` processes, 20 intents each sent 10 times from both sides at once:
+/// every intent runs once across both, and every caller gets the result or `in_progress`.
+async fn hammer_two_gateways(env: &[(&'static str, String)]) -> [gateway::Gateway; 2] {
+    let gateways = [gateway::start_owned(env), gateway::start_owned(env)];
+    let calls = (0..200).map(|i| {
+        let client = gateways[i % 2].client.clone();
+        let body = format!(
+            r#"{{"to":"u{}@example.com","subject":"s","body":"b","delay_ms":200}}"#,
+            i % 20
+        );
+        tokio::spawn(async move { client.post("/tools/send_email", "agent", &body).await })
+    });
+    for answer in futures_util::future::join_all(calls).await {
+        let answer = answer.unwrap();
+        assert!(
+            answer.status == StatusCode::OK || answer.status == StatusCode::ACCEPTED,
+            "{}: {:?}",
+            answer.status,
+            answer.body
+        );
+    }
+    gateways
+}
+
+async fn executions(gateways: &[gateway::Gateway]) -> u64 {
+    let mut total = 0;
+    for g in gateways {
+        total += g.client.get("/stats", None).await.json()["send_email"]
+            .as_u64()
+            .unwrap();
+    }
+    total
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_gateway_processes_on_one_redis_run_each_action_once_and_survive_an_outage() {
+    let mut server = RedisServer::start();
+    let gateways = hammer_two_gateways(&[("REDIS_URL", server.url())]).await;
+    assert_eq!(executions(&gateways).await, 20);
+
+    server.kill();
+    let refused = gateways[0]
+        .client
+        .post(
+            "/tools/send_email",
+            "agent",
+            r#"{"to":"new@example.com","subject":"s","body":"b"}"#,
+        )
+        .await;
+    assert_eq!(refused.status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(refused.json()["outcome"], "not_executed");
+    assert_eq!(
+        executions(&gateways).await,
+        20,
+        "nothing ran while Redis was down"
+    );
+
+    server.restart();
+    // Each gateway reconnects on its own: the first call after Redis is back goes through.
+    for g in &gateways {
+        let answer = g
+            .client
+            .post(
+                "/tools/send_email",
+                "agent",
+                r#"{"to":"new@example.com","subject":"s","body":"b"}"#,
+            )
+            .await;
+        assert_eq!(answer.status, StatusCode::OK, "{:?}", answer.body);
+    }
+    assert_eq!(
+        executions(&gateways).await,
+        21,
+        "the new action ran once, on one gateway"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_gateway_processes_on_a_cluster_run_each_action_once() {
+    let nodes = RedisCluster::start();
+    let gateways = hammer_two_gateways(&[("REDIS_CLUSTER_URLS", nodes.urls().join(","))]).await;
+    assert_eq!(executions(&gateways).await, 20);
+}

@@ -229,6 +229,8 @@ impl RedisStore {
         format!("{}{{{}}}", self.prefix, key.to_hex())
     }
 
+    /// Runs a script once, and once more if the connection broke: every script is written so
+    /// that running it twice with the same arguments answers as running it once did.
     async fn run<T: redis::FromRedisValue>(
         &self,
         script: &Script,
@@ -240,7 +242,16 @@ impl RedisStore {
             invocation.arg(*arg);
         }
         let mut connection = self.connection.clone();
-        timed(self.call_timeout, invocation.invoke_async(&mut connection)).await
+        let call = async {
+            match invocation.invoke_async(&mut connection).await {
+                Err(error) if error.is_connection_dropped() || error.is_io_error() => {
+                    // The connection reconnects on this error; the second try uses the new one.
+                    invocation.invoke_async(&mut connection).await
+                }
+                result => result,
+            }
+        };
+        timed(self.call_timeout, call).await
     }
 
     fn forget(&self, key: &IntentKey) {

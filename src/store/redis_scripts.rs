@@ -9,14 +9,16 @@ use std::sync::LazyLock;
 use redis::Script;
 
 /// ARGV: running entry, lease ms. Returns the current value if it is running, completed or
-/// unreadable; otherwise takes the lease and returns nil.
+/// unreadable; otherwise takes the lease and returns nil. A retry of the same claim (same token)
+/// finds its own entry and acquires again, so a claim whose reply was lost can be resent.
 pub(super) static CLAIM: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r"
 local current = redis.call('GET', KEYS[1])
 if current then
   local kind = string.byte(current, 2)
-  if string.byte(current, 1) ~= 1 or kind == 82 or kind == 67 then
+  local own = kind == 82 and string.sub(current, 3, 18) == string.sub(ARGV[1], 3, 18)
+  if not own and (string.byte(current, 1) ~= 1 or kind == 82 or kind == 67) then
     return current
   end
 end
@@ -49,11 +51,14 @@ return 1
 });
 
 /// ARGV: token, tombstone, ttl ms. Replaces this owner's running entry (or nothing) with the
-/// tombstone. Returns 1 if written, 0 if fenced.
+/// tombstone. Returns 1 if written (or already this tombstone), 0 if fenced.
 pub(super) static RELEASE: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r"
 local current = redis.call('GET', KEYS[1])
+if current == ARGV[2] then
+  return 1
+end
 if current then
   if string.byte(current, 2) ~= 82 or string.sub(current, 3, 18) ~= ARGV[1] then
     return 0
