@@ -7,6 +7,10 @@
 //! curl -s localhost:3000/stats
 //! ```
 //!
+//! `GET /metrics` serves the layer's metrics in Prometheus text format; logs go to stderr,
+//! filtered by `RUST_LOG` (default `warn`). Built with the `contract` feature, `send_email`'s
+//! arguments are checked against a JSON Schema first (`to` must be an e-mail address).
+//!
 //! Environment: `ADDR` (default `127.0.0.1:3000`), `DEADLINE_MS` (default 25000),
 //! `IDEMPOTENCY` (`on` by default; `off` serves the same routes with no layer), `LEASE_MS`
 //! (default 30000). With the `redis` feature, `REDIS_URL` (one node) or `REDIS_CLUSTER_URLS`
@@ -22,15 +26,21 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::{Query, State};
+use axum::extract::{MatchedPath, Query, State};
+use axum::http::Request;
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use axum::routing::{get, post};
 use axum::{Json, Router};
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
+use tower::ServiceBuilder;
+use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::trace::TraceLayer;
 use tower_idempotency::store::Store;
 use tower_idempotency::IdempotencyLayer;
+use tracing_subscriber::EnvFilter;
 
 /// Executions started per tool in this process.
 #[derive(Default)]
@@ -164,15 +174,64 @@ fn layer<St: Store>(store: St, deadline: Duration, lease: Duration) -> Idempoten
         .status_path("/_idempotency")
         .deadline(deadline)
         .lease(lease)
+        .route_label(|parts| {
+            let route = parts
+                .extensions
+                .get::<MatchedPath>()
+                .map_or("unmatched", MatchedPath::as_str);
+            format!("{} {route}", parts.method)
+        })
+}
+
+/// `send_email`'s arguments, version 1: checked before anything else sees them.
+#[cfg(feature = "contract")]
+fn contracts() -> tower_idempotency::contract::ContractLayer {
+    let schema = json!({
+        "type": "object",
+        "required": ["to", "subject", "body"],
+        "properties": {
+            "to": { "type": "string", "format": "email" },
+            "subject": { "type": "string" },
+            "body": { "type": "string" },
+            "delay_ms": { "type": "integer", "minimum": 0 }
+        }
+    });
+    tower_idempotency::contract::ContractLayer::new()
+        .operation(
+            axum::http::Method::POST,
+            "/tools/send_email",
+            "send_email/v1",
+            &schema,
+        )
+        .expect("the send_email schema compiles")
 }
 
 /// Serves `tools` behind `layer` (or bare), until Ctrl-C; then lets running actions finish.
+/// Request ids (set and propagated as `x-request-id`) and a request span come first, either way.
 async fn serve<St: Store>(addr: SocketAddr, tools: Router, layer: Option<IdempotencyLayer<St>>) {
     let executions = layer.as_ref().map(IdempotencyLayer::detached);
-    let app = match layer {
+    let tools = match layer {
+        #[cfg(feature = "contract")]
+        Some(layer) => tools.layer(ServiceBuilder::new().layer(contracts()).layer(layer)),
+        #[cfg(not(feature = "contract"))]
         Some(layer) => tools.layer(layer),
         None => tools,
     };
+    let app = tools.layer(
+        ServiceBuilder::new()
+            .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
+            .layer(
+                TraceLayer::new_for_http().make_span_with(|request: &Request<_>| {
+                    let id = request
+                        .headers()
+                        .get("x-request-id")
+                        .and_then(|v| v.to_str().ok())
+                        .unwrap_or_default();
+                    tracing::info_span!("request", method = %request.method(), request_id = id)
+                }),
+            )
+            .layer(PropagateRequestIdLayer::x_request_id()),
+    );
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .expect("bind ADDR");
@@ -198,7 +257,35 @@ async fn main() {
     let lease = Duration::from_millis(env_or("LEASE_MS", 30_000));
     let idempotency = std::env::var("IDEMPOTENCY").unwrap_or_else(|_| "on".into());
 
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .init();
+    let prometheus = PrometheusBuilder::new()
+        .set_buckets_for_metric(
+            Matcher::Suffix("seconds".into()),
+            &[
+                0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0, 25.0,
+            ],
+        )
+        .and_then(|b| {
+            b.set_buckets_for_metric(
+                Matcher::Full("idempotency_intent_attempts".into()),
+                &[1.0, 2.0, 3.0, 5.0, 10.0],
+            )
+        })
+        .expect("bucket bounds")
+        .install_recorder()
+        .expect("install the Prometheus recorder");
+
     let tools = Router::new()
+        .route(
+            "/metrics",
+            get(move || std::future::ready(prometheus.render())),
+        )
         .route("/tools/send_email", post(send_email))
         .route("/tools/create_record", post(create_record))
         .route("/tools/generate_report", post(generate_report))

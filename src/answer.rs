@@ -20,6 +20,8 @@ pub const REPLAYED_HEADER: &str = "idempotent-replayed";
 #[derive(Debug)]
 pub(crate) struct Answer {
     status: StatusCode,
+    /// A short name of the situation, for metrics.
+    slug: &'static str,
     /// Members in the order they are written: the problem members, then what happened.
     members: Vec<(&'static str, Value)>,
     retry_after_s: Option<u64>,
@@ -29,7 +31,7 @@ pub(crate) struct Answer {
 impl Answer {
     fn new(
         status: StatusCode,
-        slug: &str,
+        slug: &'static str,
         title: &str,
         outcome: &str,
         retryable: bool,
@@ -46,6 +48,7 @@ impl Answer {
         members.push(("detail", detail.into()));
         Self {
             status,
+            slug,
             members,
             retry_after_s: None,
             location: None,
@@ -64,6 +67,11 @@ impl Answer {
     fn retry_after(mut self, seconds: u64) -> Self {
         self.retry_after_s = Some(seconds);
         self.member("retry_after_s", seconds)
+    }
+
+    /// A short name of the situation (`missing-scope`, `too-busy`...), for metrics.
+    pub(crate) fn reason(&self) -> &'static str {
+        self.slug
     }
 
     /// The HTTP status of this answer.
@@ -395,6 +403,30 @@ pub(crate) fn status_missing_scope(what: &str) -> Answer {
              executed. Send the request again with it set."
         ),
     )
+}
+
+/// The arguments break the operation's schema (the contract layer).
+#[cfg(feature = "contract")]
+pub(crate) fn invalid(reason: &'static str, field: &str, problem: &str, version: &str) -> Answer {
+    let place = if field.is_empty() {
+        "the arguments".to_owned()
+    } else {
+        format!("the field `{field}`")
+    };
+    Answer::new(
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "invalid",
+        "Invalid arguments",
+        "invalid",
+        false,
+        format!(
+            "The action was not executed: {place} {problem}. Calling again with the same \
+             arguments will be refused again; fix them first."
+        ),
+    )
+    .member("reason", reason)
+    .member("field", field)
+    .member("schema_version", version)
 }
 
 /// Adds the `_idempotency` member to a replayed JSON object body, for models that never see

@@ -13,6 +13,7 @@ use http_body::Body;
 use http_body_util::BodyExt;
 use tokio::sync::{oneshot, OwnedSemaphorePermit};
 use tower_service::Service;
+use tracing::Instrument;
 
 use crate::answer::{self, Failure};
 use crate::body::ResponseBody;
@@ -25,6 +26,7 @@ use crate::replay::{storable_headers, written};
 use crate::store::{
     Fence, KeptResponse, OwnerToken, Record, ReleaseCause, Store, StoredResponse, Tombstone,
 };
+use crate::telemetry;
 
 /// How long a completion that the store refuses is retried before it is given up (and logged).
 const COMPLETION_RETRY_WINDOW: Duration = Duration::from_secs(10 * 60);
@@ -73,7 +75,9 @@ pub(crate) fn spawn<S, St, B, ResBody>(
     St: Store,
 {
     let tracker = shared.detached.tracker().clone();
-    tracker.spawn(async move {
+    // The execution logs into the request's span, which outlives the request if it must.
+    let span = tracing::Span::current();
+    let execution = async move {
         let Claimed {
             token,
             lead,
@@ -141,7 +145,8 @@ pub(crate) fn spawn<S, St, B, ResBody>(
         lead.settle(settled);
         // The caller may have had its answer already (202) or gone away: either is fine.
         let _ = first.send(answer);
-    });
+    };
+    tracker.spawn(execution.instrument(span));
 }
 
 /// Runs `work`, renewing the lease every lease/3 until it ends.
@@ -162,10 +167,9 @@ async fn keep_lease_while<St: Store, F: Future>(
             _ = ticks.tick() => match shared.store.extend(&intent.key, token, lease).await {
                 Ok(Fence::Held) => {}
                 Ok(Fence::Lost) => tracing::warn!(
-                    intent = %intent.key.short(),
                     "the lease of a running execution was lost; its outcome will not be recorded"
                 ),
-                Err(error) => tracing::warn!(intent = %intent.key.short(), %error, "lease renewal failed"),
+                Err(error) => tracing::warn!(%error, "lease renewal failed"),
             },
         }
     }
@@ -299,18 +303,15 @@ impl<St: Store> Recorder<'_, St> {
                 .await
             {
                 Ok(Fence::Held) => {
-                    tracing::debug!(intent = %key.short(), status = record.status().as_u16(), "outcome recorded");
+                    tracing::debug!(status = record.status().as_u16(), "outcome recorded");
                     break;
                 }
                 Ok(Fence::Lost) => {
-                    tracing::warn!(
-                        intent = %key.short(),
-                        "completion fenced: another owner holds this intent, so this outcome was not recorded"
-                    );
+                    telemetry::fenced(&self.intent.op);
                     break;
                 }
                 Err(error) if tokio::time::Instant::now() < give_up => {
-                    tracing::warn!(intent = %key.short(), %error, "recording the outcome failed; retrying");
+                    tracing::warn!(%error, "recording the outcome failed; retrying");
                     tokio::time::sleep(backoff).await;
                     let _ = store
                         .extend(key, self.token, self.shared.settings.lease)
@@ -318,7 +319,7 @@ impl<St: Store> Recorder<'_, St> {
                     backoff = (backoff * 2).min(Duration::from_secs(5));
                 }
                 Err(error) => {
-                    tracing::error!(intent = %key.short(), %error, "recording the outcome failed; giving up");
+                    tracing::error!(%error, "recording the outcome failed; giving up");
                     break;
                 }
             }
@@ -336,7 +337,7 @@ impl<St: Store> Recorder<'_, St> {
             cause,
         });
         let key = &self.intent.key;
-        tracing::debug!(intent = %key.short(), cause = cause.as_str(), "releasing the intent");
+        telemetry::released(&self.intent.op, cause);
         let ttl = self.shared.settings.failure_ttl;
         for attempt in 0..3u32 {
             match self
@@ -347,7 +348,7 @@ impl<St: Store> Recorder<'_, St> {
             {
                 Ok(_) => return,
                 Err(error) => {
-                    tracing::warn!(intent = %key.short(), %error, attempt, "releasing the intent failed");
+                    tracing::warn!(%error, attempt, "releasing the intent failed");
                     tokio::time::sleep(Duration::from_millis(100 << attempt)).await;
                 }
             }

@@ -14,15 +14,17 @@ use crate::inflight::Inflight;
 use crate::scope::ScopeSource;
 use crate::service::Idempotency;
 use crate::settings::Settings;
-use crate::store::{MemoryStore, Store};
+use crate::store::{MemoryStore, Observed, Store};
+use crate::telemetry::Attempts;
 
 /// What every service made by one layer shares: settings, store, in-flight intents and the
 /// detached executions.
 pub(crate) struct Shared<St> {
     pub(crate) settings: Settings,
-    pub(crate) store: Arc<St>,
+    pub(crate) store: Arc<Observed<St>>,
     pub(crate) inflight: Arc<Inflight>,
     pub(crate) detached: Arc<Detached>,
+    pub(crate) attempts: Arc<Attempts>,
 }
 
 // Written by hand: a derive would require `St: Clone`, but the store is shared through an Arc.
@@ -33,6 +35,7 @@ impl<St> Clone for Shared<St> {
             store: Arc::clone(&self.store),
             inflight: Arc::clone(&self.inflight),
             detached: Arc::clone(&self.detached),
+            attempts: Arc::clone(&self.attempts),
         }
     }
 }
@@ -107,9 +110,10 @@ impl<St: Store> IdempotencyLayer<St> {
         Self {
             shared: Arc::new(Shared {
                 settings: Settings::default(),
-                store: Arc::new(store),
+                store: Arc::new(Observed(store)),
                 inflight: Arc::new(Inflight::default()),
                 detached: Arc::new(Detached::new(DEFAULT_MAX_DETACHED)),
+                attempts: Arc::default(),
             }),
         }
     }
@@ -120,9 +124,10 @@ impl<St: Store> IdempotencyLayer<St> {
         IdempotencyLayer {
             shared: Arc::new(Shared {
                 settings: shared.settings,
-                store: Arc::new(store),
+                store: Arc::new(Observed(store)),
                 inflight: Arc::new(Inflight::default()),
                 detached: shared.detached,
+                attempts: shared.attempts,
             }),
         }
     }
@@ -140,7 +145,7 @@ impl<St> IdempotencyLayer<St> {
 
     /// The store the layer uses.
     pub fn store_ref(&self) -> &St {
-        &self.shared.store
+        &self.shared.store.0
     }
 
     /// A handle on the executions running detached, to wait for them at shutdown.
@@ -160,6 +165,26 @@ impl<St> IdempotencyLayer<St> {
         F: Fn(&Parts) -> Option<String> + Send + Sync + 'static,
     {
         self.set(|s| s.scope = ScopeSource::Extract(Arc::new(extract)))
+    }
+
+    /// Names each request's operation in metrics and traces. The default is the method and the
+    /// path with id-like segments masked (`POST /orders/:id/refund`); with axum, the matched
+    /// route is exact and bounded:
+    ///
+    /// ```
+    /// use axum::extract::MatchedPath;
+    /// use tower_idempotency::IdempotencyLayer;
+    ///
+    /// let layer = IdempotencyLayer::new().route_label(|parts| {
+    ///     let route = parts.extensions.get::<MatchedPath>().map_or("unmatched", |p| p.as_str());
+    ///     format!("{} {route}", parts.method)
+    /// });
+    /// ```
+    pub fn route_label<F>(self, label: F) -> Self
+    where
+        F: Fn(&Parts) -> String + Send + Sync + 'static,
+    {
+        self.set(|s| s.route_label = Some(Arc::new(label)))
     }
 
     /// Passes requests without a scope through unprotected, instead of refusing them with 400.

@@ -36,9 +36,13 @@
 
 mod answer;
 mod body;
+mod buffer;
 pub mod canonical;
 mod classify;
 mod clock;
+#[cfg(feature = "contract")]
+#[cfg_attr(docsrs, doc(cfg(feature = "contract")))]
+pub mod contract;
 mod detached;
 mod execute;
 mod future;
@@ -53,6 +57,7 @@ mod service;
 mod settings;
 mod status;
 pub mod store;
+mod telemetry;
 
 pub use answer::{INTENT_HEADER, REPLAYED_HEADER};
 pub use body::{RequestBody, ResponseBody};

@@ -4,28 +4,33 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::{header, request, HeaderMap, Request, Response};
+use http::{header, request, Request, Response};
 use http_body::Body;
-use http_body_util::{BodyExt, LengthLimitError, Limited};
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 use tower_service::Service;
+use tracing::field::Empty;
+use tracing::Instrument;
 
 use crate::answer::{self, Answer};
 use crate::body::ResponseBody;
+use crate::buffer::read_body;
 use crate::clock::{now_ms, seconds_since};
 use crate::execute::{self, Claimed};
 use crate::inflight::{Lead, Role, Settled};
 use crate::key::{ExplicitKey, Fingerprint, IntentKey, KeyMaterial, Operation, ScopeHash};
 use crate::layer::Shared;
 use crate::replay::{replay, replay_stored, with_intent, written};
-use crate::store::{Claim, ClaimRequest, Entry, Store};
+use crate::store::{Claim, ClaimRequest, Entry, Record, Store};
+use crate::telemetry::{self, outcome, Op};
 use crate::BoxError;
 
 /// One protected request's intent, as the execution and the answers need it.
 #[derive(Debug, Clone)]
 pub(crate) struct Intent {
     pub(crate) key: IntentKey,
+    /// The operation label, for metrics.
+    pub(crate) op: Op,
     pub(crate) scope: ScopeHash,
     pub(crate) fingerprint: Fingerprint,
     /// Whether the key came from the client, so a payload mismatch must be refused.
@@ -37,10 +42,10 @@ pub(crate) struct Intent {
 
 type Answered<B, E> = Result<Response<ResponseBody<B>>, E>;
 
-/// Runs a protected request to its answer.
+/// Runs a protected request to its answer, in a span of its own, and counts the answer.
 pub(crate) async fn protect<S, St, B, ResBody>(
     shared: Arc<Shared<St>>,
-    mut inner: S,
+    inner: S,
     request: Request<B>,
 ) -> Answered<ResBody, S::Error>
 where
@@ -53,48 +58,74 @@ where
     ResBody: Body<Data = Bytes> + Send + 'static,
     St: Store,
 {
-    let settings = &shared.settings;
+    let started = std::time::Instant::now();
     let (parts, body) = request.into_parts();
+    let op = Op::of(shared.settings.route_label.as_ref(), &parts);
+    let span = tracing::info_span!(
+        "idempotency",
+        operation = op.as_str(),
+        intent = Empty,
+        attempt = Empty,
+        outcome = Empty
+    );
+    let answered = protect_parts(&shared, inner, parts, body, op.clone())
+        .instrument(span)
+        .await;
+    telemetry::answered(&op, answered.as_ref().ok().map(Response::status), started);
+    answered
+}
+
+async fn protect_parts<S, St, B, ResBody>(
+    shared: &Arc<Shared<St>>,
+    mut inner: S,
+    parts: request::Parts,
+    body: B,
+    op: Op,
+) -> Answered<ResBody, S::Error>
+where
+    S: Service<Request<B>, Response = Response<ResBody>> + Send + 'static,
+    S::Future: Send + 'static,
+    S::Error: Send + 'static,
+    B: Body + From<Bytes> + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<BoxError>,
+    ResBody: Body<Data = Bytes> + Send + 'static,
+    St: Store,
+{
+    let settings = &shared.settings;
     let Some(scope) = settings.scope.scope_of(&parts) else {
         if settings.refuse_without_scope {
-            return Ok(written(answer::missing_scope(&settings.scope.describe())));
+            return Ok(refuse(
+                &op,
+                answer::missing_scope(&settings.scope.describe()),
+            ));
         }
+        outcome("unprotected");
         let response = inner.call(Request::from_parts(parts, body)).await?;
         return Ok(response.map(ResponseBody::inner));
     };
     let bytes = match read_body(body, &parts.headers, settings.body_limit).await {
         Ok(bytes) => bytes,
-        Err(refusal) => return Ok(written(refusal)),
+        Err(refusal) => return Ok(refuse(&op, refusal)),
     };
-    let intent = match derive_intent(&shared, &parts, &scope, &bytes) {
+    let intent = match derive_intent(shared, &parts, &scope, &bytes, op) {
         Ok(intent) => intent,
-        Err(refusal) => return Ok(written(refusal)),
+        Err((op, refusal)) => return Ok(refuse(&op, refusal)),
     };
+    let attempt = shared.attempts.count(&intent.op, &intent.key);
+    let span = tracing::Span::current();
+    span.record("intent", intent.key.short());
+    span.record("attempt", attempt);
     let request = Request::from_parts(parts, B::from(bytes));
-    let answered = coalesce_or_execute(&shared, inner, request, &intent).await;
+    let answered = coalesce_or_execute(shared, inner, request, &intent).await;
     answered.map(|response| with_intent(response, &intent.key))
 }
 
-/// Buffers the body under the limit; over it, 413 with nothing executed.
-async fn read_body<B>(body: B, headers: &HeaderMap, limit: usize) -> Result<Bytes, Answer>
-where
-    B: Body,
-    B::Error: Into<BoxError>,
-{
-    let declared = headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
-    if declared.is_some_and(|length| length > limit as u64) {
-        return Err(answer::body_too_large(limit));
-    }
-    match Limited::new(body, limit).collect().await {
-        Ok(collected) => Ok(collected.to_bytes()),
-        Err(error) if error.downcast_ref::<LengthLimitError>().is_some() => {
-            Err(answer::body_too_large(limit))
-        }
-        Err(_) => Err(answer::body_unreadable()),
-    }
+/// An answer that refuses the request: nothing was executed.
+fn refuse<B>(op: &Op, answer: Answer) -> Response<ResponseBody<B>> {
+    telemetry::not_executed(op, answer.reason());
+    outcome("not_executed");
+    written(answer)
 }
 
 /// Derives the intent key, from an explicit key where one is configured and sent.
@@ -103,14 +134,18 @@ fn derive_intent<St>(
     parts: &request::Parts,
     scope: &[u8],
     body: &Bytes,
-) -> Result<Intent, Answer> {
+    op: Op,
+) -> Result<Intent, (Op, Answer)> {
     let settings = &shared.settings;
     let header_key = match &settings.key_header {
         Some(name) => match parts.headers.get(name) {
-            Some(value) => Some(
-                ExplicitKey::from_bytes(value.as_bytes())
-                    .map_err(|_| answer::malformed_key(&format!("the `{name}` header")))?,
-            ),
+            Some(value) => match ExplicitKey::from_bytes(value.as_bytes()) {
+                Ok(key) => Some(key),
+                Err(_) => {
+                    let source = format!("the `{name}` header");
+                    return Err((op, answer::malformed_key(&source)));
+                }
+            },
             None => None,
         },
         None => None,
@@ -120,7 +155,8 @@ fn derive_intent<St>(
         .fingerprint(parts.headers.get(header::CONTENT_TYPE), body);
     let field_key = match (printed.key_field, &settings.fingerprint.key_field) {
         (Some(Err(_)), Some(pointer)) => {
-            return Err(answer::malformed_key(&format!("the `{pointer}` field")))
+            let source = format!("the `{pointer}` field");
+            return Err((op, answer::malformed_key(&source)));
         }
         (Some(Ok(key)), _) => Some(key),
         _ => None,
@@ -134,6 +170,7 @@ fn derive_intent<St>(
     let path = parts.uri.path();
     Ok(Intent {
         key: IntentKey::derive(scope, &operation, material),
+        op,
         scope: ScopeHash::of(scope),
         fingerprint: printed.fingerprint,
         explicit: explicit.is_some(),
@@ -171,9 +208,9 @@ where
         {
             Role::Follower(slot) => {
                 if intent.explicit && slot.fingerprint != intent.fingerprint {
-                    return Ok(written(answer::key_reused(&intent.key)));
+                    return Ok(refuse(&intent.op, answer::key_reused(&intent.key)));
                 }
-                tracing::debug!(intent = %intent.key.short(), "coalesced onto a running execution");
+                telemetry::coalesced(&intent.op);
                 match slot.wait_until(intent.deadline).await {
                     Some(Settled::Redo) => continue,
                     Some(settled) => return Ok(answer_settled(shared, intent, settled)),
@@ -217,40 +254,41 @@ where
         Ok(claimed) => claimed,
         Err(error) => {
             drop(lead);
-            tracing::warn!(intent = %key.short(), %error, "the store could not answer a claim");
+            tracing::warn!(%error, "the store could not answer a claim");
             if shared.settings.fail_open {
                 if let Some((mut inner, request)) = work.take() {
-                    tracing::warn!(intent = %key.short(), "fail-open: running without protection");
+                    tracing::warn!("fail-open: running without protection");
+                    outcome("unprotected");
                     let answered = inner.call(request).await;
                     return Led::Answered(answered.map(|r| r.map(ResponseBody::inner)));
                 }
             }
-            return Led::Answered(Ok(written(answer::store_unavailable(key))));
+            return Led::Answered(Ok(refuse(&intent.op, answer::store_unavailable(key))));
         }
     };
     match claimed {
         Claim::Completed(record) => {
             if intent.explicit && record.fingerprint != intent.fingerprint {
-                return Led::Answered(Ok(written(answer::key_reused(key))));
+                return Led::Answered(Ok(refuse(&intent.op, answer::key_reused(key))));
             }
-            tracing::debug!(intent = %key.short(), "replaying a completed intent");
-            let response = replay(&shared.settings, key, &record);
+            let response = replayed(shared, intent, &record);
             lead.settle(Settled::Replay(record));
             Led::Answered(Ok(response))
         }
         Claim::Running(info) => {
             if intent.explicit && info.fingerprint != intent.fingerprint {
-                return Led::Answered(Ok(written(answer::key_reused(key))));
+                return Led::Answered(Ok(refuse(&intent.op, answer::key_reused(key))));
             }
+            telemetry::coalesced(&intent.op);
             lead.set_started_at_ms(info.started_at_ms);
             wait_elsewhere(shared, intent, lead, info.started_at_ms).await
         }
         Claim::Acquired(token) => {
             let Some((inner, request)) = work.take() else {
                 // A request is executed at most once; a second acquisition cannot reach here.
-                return Led::Answered(Ok(written(answer::store_unavailable(key))));
+                return Led::Answered(Ok(refuse(&intent.op, answer::store_unavailable(key))));
             };
-            tracing::debug!(intent = %key.short(), "claimed; executing");
+            telemetry::executed(&intent.op);
             let (first, answer) = oneshot::channel();
             let claimed = Claimed {
                 token,
@@ -267,11 +305,19 @@ where
                 first,
             );
             match tokio::time::timeout_at(intent.deadline, answer).await {
-                Ok(Ok(answered)) => Led::Answered(answered),
-                Ok(Err(_)) => Led::Answered(Ok(written(answer::attempt_failed(
-                    key,
-                    answer::Failure::Panic,
-                )))),
+                Ok(Ok(answered)) => {
+                    outcome(if answered.is_ok() {
+                        "executed"
+                    } else {
+                        "error"
+                    });
+                    Led::Answered(answered)
+                }
+                Ok(Err(_)) => {
+                    outcome("failed");
+                    let failure = answer::Failure::Panic;
+                    Led::Answered(Ok(written(answer::attempt_failed(key, failure))))
+                }
                 Err(_) => Led::Answered(Ok(in_progress(shared, intent, started_at_ms, false))),
             }
         }
@@ -290,19 +336,20 @@ async fn at_capacity<St: Store, B, E>(
         Ok(Some(Entry::Completed(record)))
             if !intent.explicit || record.fingerprint == intent.fingerprint =>
         {
-            let response = replay(&shared.settings, key, &record);
+            let response = replayed(shared, intent, &record);
             lead.settle(Settled::Replay(record));
             Led::Answered(Ok(response))
         }
         Ok(Some(Entry::Running(info)))
             if !intent.explicit || info.fingerprint == intent.fingerprint =>
         {
+            telemetry::coalesced(&intent.op);
             lead.set_started_at_ms(info.started_at_ms);
             wait_elsewhere(shared, intent, lead, info.started_at_ms).await
         }
         _ => {
-            tracing::warn!(intent = %key.short(), "too many detached executions; refusing");
-            Led::Answered(Ok(written(answer::too_busy(key))))
+            tracing::warn!("too many detached executions; refusing");
+            Led::Answered(Ok(refuse(&intent.op, answer::too_busy(key))))
         }
     }
 }
@@ -328,12 +375,13 @@ async fn wait_elsewhere<St: Store, B, E>(
         match shared.store.get(key).await {
             Ok(Some(Entry::Running(_))) | Err(_) => {}
             Ok(Some(Entry::Completed(record))) => {
-                let response = replay(&shared.settings, key, &record);
+                let response = replayed(shared, intent, &record);
                 lead.settle(Settled::Replay(record));
                 return Led::Answered(Ok(response));
             }
             Ok(Some(Entry::Failed(tombstone))) if tombstone.failed_at_ms >= started_at_ms => {
                 drop(lead);
+                outcome("failed");
                 let failure = answer::Failure::of(&tombstone);
                 return Led::Answered(Ok(written(answer::attempt_failed(key, failure))));
             }
@@ -352,15 +400,32 @@ fn answer_settled<St, B>(
     settled: Settled,
 ) -> Response<ResponseBody<B>> {
     match settled {
-        Settled::Replay(record) => replay(&shared.settings, &intent.key, &record),
+        Settled::Replay(record) => replayed(shared, intent, &record),
         Settled::Failed {
             response: Some(stored),
             ..
-        } => replay_stored(&shared.settings, &intent.key, &stored),
-        Settled::Failed { failure, .. } => written(answer::attempt_failed(&intent.key, failure)),
+        } => {
+            outcome("failed");
+            replay_stored(&shared.settings, &intent.key, &stored)
+        }
+        Settled::Failed { failure, .. } => {
+            outcome("failed");
+            written(answer::attempt_failed(&intent.key, failure))
+        }
         // Redo is handled by the caller's loop; answering it would be a bug, so be safe.
         Settled::Redo => written(answer::store_unavailable(&intent.key)),
     }
+}
+
+/// A kept outcome, replayed to a duplicate.
+fn replayed<St, B>(
+    shared: &Shared<St>,
+    intent: &Intent,
+    record: &Record,
+) -> Response<ResponseBody<B>> {
+    telemetry::replayed(&intent.op);
+    outcome("replayed");
+    replay(&shared.settings, &intent.key, record)
 }
 
 /// 202 "in progress" (409 for duplicates in strict IETF mode).
@@ -370,7 +435,8 @@ pub(crate) fn in_progress<St, B>(
     started_at_ms: u64,
     duplicate: bool,
 ) -> Response<ResponseBody<B>> {
-    tracing::debug!(intent = %intent.key.short(), duplicate, "answering in progress");
+    telemetry::in_progress(&intent.op);
+    outcome("in_progress");
     let settings = &shared.settings;
     written(answer::in_progress(
         &intent.key,

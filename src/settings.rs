@@ -9,6 +9,7 @@ use crate::classify::{Classify, DefaultClassify};
 use crate::key::FingerprintRules;
 use crate::paths::PathRules;
 use crate::scope::{ScopeSource, DEFAULT_SCOPE_HEADER};
+use crate::telemetry::RouteLabel;
 
 /// Default time a caller waits before it is told "in progress": below the usual 30 s timeout.
 pub(crate) const DEFAULT_DEADLINE: Duration = Duration::from_secs(25);
@@ -39,6 +40,7 @@ pub(crate) struct Settings {
     pub(crate) failure_ttl: Duration,
     pub(crate) fail_open: bool,
     pub(crate) annotate_replays: bool,
+    pub(crate) route_label: Option<RouteLabel>,
 }
 
 impl Default for Settings {
@@ -58,6 +60,7 @@ impl Default for Settings {
             failure_ttl: DEFAULT_FAILURE_TTL,
             fail_open: false,
             annotate_replays: false,
+            route_label: None,
         }
     }
 }

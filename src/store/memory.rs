@@ -115,6 +115,7 @@ impl MemoryStoreBuilder {
                 if cause == RemovalCause::Size {
                     if let Settled::Completed(..) = value {
                         counter.fetch_add(1, Ordering::Relaxed);
+                        crate::telemetry::evicted();
                         tracing::warn!(
                             intent = %key.short(),
                             "an unexpired idempotency record was evicted: the memory store's \

@@ -7,6 +7,7 @@
 #[cfg(feature = "redis")]
 mod codec;
 mod memory;
+mod observed;
 mod record;
 #[cfg(feature = "redis")]
 mod redis;
@@ -23,6 +24,7 @@ use std::time::Duration;
 use crate::key::{Fingerprint, IntentKey, ScopeHash};
 
 pub use memory::{MemoryStore, MemoryStoreBuilder};
+pub(crate) use observed::Observed;
 pub use record::{KeptResponse, Record, ReleaseCause, RunningInfo, StoredResponse, Tombstone};
 #[cfg(feature = "redis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]

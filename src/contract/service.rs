@@ -1,0 +1,126 @@
+//! The contract service.
+
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use http::{Request, Response};
+use http_body::Body;
+use tower_service::Service;
+
+use super::layer::Contracts;
+use super::violation::Violation;
+use crate::answer;
+use crate::body::ResponseBody;
+use crate::buffer::read_body;
+use crate::future::ResponseFuture;
+use crate::replay::written;
+use crate::telemetry::{self, Op};
+use crate::BoxError;
+
+/// Middleware that refuses requests whose JSON breaks their operation's schema.
+///
+/// Built by [`ContractLayer`](super::ContractLayer).
+pub struct Contract<S> {
+    inner: S,
+    contracts: Arc<Contracts>,
+}
+
+impl<S> Contract<S> {
+    pub(crate) fn new(inner: S, contracts: Arc<Contracts>) -> Self {
+        Self { inner, contracts }
+    }
+
+    /// The inner service.
+    pub fn get_ref(&self) -> &S {
+        &self.inner
+    }
+
+    /// The inner service, mutably.
+    pub fn get_mut(&mut self) -> &mut S {
+        &mut self.inner
+    }
+
+    /// Unwraps the inner service.
+    pub fn into_inner(self) -> S {
+        self.inner
+    }
+}
+
+// Written by hand: a derive would require more than `S: Clone`.
+impl<S: Clone> Clone for Contract<S> {
+    fn clone(&self) -> Self {
+        Self {
+            inner: self.inner.clone(),
+            contracts: Arc::clone(&self.contracts),
+        }
+    }
+}
+
+impl<S: std::fmt::Debug> std::fmt::Debug for Contract<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Contract")
+            .field("inner", &self.inner)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S, B, ResBody> Service<Request<B>> for Contract<S>
+where
+    S: Service<Request<B>, Response = Response<ResBody>> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+    S::Error: Send + 'static,
+    B: Body + From<Bytes> + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<BoxError>,
+    ResBody: Body<Data = Bytes> + Send + 'static,
+{
+    type Response = Response<ResponseBody<ResBody>>;
+    type Error = S::Error;
+    type Future = ResponseFuture<S::Future, ResBody, S::Error>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request<B>) -> Self::Future {
+        let clone = self.inner.clone();
+        let mut inner = std::mem::replace(&mut self.inner, clone);
+        let route = (request.method().clone(), request.uri().path().to_owned());
+        if !self.contracts.operations.contains_key(&route) {
+            return ResponseFuture::passthrough(inner.call(request));
+        }
+        let contracts = Arc::clone(&self.contracts);
+        ResponseFuture::layered(async move {
+            let contract = &contracts.operations[&route];
+            let (parts, body) = request.into_parts();
+            let bytes = match read_body(body, &parts.headers, contracts.body_limit).await {
+                Ok(bytes) => bytes,
+                Err(refusal) => return Ok(written(refusal)),
+            };
+            let violation = match serde_json::from_slice::<serde_json::Value>(&bytes) {
+                Err(_) => Some(Violation::not_json()),
+                Ok(arguments) => contract
+                    .validator
+                    .validate(&arguments)
+                    .err()
+                    .map(|error| Violation::of(&error)),
+            };
+            if let Some(violation) = violation {
+                let op = Op::named(&contract.label);
+                telemetry::rejected_by_schema(&op, violation.reason);
+                let refusal = answer::invalid(
+                    violation.reason,
+                    &violation.field,
+                    &violation.problem,
+                    &contract.version,
+                );
+                return Ok(written(refusal));
+            }
+            let response = inner
+                .call(Request::from_parts(parts, B::from(bytes)))
+                .await?;
+            Ok(response.map(ResponseBody::inner))
+        })
+    }
+}

@@ -1,0 +1,78 @@
+//! What a schema violation tells the caller: a small reason code and a sentence.
+
+use jsonschema::error::ValidationErrorKind;
+use jsonschema::ValidationError;
+
+/// A violation, described without echoing the offending value.
+#[derive(Debug)]
+pub(crate) struct Violation {
+    pub(crate) reason: &'static str,
+    /// JSON Pointer of the field at fault (empty for the whole body).
+    pub(crate) field: String,
+    /// What is wrong with it, as the end of a sentence.
+    pub(crate) problem: String,
+}
+
+impl Violation {
+    /// The body is not JSON at all.
+    pub(crate) fn not_json() -> Self {
+        Self {
+            reason: "not_json",
+            field: String::new(),
+            problem: "are not a JSON document".to_owned(),
+        }
+    }
+
+    pub(crate) fn of(error: &ValidationError<'_>) -> Self {
+        let mut field = error.instance_path().as_str().to_owned();
+        let (reason, problem) = match error.kind() {
+            ValidationErrorKind::Required { property } => {
+                let name = property.as_str().unwrap_or_default();
+                field = format!("{field}/{}", name.replace('~', "~0").replace('/', "~1"));
+                ("required", "is required but missing".to_owned())
+            }
+            ValidationErrorKind::Type { .. } => ("type", "has the wrong type".to_owned()),
+            ValidationErrorKind::Format { format } => {
+                ("format", format!("is not a valid {format}"))
+            }
+            ValidationErrorKind::AdditionalProperties { unexpected } => (
+                "additional_properties",
+                format!(
+                    "has fields the schema does not allow: {}",
+                    unexpected.join(", ")
+                ),
+            ),
+            ValidationErrorKind::Enum { .. } | ValidationErrorKind::Constant { .. } => {
+                ("enum", "is not one of the allowed values".to_owned())
+            }
+            ValidationErrorKind::Pattern { .. } => {
+                ("pattern", "does not match the required pattern".to_owned())
+            }
+            ValidationErrorKind::MinLength { limit } => {
+                ("length", format!("is shorter than {limit} characters"))
+            }
+            ValidationErrorKind::MaxLength { limit } => {
+                ("length", format!("is longer than {limit} characters"))
+            }
+            ValidationErrorKind::Minimum { .. }
+            | ValidationErrorKind::Maximum { .. }
+            | ValidationErrorKind::ExclusiveMinimum { .. }
+            | ValidationErrorKind::ExclusiveMaximum { .. }
+            | ValidationErrorKind::MultipleOf { .. } => {
+                ("range", "is out of the allowed range".to_owned())
+            }
+            ValidationErrorKind::MinItems { limit } => {
+                ("items", format!("has fewer than {limit} items"))
+            }
+            ValidationErrorKind::MaxItems { limit } => {
+                ("items", format!("has more than {limit} items"))
+            }
+            _ => ("schema", "does not match the schema".to_owned()),
+        };
+        Self {
+            reason,
+            field,
+            problem,
+        }
+    }
+}

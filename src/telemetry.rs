@@ -1,0 +1,206 @@
+//! Metrics (through the `metrics` facade) and trace fields.
+//!
+//! Labels stay bounded: the operation label comes from a route label function, never a raw
+//! path with ids in it, and no label or log field ever holds a key, a session or a body.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use http::request::Parts;
+use http::StatusCode;
+use metrics::{counter, histogram, SharedString};
+use moka::sync::Cache;
+
+use crate::key::IntentKey;
+use crate::store::ReleaseCause;
+
+/// A user function that names the operation of a request for metrics and traces.
+pub(crate) type RouteLabel = Arc<dyn Fn(&Parts) -> String + Send + Sync>;
+
+/// The operation label of one request.
+#[derive(Debug, Clone)]
+pub(crate) struct Op(Arc<str>);
+
+impl Op {
+    pub(crate) fn of(label: Option<&RouteLabel>, parts: &Parts) -> Self {
+        Self(match label {
+            Some(label) => label(parts).into(),
+            None => default_route_label(parts).into(),
+        })
+    }
+
+    /// A fixed label.
+    #[cfg(feature = "contract")]
+    pub(crate) fn named(label: &str) -> Self {
+        Self(label.into())
+    }
+
+    fn value(&self) -> SharedString {
+        SharedString::from(Arc::clone(&self.0))
+    }
+
+    pub(crate) fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// `METHOD /path`, with segments that look like ids (a digit, or over 24 characters) shown as
+/// `:id` and at most four segments: bounded without knowing the routes.
+pub(crate) fn default_route_label(parts: &Parts) -> String {
+    let mut label = String::with_capacity(48);
+    label.push_str(parts.method.as_str());
+    label.push(' ');
+    let mut segments = parts.uri.path().split('/').filter(|s| !s.is_empty());
+    for segment in segments.by_ref().take(4) {
+        label.push('/');
+        if segment.len() > 24 || segment.bytes().any(|b| b.is_ascii_digit()) {
+            label.push_str(":id");
+        } else {
+            label.push_str(segment);
+        }
+    }
+    if segments.next().is_some() {
+        label.push_str("/…");
+    }
+    if label.ends_with(' ') {
+        label.push('/');
+    }
+    label
+}
+
+/// Records how a protected request ended on its span.
+pub(crate) fn outcome(tag: &'static str) {
+    tracing::Span::current().record("outcome", tag);
+}
+
+pub(crate) fn executed(op: &Op) {
+    counter!("idempotency_executions_total", "operation" => op.value()).increment(1);
+    tracing::debug!("claimed: executing");
+}
+
+pub(crate) fn replayed(op: &Op) {
+    counter!("idempotency_replays_total", "operation" => op.value()).increment(1);
+    tracing::debug!("replayed a kept outcome");
+}
+
+pub(crate) fn coalesced(op: &Op) {
+    counter!("idempotency_coalesced_total", "operation" => op.value()).increment(1);
+    tracing::debug!("coalesced onto a running execution");
+}
+
+pub(crate) fn in_progress(op: &Op) {
+    counter!("idempotency_in_progress_total", "operation" => op.value()).increment(1);
+    tracing::debug!("rewritten to in_progress at the deadline");
+}
+
+pub(crate) fn released(op: &Op, cause: ReleaseCause) {
+    counter!("idempotency_releases_total", "operation" => op.value(), "cause" => cause.as_str())
+        .increment(1);
+    tracing::debug!(cause = cause.as_str(), "released the intent for a retry");
+}
+
+pub(crate) fn fenced(op: &Op) {
+    counter!("idempotency_fenced_total", "operation" => op.value()).increment(1);
+    tracing::warn!(
+        "completion fenced: another owner holds this intent, so this outcome was not recorded"
+    );
+}
+
+pub(crate) fn not_executed(op: &Op, reason: &'static str) {
+    counter!("idempotency_not_executed_total", "operation" => op.value(), "reason" => reason)
+        .increment(1);
+    tracing::debug!(reason, "refused: not executed");
+}
+
+pub(crate) fn answered(op: &Op, status: Option<StatusCode>, started: Instant) {
+    let class = match status.map(|s| s.as_u16() / 100) {
+        Some(1) => "1xx",
+        Some(2) => "2xx",
+        Some(3) => "3xx",
+        Some(4) => "4xx",
+        Some(5) => "5xx",
+        _ => "error",
+    };
+    counter!("idempotency_requests_total", "operation" => op.value(), "class" => class)
+        .increment(1);
+    histogram!("idempotency_request_duration_seconds", "operation" => op.value())
+        .record(started.elapsed().as_secs_f64());
+}
+
+pub(crate) fn store_call(call: &'static str, elapsed: Duration, ok: bool) {
+    histogram!("idempotency_store_duration_seconds", "call" => call).record(elapsed.as_secs_f64());
+    if !ok {
+        counter!("idempotency_store_errors_total", "call" => call).increment(1);
+    }
+}
+
+pub(crate) fn evicted() {
+    counter!("idempotency_evictions_total").increment(1);
+}
+
+#[cfg(feature = "contract")]
+pub(crate) fn rejected_by_schema(op: &Op, reason: &'static str) {
+    counter!("idempotency_rejected_by_schema_total", "operation" => op.value(), "reason" => reason)
+        .increment(1);
+    tracing::debug!(reason, "rejected by schema: not executed");
+}
+
+/// Counts how often each intent has been asked for in this process: the signal to read before
+/// any fix, since 1 means no duplicate.
+pub(crate) struct Attempts {
+    seen: Cache<IntentKey, Arc<AtomicU32>>,
+}
+
+impl Default for Attempts {
+    fn default() -> Self {
+        Self {
+            seen: Cache::builder()
+                .max_capacity(100_000)
+                .time_to_idle(Duration::from_secs(60 * 60))
+                .build(),
+        }
+    }
+}
+
+impl Attempts {
+    /// Counts one more attempt of `key` and records it; returns its number (1 = first).
+    pub(crate) fn count(&self, op: &Op, key: &IntentKey) -> u32 {
+        let counter = self.seen.get_with(*key, Arc::default);
+        let attempt = counter.fetch_add(1, Ordering::Relaxed).saturating_add(1);
+        histogram!("idempotency_intent_attempts", "operation" => op.value())
+            .record(f64::from(attempt));
+        attempt
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http::Request;
+
+    fn label(method: &str, uri: &str) -> String {
+        let (parts, ()) = Request::builder()
+            .method(method)
+            .uri(uri)
+            .body(())
+            .unwrap()
+            .into_parts();
+        default_route_label(&parts)
+    }
+
+    #[test]
+    fn default_labels_hide_ids_and_stay_short() {
+        assert_eq!(label("POST", "/tools/send_email"), "POST /tools/send_email");
+        assert_eq!(
+            label("POST", "/orders/123/refund"),
+            "POST /orders/:id/refund"
+        );
+        assert_eq!(
+            label("PUT", "/users/4f9c2e7a-0b1d-4d1e-9a77-3c2f1e0d9b8a"),
+            "PUT /users/:id"
+        );
+        assert_eq!(label("POST", "/a/b/c/d/e/f"), "POST /a/b/c/d/…");
+        assert_eq!(label("POST", "/"), "POST /");
+    }
+}

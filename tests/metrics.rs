@@ -1,0 +1,111 @@
+//! Metrics per operation through the `metrics` facade, read back with a debugging recorder.
+
+mod support;
+
+use std::time::Duration;
+
+use metrics_util::debugging::{DebugValue, DebuggingRecorder};
+use metrics_util::CompositeKey;
+use support::{serve, tools, Client, Counts};
+use tower_idempotency::IdempotencyLayer;
+
+type Snapshot = Vec<(
+    CompositeKey,
+    Option<metrics::Unit>,
+    Option<metrics::SharedString>,
+    DebugValue,
+)>;
+
+fn matching<'a>(
+    snapshot: &'a Snapshot,
+    name: &'a str,
+    labels: &'a [(&str, &str)],
+) -> impl Iterator<Item = &'a DebugValue> {
+    snapshot
+        .iter()
+        .filter(move |(key, ..)| key.key().name() == name)
+        .filter(move |(key, ..)| {
+            labels.iter().all(|(k, v)| {
+                key.key()
+                    .labels()
+                    .any(|label| label.key() == *k && label.value() == *v)
+            })
+        })
+        .map(|(.., value)| value)
+}
+
+fn counter(snapshot: &Snapshot, name: &str, labels: &[(&str, &str)]) -> u64 {
+    matching(snapshot, name, labels)
+        .map(|value| match value {
+            DebugValue::Counter(n) => *n,
+            other => panic!("{name} is not a counter: {other:?}"),
+        })
+        .sum()
+}
+
+fn histogram(snapshot: &Snapshot, name: &str) -> Vec<f64> {
+    matching(snapshot, name, &[])
+        .flat_map(|value| match value {
+            DebugValue::Histogram(values) => {
+                values.iter().map(|v| v.into_inner()).collect::<Vec<_>>()
+            }
+            other => panic!("{name} is not a histogram: {other:?}"),
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn metrics_count_executions_replays_and_attempts_per_operation() {
+    let recorder = DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    let _local = metrics::set_default_local_recorder(&recorder);
+    let counts = Counts::default();
+    let layer = IdempotencyLayer::new().deadline(Duration::from_millis(50));
+    let client = Client::new(serve(tools(counts.clone()).layer(layer)).await);
+
+    for _ in 0..3 {
+        client.post("/tools/echo", "s", r#"{"a":1}"#).await;
+    }
+    client.post("/tools/echo", "s", r#"{"a":2}"#).await;
+    client.post("/tools/echo", "s", r#"{"delay_ms":200}"#).await;
+    client.post("/tools/status/503", "s", "{}").await;
+    client.post("/tools/echo", "", "{}").await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    // One snapshot: taking it drains what it read.
+    let snapshot = snapshotter.snapshot().into_vec();
+    let echo = [("operation", "POST /tools/echo")];
+    assert_eq!(counter(&snapshot, "idempotency_executions_total", &echo), 3);
+    assert_eq!(counter(&snapshot, "idempotency_replays_total", &echo), 2);
+    assert_eq!(
+        counter(&snapshot, "idempotency_in_progress_total", &echo),
+        1
+    );
+    assert_eq!(
+        counter(
+            &snapshot,
+            "idempotency_not_executed_total",
+            &[("reason", "missing-scope")]
+        ),
+        1
+    );
+    assert_eq!(
+        counter(
+            &snapshot,
+            "idempotency_releases_total",
+            &[("operation", "POST /tools/status/:id"), ("cause", "status")]
+        ),
+        1
+    );
+    let class = |c| counter(&snapshot, "idempotency_requests_total", &[("class", c)]);
+    assert_eq!((class("2xx"), class("4xx"), class("5xx")), (5, 1, 1));
+    let mut attempts = histogram(&snapshot, "idempotency_intent_attempts");
+    attempts.sort_by(f64::total_cmp);
+    assert_eq!(
+        attempts,
+        [1.0, 1.0, 1.0, 1.0, 2.0, 3.0],
+        "one intent was asked for 3 times"
+    );
+    assert!(!histogram(&snapshot, "idempotency_store_duration_seconds").is_empty());
+    assert!(!histogram(&snapshot, "idempotency_request_duration_seconds").is_empty());
+}

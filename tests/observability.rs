@@ -1,0 +1,173 @@
+//! Traces that carry the intent and never a secret, and request ids from tower-http carried
+//! in the same span. Every test here installs a subscriber (tracing caches which callsites are
+//! enabled process-wide, so a test without one would disable spans for the others).
+
+mod support;
+
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::http::{Request, StatusCode};
+use support::{serve, tools, Client, Counts};
+use tower::ServiceBuilder;
+use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::trace::TraceLayer;
+use tower_idempotency::IdempotencyLayer;
+use tracing_subscriber::fmt::MakeWriter;
+
+/// Everything written by the subscriber, as text.
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl Captured {
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+}
+
+impl Write for Captured {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> MakeWriter<'a> for Captured {
+    type Writer = Captured;
+
+    fn make_writer(&'a self) -> Self::Writer {
+        self.clone()
+    }
+}
+
+/// Captures every event at TRACE, from every crate, on this thread (the test's runtime runs
+/// server, client and executions on it).
+fn capture() -> (Captured, tracing::subscriber::DefaultGuard) {
+    let captured = Captured::default();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::TRACE)
+        .with_writer(captured.clone())
+        .with_ansi(false)
+        .finish();
+    let guard = tracing::subscriber::set_default(subscriber);
+    (captured, guard)
+}
+
+#[tokio::test]
+async fn trace_output_never_holds_a_body_a_session_or_a_key() {
+    let (captured, _guard) = capture();
+    let counts = Counts::default();
+    let layer = IdempotencyLayer::new()
+        .idempotency_key_header()
+        .deadline(Duration::from_millis(50));
+    let client = Client::new(serve(tools(counts).layer(layer)).await);
+    let secrets = ["ann.secret@example.com", "session-7f3a9c", "key-2b8e41d0"];
+    let body = r#"{"to":"ann.secret@example.com","delay_ms":120}"#;
+    let send = || {
+        client.send(
+            client
+                .http
+                .post(format!("{}/tools/echo", client.base))
+                .header("x-session-id", "session-7f3a9c")
+                .header("idempotency-key", "key-2b8e41d0")
+                .header("content-type", "application/json")
+                .body(body),
+        )
+    };
+    let first = send().await;
+    assert_eq!(first.status, StatusCode::ACCEPTED);
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    let waited = send().await;
+    assert_eq!(waited.status, StatusCode::CREATED);
+    let status = client
+        .get(
+            &format!("/_idempotency/{}", first.intent()),
+            Some("session-7f3a9c"),
+        )
+        .await;
+    assert_eq!(status.status, StatusCode::CREATED);
+    client
+        .post(
+            "/tools/status/500",
+            "session-7f3a9c",
+            r#"{"to":"ann.secret@example.com"}"#,
+        )
+        .await;
+
+    let text = captured.text();
+    assert!(
+        text.contains("idempotency{"),
+        "the layer's span is there:\n{text}"
+    );
+    assert!(
+        text.contains(&first.intent()[..12]),
+        "the intent prefix is there"
+    );
+    assert!(
+        !text.contains(first.intent()),
+        "the whole intent key is not"
+    );
+    for secret in secrets {
+        assert!(
+            !text.contains(secret),
+            "{secret} leaked into the trace output:\n{text}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn request_ids_from_tower_http_are_carried_in_the_span() {
+    let (captured, _guard) = capture();
+    let counts = Counts::default();
+    let app = tools(counts).layer(IdempotencyLayer::new()).layer(
+        ServiceBuilder::new()
+            .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
+            .layer(
+                TraceLayer::new_for_http().make_span_with(|request: &Request<_>| {
+                    let id = request
+                        .headers()
+                        .get("x-request-id")
+                        .and_then(|v| v.to_str().ok())
+                        .unwrap_or_default();
+                    tracing::info_span!("request", request_id = id)
+                }),
+            )
+            .layer(PropagateRequestIdLayer::x_request_id()),
+    );
+    let client = Client::new(serve(app).await);
+    let answer = client
+        .send(
+            client
+                .http
+                .post(format!("{}/tools/echo", client.base))
+                .header("x-session-id", "s")
+                .header("x-request-id", "req-42")
+                .header("content-type", "application/json")
+                .body("{}"),
+        )
+        .await;
+    assert_eq!(
+        answer.header("x-request-id"),
+        Some("req-42"),
+        "propagated back"
+    );
+    let generated = client.post("/tools/echo", "s", r#"{"n":2}"#).await;
+    assert!(
+        generated
+            .header("x-request-id")
+            .is_some_and(|id| id.len() == 36),
+        "set when absent"
+    );
+
+    let text = captured.text();
+    let claimed = text
+        .lines()
+        .find(|line| line.contains("claimed: executing") && line.contains("req-42"))
+        .unwrap_or_else(|| panic!("no claim event in the request's span:\n{text}"));
+    assert!(claimed.contains("idempotency{"), "{claimed}");
+}
