@@ -20,10 +20,7 @@ fn main() {
 fn canonical_sha256(bencher: Bencher, size: usize) {
     let doc = support::document(size, 1);
     bencher.counter(BytesCount::new(doc.len())).bench(|| {
-        let mut hasher = Sha256::new();
-        tower_idempotency::canonical::write_canonical(black_box(doc.as_bytes()), &mut hasher)
-            .unwrap();
-        hasher.finalize()
+        tower_idempotency::canonical::canonical_sha256(black_box(doc.as_bytes())).unwrap()
     });
 }
 
@@ -42,4 +39,20 @@ fn serde_json_parse_only(bencher: Bencher, size: usize) {
     bencher
         .counter(BytesCount::new(doc.len()))
         .bench(|| serde_json::from_slice::<serde_json::Value>(black_box(doc.as_bytes())).unwrap());
+}
+
+#[divan::bench(args = SIZES)]
+fn canonical_to_vec_no_hash(bencher: Bencher, size: usize) {
+    let doc = support::document(size, 1);
+    bencher.counter(BytesCount::new(doc.len())).bench(|| {
+        tower_idempotency::canonical::to_canonical_vec(black_box(doc.as_bytes())).unwrap()
+    });
+}
+
+#[divan::bench(args = SIZES)]
+fn sha256_of_raw_bytes(bencher: Bencher, size: usize) {
+    let doc = support::document(size, 1);
+    bencher
+        .counter(BytesCount::new(doc.len()))
+        .bench(|| Sha256::digest(black_box(doc.as_bytes())));
 }

@@ -116,6 +116,15 @@ where
     let span = tracing::Span::current();
     span.record("intent", intent.key.short());
     span.record("attempt", attempt);
+    // A replay this process has seen needs neither the store nor the in-flight registry.
+    if let Some(record) = shared.store.cached(&intent.key) {
+        let response = if intent.explicit && record.fingerprint != intent.fingerprint {
+            refuse(&intent.op, answer::key_reused(&intent.key))
+        } else {
+            replayed(shared, &intent, &record)
+        };
+        return Ok(with_intent(response, &intent.key));
+    }
     let request = Request::from_parts(parts, B::from(bytes));
     let answered = coalesce_or_execute(shared, inner, request, &intent).await;
     answered.map(|response| with_intent(response, &intent.key))

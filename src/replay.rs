@@ -57,6 +57,7 @@ pub(crate) fn replay_stored<B>(
 }
 
 /// The headers worth keeping: not hop-by-hop, not `date`, not a length the replay recomputes.
+/// The map is built at its exact size, since kept records live long and are many.
 pub(crate) fn storable_headers(headers: &HeaderMap) -> HeaderMap {
     let named_by_connection: Vec<String> = headers
         .get_all(header::CONNECTION)
@@ -65,27 +66,31 @@ pub(crate) fn storable_headers(headers: &HeaderMap) -> HeaderMap {
         .flat_map(|v| v.split(','))
         .map(|name| name.trim().to_ascii_lowercase())
         .collect();
-    let mut kept = headers.clone();
-    for name in [
-        header::CONNECTION,
-        header::TRANSFER_ENCODING,
-        header::TE,
-        header::TRAILER,
-        header::UPGRADE,
-        header::PROXY_AUTHENTICATE,
-        header::PROXY_AUTHORIZATION,
-        header::DATE,
-        header::CONTENT_LENGTH,
-        HeaderName::from_static("keep-alive"),
-    ] {
-        kept.remove(name);
+    let hop_by_hop = |name: &HeaderName| {
+        [
+            header::CONNECTION,
+            header::TRANSFER_ENCODING,
+            header::TE,
+            header::TRAILER,
+            header::UPGRADE,
+            header::PROXY_AUTHENTICATE,
+            header::PROXY_AUTHORIZATION,
+            header::DATE,
+            header::CONTENT_LENGTH,
+        ]
+        .contains(name)
+            || name.as_str() == "keep-alive"
+            || named_by_connection.iter().any(|n| n == name.as_str())
+    };
+    let kept: Vec<_> = headers
+        .iter()
+        .filter(|(name, _)| !hop_by_hop(name))
+        .collect();
+    let mut map = HeaderMap::with_capacity(kept.len());
+    for (name, value) in kept {
+        map.append(name.clone(), value.clone());
     }
-    for name in named_by_connection {
-        if let Ok(name) = HeaderName::try_from(name) {
-            kept.remove(name);
-        }
-    }
-    kept
+    map
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! Serialising a parsed tree in canonical form.
 
 use super::number::{write_double, write_integer};
-use super::{Node, Sink};
+use super::{Node, Sink, Text};
 
 /// Writes `node` in canonical form. Doubles in a tree are finite by construction.
 pub(crate) fn emit(node: &Node<'_>, out: &mut impl Sink) {
@@ -14,7 +14,7 @@ pub(crate) fn emit(node: &Node<'_>, out: &mut impl Sink) {
             // Trees are built only from finite values, so this cannot fail.
             let _ = write_double(*value, out);
         }
-        Node::String(text) => write_string(text, out),
+        Node::String(text) => write_text(text, out),
         Node::Array(items) => {
             out.put(b"[");
             for (i, item) in items.iter().enumerate() {
@@ -31,7 +31,7 @@ pub(crate) fn emit(node: &Node<'_>, out: &mut impl Sink) {
                 if i > 0 {
                     out.put(b",");
                 }
-                write_string(name, out);
+                write_text(name, out);
                 out.put(b":");
                 emit(value, out);
             }
@@ -40,10 +40,23 @@ pub(crate) fn emit(node: &Node<'_>, out: &mut impl Sink) {
     }
 }
 
+fn write_text(text: &Text<'_>, out: &mut impl Sink) {
+    match text {
+        Text::Quoted(quoted) => out.put(quoted.as_bytes()),
+        Text::Decoded(decoded) => write_string(decoded, out),
+    }
+}
+
 /// Writes a string with the minimal escapes of RFC 8785 §3.2.2.2.
 fn write_string(text: &str, out: &mut impl Sink) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let bytes = text.as_bytes();
+    if !bytes.iter().any(|&b| b < 0x20 || b == b'"' || b == b'\\') {
+        out.put(b"\"");
+        out.put(bytes);
+        out.put(b"\"");
+        return;
+    }
     out.put(b"\"");
     let mut run_start = 0;
     for (i, &byte) in bytes.iter().enumerate() {

@@ -15,6 +15,7 @@
 //! assert_eq!(a, br#"{"a":"A","b":1.5}"#);
 //! ```
 
+mod digest;
 mod emit;
 mod number;
 mod order;
@@ -27,6 +28,7 @@ use std::fmt;
 
 pub use pointer::JsonPointer;
 
+pub(crate) use digest::HashingSink;
 pub(crate) use emit::emit;
 pub(crate) use parse::parse;
 pub(crate) use value::{from_value, to_value};
@@ -39,10 +41,29 @@ pub(crate) enum Node<'a> {
     /// An integer literal, exactly as written.
     Integer(Cow<'a, str>),
     Double(f64),
-    String(Cow<'a, str>),
+    String(Text<'a>),
     Array(Vec<Node<'a>>),
     /// Members sorted by UTF-16 code units, names unique.
-    Object(Vec<(Cow<'a, str>, Node<'a>)>),
+    Object(Vec<(Text<'a>, Node<'a>)>),
+}
+
+/// A string of a parsed document.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Text<'a> {
+    /// Taken from the input with its quotes: it held no escape, so it is already canonical.
+    Quoted(&'a str),
+    /// Decoded text, escaped when it is written.
+    Decoded(Cow<'a, str>),
+}
+
+impl Text<'_> {
+    /// The string's value.
+    pub(crate) fn as_str(&self) -> &str {
+        match self {
+            Self::Quoted(quoted) => &quoted[1..quoted.len() - 1],
+            Self::Decoded(text) => text,
+        }
+    }
 }
 
 /// Where canonical bytes go: a buffer, or a hasher that never sees them as one string.
@@ -103,6 +124,23 @@ pub fn write_canonical(json: &[u8], sink: &mut impl Sink) -> Result<(), Canonica
     let node = parse(json)?;
     emit(&node, sink);
     Ok(())
+}
+
+/// Returns the SHA-256 of the canonical form of a JSON text, streamed into the hasher.
+///
+/// ```
+/// use tower_idempotency::canonical::canonical_sha256;
+///
+/// assert_eq!(
+///     canonical_sha256(br#"{"b":2,"a":1}"#).unwrap(),
+///     canonical_sha256(br#"{ "a": 1.0, "b": 2 }"#).unwrap(),
+/// );
+/// ```
+pub fn canonical_sha256(json: &[u8]) -> Result<[u8; 32], CanonicalError> {
+    let node = parse(json)?;
+    let mut sink = HashingSink::new(b"");
+    emit(&node, &mut sink);
+    Ok(sink.finish())
 }
 
 /// Returns the canonical form of a JSON text as bytes.

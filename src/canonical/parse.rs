@@ -9,14 +9,21 @@ use std::borrow::Cow;
 
 use super::number::parse_double;
 use super::order::utf16_cmp;
-use super::{CanonicalError, Node};
+use super::{CanonicalError, Node, Text};
 
 /// Nesting depth past which a document is not canonicalised (serde_json's default limit).
 pub(crate) const MAX_DEPTH: usize = 128;
 
 /// Parses one JSON text; members of every object come out sorted in canonical order.
 pub(crate) fn parse(input: &[u8]) -> Result<Node<'_>, CanonicalError> {
-    let mut parser = Parser { input, pos: 0 };
+    // A JSON text is UTF-8 throughout (RFC 8259 §8.1): checking it once here lets every string
+    // be sliced from it without a check of its own.
+    let text = std::str::from_utf8(input).map_err(|_| CanonicalError::InvalidUtf8)?;
+    let mut parser = Parser {
+        input,
+        text,
+        pos: 0,
+    };
     parser.skip_whitespace();
     let node = parser.value(0)?;
     parser.skip_whitespace();
@@ -28,8 +35,23 @@ pub(crate) fn parse(input: &[u8]) -> Result<Node<'_>, CanonicalError> {
     Ok(node)
 }
 
+/// Bytes that end a run of plain string text: the quote, the backslash, control characters.
+static SPECIAL: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut byte = 0;
+    while byte < 0x20 {
+        table[byte] = true;
+        byte += 1;
+    }
+    table[b'"' as usize] = true;
+    table[b'\\' as usize] = true;
+    table
+};
+
 struct Parser<'a> {
     input: &'a [u8],
+    /// The same input, known to be UTF-8.
+    text: &'a str,
     pos: usize,
 }
 
@@ -76,7 +98,8 @@ impl<'a> Parser<'a> {
             return Err(CanonicalError::TooDeep);
         }
         self.pos += 1;
-        let mut members = Vec::new();
+        // Tool arguments rarely have more members than this; one allocation covers them.
+        let mut members = Vec::with_capacity(8);
         self.skip_whitespace();
         if self.peek() == Some(b'}') {
             self.pos += 1;
@@ -106,8 +129,14 @@ impl<'a> Parser<'a> {
                 _ => return Err(CanonicalError::Syntax("expected ',' or '}'")),
             }
         }
-        members.sort_by(|a, b| utf16_cmp(&a.0, &b.0));
-        if members.windows(2).any(|pair| pair[0].0 == pair[1].0) {
+        // Duplicates are refused below, so an unstable sort cannot reorder equal names.
+        if !members.is_sorted_by(|a, b| utf16_cmp(a.0.as_str(), b.0.as_str()).is_le()) {
+            members.sort_unstable_by(|a, b| utf16_cmp(a.0.as_str(), b.0.as_str()));
+        }
+        if members
+            .windows(2)
+            .any(|pair| pair[0].0.as_str() == pair[1].0.as_str())
+        {
             return Err(CanonicalError::DuplicateMember);
         }
         Ok(Node::Object(members))
@@ -118,7 +147,7 @@ impl<'a> Parser<'a> {
             return Err(CanonicalError::TooDeep);
         }
         self.pos += 1;
-        let mut items = Vec::new();
+        let mut items = Vec::with_capacity(4);
         self.skip_whitespace();
         if self.peek() == Some(b']') {
             self.pos += 1;
@@ -178,9 +207,7 @@ impl<'a> Parser<'a> {
                 return Err(CanonicalError::Syntax("malformed number"));
             }
         }
-        // The grammar above admits ASCII only, so this cannot fail.
-        let literal = std::str::from_utf8(&self.input[start..self.pos])
-            .map_err(|_| CanonicalError::Syntax("malformed number"))?;
+        let literal = &self.text[start..self.pos];
         if integer {
             Ok(Node::Integer(Cow::Borrowed(literal)))
         } else {
@@ -189,50 +216,39 @@ impl<'a> Parser<'a> {
     }
 
     /// Reads a string starting at its opening quote.
-    fn string(&mut self) -> Result<Cow<'a, str>, CanonicalError> {
-        self.pos += 1;
-        let start = self.pos;
-        // Fast path: no escape before the closing quote, so the text can be borrowed.
-        loop {
-            match self.peek() {
-                None => return Err(CanonicalError::Syntax("unterminated string")),
-                Some(b'"') => {
-                    let raw = &self.input[start..self.pos];
-                    self.pos += 1;
-                    return std::str::from_utf8(raw)
-                        .map(Cow::Borrowed)
-                        .map_err(|_| CanonicalError::InvalidUtf8);
-                }
-                Some(b'\\') => break,
-                Some(0x00..=0x1f) => {
-                    return Err(CanonicalError::Syntax("control character in a string"))
-                }
-                Some(_) => self.pos += 1,
+    fn string(&mut self) -> Result<Text<'a>, CanonicalError> {
+        let quote = self.pos;
+        let start = quote + 1;
+        // Fast path: no escape before the closing quote, so the quoted text is already in
+        // canonical form and can be borrowed as it is.
+        let special = self.input[start..]
+            .iter()
+            .position(|&b| SPECIAL[usize::from(b)]);
+        self.pos = start + special.ok_or(CanonicalError::Syntax("unterminated string"))?;
+        match self.input[self.pos] {
+            b'"' => {
+                self.pos += 1;
+                return Ok(Text::Quoted(&self.text[quote..self.pos]));
             }
+            b'\\' => {}
+            _ => return Err(CanonicalError::Syntax("control character in a string")),
         }
-        let mut text = std::str::from_utf8(&self.input[start..self.pos])
-            .map_err(|_| CanonicalError::InvalidUtf8)?
-            .to_owned();
+        let mut decoded = self.text[start..self.pos].to_owned();
         loop {
             let run_start = self.pos;
-            while let Some(byte) = self.peek() {
-                if byte == b'"' || byte == b'\\' || byte < 0x20 {
-                    break;
-                }
-                self.pos += 1;
-            }
-            text.push_str(
-                std::str::from_utf8(&self.input[run_start..self.pos])
-                    .map_err(|_| CanonicalError::InvalidUtf8)?,
-            );
+            let run = self.input[run_start..]
+                .iter()
+                .position(|&b| SPECIAL[usize::from(b)]);
+            self.pos = run.map_or(self.input.len(), |n| run_start + n);
+            decoded.push_str(&self.text[run_start..self.pos]);
             match self.peek() {
                 Some(b'"') => {
                     self.pos += 1;
-                    return Ok(Cow::Owned(text));
+                    return Ok(Text::Decoded(Cow::Owned(decoded)));
                 }
                 Some(b'\\') => {
                     self.pos += 1;
-                    self.escape(&mut text)?;
+                    self.escape(&mut decoded)?;
                 }
                 Some(_) => return Err(CanonicalError::Syntax("control character in a string")),
                 None => return Err(CanonicalError::Syntax("unterminated string")),

@@ -96,7 +96,7 @@ impl JsonPointer {
             .try_fold(root, |node, token| child(node, token))?;
         match parent {
             Node::Object(members) => {
-                let at = members.iter().position(|(name, _)| name == last)?;
+                let at = members.iter().position(|(name, _)| name.as_str() == last)?;
                 Some(members.remove(at).1)
             }
             Node::Array(items) => {
@@ -119,7 +119,7 @@ fn child<'n, 'a>(node: &'n mut Node<'a>, token: &str) -> Option<&'n mut Node<'a>
     match node {
         Node::Object(members) => members
             .iter_mut()
-            .find(|(name, _)| name == token)
+            .find(|(name, _)| name.as_str() == token)
             .map(|(_, value)| value),
         Node::Array(items) => items.get_mut(index(token)?),
         _ => None,

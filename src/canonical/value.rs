@@ -4,7 +4,7 @@ use std::borrow::Cow;
 
 use serde_json::{Map, Number, Value};
 
-use super::{CanonicalError, Node};
+use super::{CanonicalError, Node, Text};
 
 /// Converts a tree into a `Value`. Integers that fit no 64-bit type cannot cross exactly, so
 /// they are refused rather than rounded.
@@ -24,12 +24,12 @@ pub(crate) fn to_value(node: &Node<'_>) -> Result<Value, CanonicalError> {
         Node::Double(d) => {
             Value::Number(Number::from_f64(*d).ok_or(CanonicalError::NumberOutOfRange)?)
         }
-        Node::String(s) => Value::String(s.to_string()),
+        Node::String(s) => Value::String(s.as_str().to_owned()),
         Node::Array(items) => Value::Array(items.iter().map(to_value).collect::<Result<_, _>>()?),
         Node::Object(members) => {
             let mut map = Map::new();
             for (name, value) in members {
-                map.insert(name.to_string(), to_value(value)?);
+                map.insert(name.as_str().to_owned(), to_value(value)?);
             }
             Value::Object(map)
         }
@@ -54,14 +54,14 @@ pub(crate) fn from_value(value: &Value) -> Result<Node<'_>, CanonicalError> {
                 Node::Double(d)
             }
         }
-        Value::String(s) => Node::String(Cow::Borrowed(s)),
+        Value::String(s) => Node::String(Text::Decoded(Cow::Borrowed(s))),
         Value::Array(items) => Node::Array(items.iter().map(from_value).collect::<Result<_, _>>()?),
         Value::Object(map) => {
             let mut members = map
                 .iter()
-                .map(|(k, v)| Ok((Cow::Borrowed(k.as_str()), from_value(v)?)))
+                .map(|(k, v)| Ok((Text::Decoded(Cow::Borrowed(k.as_str())), from_value(v)?)))
                 .collect::<Result<Vec<_>, CanonicalError>>()?;
-            members.sort_by(|a, b| super::order::utf16_cmp(&a.0, &b.0));
+            members.sort_by(|a, b| super::order::utf16_cmp(a.0.as_str(), b.0.as_str()));
             Node::Object(members)
         }
     })

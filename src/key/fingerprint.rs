@@ -8,7 +8,7 @@ use sha2::{Digest, Sha256};
 
 use super::put_framed;
 use super::{ExplicitKey, InvalidExplicitKey};
-use crate::canonical::{self, emit, from_value, to_value, JsonPointer, Node};
+use crate::canonical::{self, emit, from_value, to_value, HashingSink, JsonPointer, Node};
 
 const CANONICAL_TAG: &[u8] = b"tower-idempotency/canonical/v1";
 const RAW_TAG: &[u8] = b"tower-idempotency/raw/v1";
@@ -43,12 +43,11 @@ impl Fingerprint {
     }
 
     fn canonical(node: &Node<'_>) -> Self {
-        let mut hasher = Sha256::new();
-        hasher.update(CANONICAL_TAG);
-        emit(node, &mut hasher);
+        let mut sink = HashingSink::new(CANONICAL_TAG);
+        emit(node, &mut sink);
         Self {
             kind: FingerprintKind::Canonical,
-            digest: hasher.finalize().into(),
+            digest: sink.finish(),
         }
     }
 
@@ -163,7 +162,7 @@ impl FingerprintRules {
 
 fn explicit_key_from(value: &Node<'_>) -> Result<ExplicitKey, InvalidExplicitKey> {
     match value {
-        Node::String(text) => text.parse(),
+        Node::String(text) => text.as_str().parse(),
         Node::Integer(digits) => digits.parse(),
         _ => "".parse(),
     }

@@ -31,8 +31,18 @@ pub(crate) fn put_framed(hasher: &mut Sha256, part: &[u8]) {
 ///
 /// It travels in the `idempotency-intent` response header and names the action on the status
 /// path. It is derived by the layer and is not an `Idempotency-Key`.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct IntentKey([u8; 32]);
+
+/// Feeds maps 8 of the key's bytes: a SHA-256 output is uniform already, so the rest would
+/// only cost hashing time (the map's own keyed hasher still guards against chosen keys).
+impl std::hash::Hash for IntentKey {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        let mut first = [0u8; 8];
+        first.copy_from_slice(&self.0[..8]);
+        state.write_u64(u64::from_le_bytes(first));
+    }
+}
 
 /// What besides scope and operation identifies an intent.
 #[derive(Debug, Clone, Copy)]

@@ -106,7 +106,7 @@ impl MemoryStoreBuilder {
             .weigher(|_: &IntentKey, value: &Settled| -> u32 {
                 let weight = match value {
                     Settled::Completed(record, _) => record.weight(),
-                    Settled::Failed(..) => 160,
+                    Settled::Failed(..) => 400,
                 };
                 u32::try_from(weight + 32).unwrap_or(u32::MAX)
             })
@@ -114,13 +114,18 @@ impl MemoryStoreBuilder {
             .eviction_listener(move |key: Arc<IntentKey>, value: Settled, cause| {
                 if cause == RemovalCause::Size {
                     if let Settled::Completed(..) = value {
-                        counter.fetch_add(1, Ordering::Relaxed);
+                        let evicted = counter.fetch_add(1, Ordering::Relaxed) + 1;
                         crate::telemetry::evicted();
-                        tracing::warn!(
-                            intent = %key.short(),
-                            "an unexpired idempotency record was evicted: the memory store's \
-                             byte budget is too small, and a repeat of this call would run again"
-                        );
+                        // Logged at the 1st, 2nd, 4th, 8th... eviction: loud, never a flood.
+                        if evicted.is_power_of_two() {
+                            tracing::warn!(
+                                intent = %key.short(),
+                                evicted,
+                                "unexpired idempotency records were evicted: the memory \
+                                 store's byte budget is too small, and a repeat of these calls \
+                                 would run again"
+                            );
+                        }
                     }
                 }
             })
@@ -239,13 +244,15 @@ impl Store for MemoryStore {
         record: Arc<Record>,
         retention: Duration,
     ) -> Result<Fence, StoreError> {
-        Ok(self.fenced(key, token, |running| {
+        let fence = self.fenced(key, token, |running| {
             // Insert before removing the lease, under the lock: no claim sees neither.
             self.inner
                 .settled
                 .insert(*key, Settled::Completed(record, retention));
             running.remove(key);
-        }))
+        });
+        crate::telemetry::memory_store_bytes(self.inner.settled.weighted_size());
+        Ok(fence)
     }
 
     async fn release(
@@ -274,6 +281,13 @@ impl Store for MemoryStore {
                 held.expires = Instant::now() + lease;
             }
         }))
+    }
+
+    fn cached(&self, key: &IntentKey) -> Option<Arc<Record>> {
+        match self.inner.settled.get(key)? {
+            Settled::Completed(record, _) => Some(record),
+            Settled::Failed(..) => None,
+        }
     }
 
     async fn get(&self, key: &IntentKey) -> Result<Option<Entry>, StoreError> {
@@ -450,7 +464,7 @@ mod tests {
 
     #[tokio::test]
     async fn the_byte_budget_holds_and_evictions_are_counted() {
-        let store = MemoryStore::builder().max_bytes(64 * 1024).build();
+        let store = MemoryStore::builder().max_bytes(128 * 1024).build();
         for n in 0..64u8 {
             let token = acquired(
                 store
@@ -463,7 +477,7 @@ mod tests {
                 .await
                 .unwrap();
         }
-        assert!(store.weighted_size() <= 64 * 1024);
+        assert!(store.weighted_size() <= 128 * 1024);
         assert!(store.evictions() > 0);
     }
 }

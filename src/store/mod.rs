@@ -144,4 +144,12 @@ pub trait Store: Send + Sync + 'static {
         &self,
         key: &IntentKey,
     ) -> impl Future<Output = Result<Option<Entry>, StoreError>> + Send;
+
+    /// A completed record this store holds in process and can return at once, without a round
+    /// trip or a lock held across one. The layer asks this first, so that a replay this process
+    /// has seen costs no coordination at all. The default has none.
+    fn cached(&self, key: &IntentKey) -> Option<Arc<Record>> {
+        let _ = key;
+        None
+    }
 }

@@ -58,4 +58,8 @@ impl<St: Store> Store for Observed<St> {
     async fn get(&self, key: &IntentKey) -> Result<Option<Entry>, StoreError> {
         measured("get", self.0.get(key)).await
     }
+
+    fn cached(&self, key: &IntentKey) -> Option<Arc<Record>> {
+        self.0.cached(key)
+    }
 }

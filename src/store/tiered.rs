@@ -119,6 +119,10 @@ impl<S: Store> Store for TieredStore<S> {
         self.remote.extend(key, token, lease).await
     }
 
+    fn cached(&self, key: &IntentKey) -> Option<Arc<Record>> {
+        self.local.get(key)
+    }
+
     async fn get(&self, key: &IntentKey) -> Result<Option<Entry>, StoreError> {
         if let Some(record) = self.local.get(key) {
             return Ok(Some(Entry::Completed(record)));
