@@ -15,7 +15,7 @@ use crate::scope::ScopeSource;
 use crate::service::Idempotency;
 use crate::settings::Settings;
 use crate::store::{MemoryStore, Observed, Store};
-use crate::telemetry::Attempts;
+use crate::telemetry::{Attempts, Ops};
 
 /// What every service made by one layer shares: settings, store, in-flight intents and the
 /// detached executions.
@@ -25,6 +25,7 @@ pub(crate) struct Shared<St> {
     pub(crate) inflight: Arc<Inflight>,
     pub(crate) detached: Arc<Detached>,
     pub(crate) attempts: Arc<Attempts>,
+    pub(crate) ops: Arc<Ops>,
 }
 
 // Written by hand: a derive would require `St: Clone`, but the store is shared through an Arc.
@@ -36,6 +37,7 @@ impl<St> Clone for Shared<St> {
             inflight: Arc::clone(&self.inflight),
             detached: Arc::clone(&self.detached),
             attempts: Arc::clone(&self.attempts),
+            ops: Arc::clone(&self.ops),
         }
     }
 }
@@ -114,6 +116,7 @@ impl<St: Store> IdempotencyLayer<St> {
                 inflight: Arc::new(Inflight::default()),
                 detached: Arc::new(Detached::new(DEFAULT_MAX_DETACHED)),
                 attempts: Arc::default(),
+                ops: Arc::default(),
             }),
         }
     }
@@ -128,6 +131,7 @@ impl<St: Store> IdempotencyLayer<St> {
                 inflight: Arc::new(Inflight::default()),
                 detached: shared.detached,
                 attempts: shared.attempts,
+                ops: shared.ops,
             }),
         }
     }

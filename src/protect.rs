@@ -60,7 +60,7 @@ where
 {
     let started = std::time::Instant::now();
     let (parts, body) = request.into_parts();
-    let op = Op::of(shared.settings.route_label.as_ref(), &parts);
+    let op = shared.ops.of(shared.settings.route_label.as_ref(), &parts);
     let span = tracing::info_span!(
         "idempotency",
         operation = op.as_str(),

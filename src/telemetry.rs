@@ -3,13 +3,14 @@
 //! Labels stay bounded: the operation label comes from a route label function, never a raw
 //! path with ids in it, and no label or log field ever holds a key, a session or a body.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
 use http::request::Parts;
 use http::StatusCode;
-use metrics::{counter, histogram, SharedString};
+use metrics::{counter, histogram, Counter, Histogram, SharedString};
 
 use crate::key::IntentKey;
 use crate::store::ReleaseCause;
@@ -17,30 +18,95 @@ use crate::store::ReleaseCause;
 /// A user function that names the operation of a request for metrics and traces.
 pub(crate) type RouteLabel = Arc<dyn Fn(&Parts) -> String + Send + Sync>;
 
-/// The operation label of one request.
-#[derive(Debug, Clone)]
-pub(crate) struct Op(Arc<str>);
+/// The operation of one request: its label, and the metric handles it uses on every request.
+#[derive(Clone)]
+pub(crate) struct Op {
+    label: Arc<str>,
+    hot: Arc<Hot>,
+}
+
+impl std::fmt::Debug for Op {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Op").field(&self.label).finish()
+    }
+}
+
+/// Handles registered once per operation: looking a labelled metric up in the recorder on
+/// every request costs more than the rest of a replay's bookkeeping.
+struct Hot {
+    executions: Counter,
+    replays: Counter,
+    attempts: Histogram,
+    duration: Histogram,
+    /// Answers per status class: 1xx to 5xx, then `error`.
+    classes: [Counter; 6],
+}
+
+impl Hot {
+    fn new(label: &Arc<str>) -> Self {
+        let op = || SharedString::from(Arc::clone(label));
+        let class = |class: &'static str| counter!("idempotency_requests_total", "operation" => op(), "class" => class);
+        Self {
+            executions: counter!("idempotency_executions_total", "operation" => op()),
+            replays: counter!("idempotency_replays_total", "operation" => op()),
+            attempts: histogram!("idempotency_intent_attempts", "operation" => op()),
+            duration: histogram!("idempotency_request_duration_seconds", "operation" => op()),
+            classes: [
+                class("1xx"),
+                class("2xx"),
+                class("3xx"),
+                class("4xx"),
+                class("5xx"),
+                class("error"),
+            ],
+        }
+    }
+}
+
+/// The operations a layer has seen, with their handles. Route labels are bounded by design;
+/// past [`MAX_OPS`] distinct ones (a label function that is not), handles are made per request.
+#[derive(Default)]
+pub(crate) struct Ops {
+    known: RwLock<HashMap<Arc<str>, Op>>,
+}
+
+const MAX_OPS: usize = 10_000;
+
+impl Ops {
+    /// The operation of a request.
+    pub(crate) fn of(&self, label: Option<&RouteLabel>, parts: &Parts) -> Op {
+        let text = match label {
+            Some(label) => label(parts),
+            None => default_route_label(parts),
+        };
+        if let Some(op) = self
+            .known
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(text.as_str())
+        {
+            return op.clone();
+        }
+        let label: Arc<str> = text.into();
+        let op = Op {
+            hot: Arc::new(Hot::new(&label)),
+            label: Arc::clone(&label),
+        };
+        let mut known = self.known.write().unwrap_or_else(PoisonError::into_inner);
+        if known.len() < MAX_OPS {
+            known.entry(label).or_insert_with(|| op.clone());
+        }
+        op
+    }
+}
 
 impl Op {
-    pub(crate) fn of(label: Option<&RouteLabel>, parts: &Parts) -> Self {
-        Self(match label {
-            Some(label) => label(parts).into(),
-            None => default_route_label(parts).into(),
-        })
-    }
-
-    /// A fixed label.
-    #[cfg(feature = "contract")]
-    pub(crate) fn named(label: &str) -> Self {
-        Self(label.into())
-    }
-
     fn value(&self) -> SharedString {
-        SharedString::from(Arc::clone(&self.0))
+        SharedString::from(Arc::clone(&self.label))
     }
 
     pub(crate) fn as_str(&self) -> &str {
-        &self.0
+        &self.label
     }
 }
 
@@ -74,12 +140,12 @@ pub(crate) fn outcome(tag: &'static str) {
 }
 
 pub(crate) fn executed(op: &Op) {
-    counter!("idempotency_executions_total", "operation" => op.value()).increment(1);
+    op.hot.executions.increment(1);
     tracing::debug!("claimed: executing");
 }
 
 pub(crate) fn replayed(op: &Op) {
-    counter!("idempotency_replays_total", "operation" => op.value()).increment(1);
+    op.hot.replays.increment(1);
     tracing::debug!("replayed a kept outcome");
 }
 
@@ -114,17 +180,11 @@ pub(crate) fn not_executed(op: &Op, reason: &'static str) {
 
 pub(crate) fn answered(op: &Op, status: Option<StatusCode>, started: Instant) {
     let class = match status.map(|s| s.as_u16() / 100) {
-        Some(1) => "1xx",
-        Some(2) => "2xx",
-        Some(3) => "3xx",
-        Some(4) => "4xx",
-        Some(5) => "5xx",
-        _ => "error",
+        Some(class @ 1..=5) => usize::from(class) - 1,
+        _ => 5,
     };
-    counter!("idempotency_requests_total", "operation" => op.value(), "class" => class)
-        .increment(1);
-    histogram!("idempotency_request_duration_seconds", "operation" => op.value())
-        .record(started.elapsed().as_secs_f64());
+    op.hot.classes[class].increment(1);
+    op.hot.duration.record(started.elapsed().as_secs_f64());
 }
 
 pub(crate) fn store_call(call: &'static str, elapsed: Duration, ok: bool) {
@@ -144,8 +204,9 @@ pub(crate) fn evicted() {
 }
 
 #[cfg(feature = "contract")]
-pub(crate) fn rejected_by_schema(op: &Op, reason: &'static str) {
-    counter!("idempotency_rejected_by_schema_total", "operation" => op.value(), "reason" => reason)
+pub(crate) fn rejected_by_schema(operation: &str, reason: &'static str) {
+    let operation = SharedString::from(operation.to_owned());
+    counter!("idempotency_rejected_by_schema_total", "operation" => operation, "reason" => reason)
         .increment(1);
     tracing::debug!(reason, "rejected by schema: not executed");
 }
@@ -190,8 +251,7 @@ impl Attempts {
                 Err(actual) => current = actual,
             }
         };
-        histogram!("idempotency_intent_attempts", "operation" => op.value())
-            .record(f64::from(attempt));
+        op.hot.attempts.record(f64::from(attempt));
         attempt
     }
 }
@@ -234,7 +294,8 @@ mod attempts_tests {
     #[test]
     fn attempts_count_per_intent_and_restart_when_a_slot_is_taken() {
         let attempts = Attempts::default();
-        let op = Op("POST /x".into());
+        let (parts, ()) = http::Request::post("/x").body(()).unwrap().into_parts();
+        let op = Ops::default().of(None, &parts);
         let a = IntentKey::from_bytes([1; 32]);
         let mut b_bytes = [1u8; 32];
         b_bytes[5] = 2; // same slot as `a`, another tag

@@ -35,18 +35,19 @@ pub(crate) fn parse(input: &[u8]) -> Result<Node<'_>, CanonicalError> {
     Ok(node)
 }
 
-/// Bytes that end a run of plain string text: the quote, the backslash, control characters.
-static SPECIAL: [bool; 256] = {
-    let mut table = [false; 256];
-    let mut byte = 0;
-    while byte < 0x20 {
-        table[byte] = true;
-        byte += 1;
+/// Length of the plain text at the start of `bytes`, up to the next quote or backslash; a
+/// control character inside it, or no end at all, is an error. `memchr` finds the end with
+/// SIMD, and the control check below has no early exit so that it vectorises too: strings are
+/// most of a tool call's bytes.
+fn plain_run(bytes: &[u8]) -> Result<usize, CanonicalError> {
+    let end = memchr::memchr2(b'"', b'\\', bytes)
+        .ok_or(CanonicalError::Syntax("unterminated string"))?;
+    let has_control = bytes[..end].iter().fold(false, |found, &b| found | (b < 0x20));
+    if has_control {
+        return Err(CanonicalError::Syntax("control character in a string"));
     }
-    table[b'"' as usize] = true;
-    table[b'\\' as usize] = true;
-    table
-};
+    Ok(end)
+}
 
 struct Parser<'a> {
     input: &'a [u8],
@@ -221,25 +222,15 @@ impl<'a> Parser<'a> {
         let start = quote + 1;
         // Fast path: no escape before the closing quote, so the quoted text is already in
         // canonical form and can be borrowed as it is.
-        let special = self.input[start..]
-            .iter()
-            .position(|&b| SPECIAL[usize::from(b)]);
-        self.pos = start + special.ok_or(CanonicalError::Syntax("unterminated string"))?;
-        match self.input[self.pos] {
-            b'"' => {
-                self.pos += 1;
-                return Ok(Text::Quoted(&self.text[quote..self.pos]));
-            }
-            b'\\' => {}
-            _ => return Err(CanonicalError::Syntax("control character in a string")),
+        self.pos = start + plain_run(&self.input[start..])?;
+        if self.input[self.pos] == b'"' {
+            self.pos += 1;
+            return Ok(Text::Quoted(&self.text[quote..self.pos]));
         }
         let mut decoded = self.text[start..self.pos].to_owned();
         loop {
             let run_start = self.pos;
-            let run = self.input[run_start..]
-                .iter()
-                .position(|&b| SPECIAL[usize::from(b)]);
-            self.pos = run.map_or(self.input.len(), |n| run_start + n);
+            self.pos = run_start + plain_run(&self.input[run_start..])?;
             decoded.push_str(&self.text[run_start..self.pos]);
             match self.peek() {
                 Some(b'"') => {
@@ -250,8 +241,7 @@ impl<'a> Parser<'a> {
                     self.pos += 1;
                     self.escape(&mut decoded)?;
                 }
-                Some(_) => return Err(CanonicalError::Syntax("control character in a string")),
-                None => return Err(CanonicalError::Syntax("unterminated string")),
+                _ => return Err(CanonicalError::Syntax("unterminated string")),
             }
         }
     }

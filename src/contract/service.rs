@@ -15,7 +15,7 @@ use crate::body::ResponseBody;
 use crate::buffer::read_body;
 use crate::future::ResponseFuture;
 use crate::replay::written;
-use crate::telemetry::{self, Op};
+use crate::telemetry;
 use crate::BoxError;
 
 /// Middleware that refuses requests whose JSON breaks their operation's schema.
@@ -107,8 +107,7 @@ where
                     .map(|error| Violation::of(&error)),
             };
             if let Some(violation) = violation {
-                let op = Op::named(&contract.label);
-                telemetry::rejected_by_schema(&op, violation.reason);
+                telemetry::rejected_by_schema(&contract.label, violation.reason);
                 let refusal = answer::invalid(
                     violation.reason,
                     &violation.field,
