@@ -16,7 +16,7 @@ use tower_idempotency::IdempotencyLayer;
 #[path = "support.rs"]
 mod support;
 
-const SIZES: &[usize] = &[1024, 64 * 1024];
+const SIZES: &[usize] = &[256, 1024, 4 * 1024, 16 * 1024, 64 * 1024, 256 * 1024];
 
 fn main() {
     divan::main();
