@@ -1,0 +1,241 @@
+//! Hostile and broken input, each with the answer the client gets. None may crash the process,
+//! grow memory without bound, or run the tool twice.
+
+mod support;
+
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use axum::http::StatusCode;
+use support::{serve, tools, Client, Counts};
+use tower_idempotency::IdempotencyLayer;
+
+async fn start(layer: IdempotencyLayer) -> (Client, Counts) {
+    let counts = Counts::default();
+    let base = serve(tools(counts.clone()).layer(layer)).await;
+    (Client::new(base), counts)
+}
+
+/// Sends raw bytes on a fresh connection, then reads until the server closes it.
+async fn raw_http(base: &str, request: &[u8]) -> String {
+    raw_http_then(base, request, false).await
+}
+
+/// Like [`raw_http`]; with `half_close`, the client also ends its side after sending.
+async fn raw_http_then(base: &str, request: &[u8], half_close: bool) -> String {
+    let addr = base.trim_start_matches("http://");
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    stream.write_all(request).await.unwrap();
+    if half_close {
+        stream.shutdown().await.unwrap();
+    }
+    let mut reply = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(5), stream.read_to_end(&mut reply)).await;
+    assert!(read.is_ok(), "the server answered and closed in time");
+    String::from_utf8_lossy(&reply).into_owned()
+}
+
+#[tokio::test]
+async fn nesting_100_000_levels_deep_runs_once_on_raw_bytes() {
+    let (client, counts) = start(IdempotencyLayer::new().body_limit(1 << 20)).await;
+    let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+    let first = client.post("/tools/raw", "s", &deep).await;
+    assert_eq!(first.status, StatusCode::OK);
+    let again = client.post("/tools/raw", "s", &deep).await;
+    assert!(again.replayed(), "fingerprinted by its raw bytes, still one intent");
+    assert_eq!(counts.get("raw"), 1);
+}
+
+#[tokio::test]
+async fn broken_json_is_never_merged_and_never_crashes() {
+    let (client, counts) = start(IdempotencyLayer::new()).await;
+    let bodies: [&[u8]; 8] = [
+        b"{\"to\":\"a\xff\xfeb\"}",                 // invalid UTF-8 inside a string
+        b"{\"to\":\"\\ud800\"}",                   // a lone surrogate escape
+        b"{\"to\":\"\\udc00\\ud800\"}",            // reversed surrogates
+        b"{\"a\":1,\"a\":2}",                       // duplicate member names
+        b"{\"a\":2,\"a\":1}",                       // the same, the other way round
+        b"{\"n\":1e400}",                           // beyond the f64 range
+        b"{\"n\":-1e400}",
+        b"{\"unterminated\":",
+    ];
+    for body in bodies {
+        let answer = client
+            .send(
+                client
+                    .http
+                    .post(format!("{}/tools/raw", client.base))
+                    .header("x-session-id", "s")
+                    .header("content-type", "application/json")
+                    .body(body.to_vec()),
+            )
+            .await;
+        assert_eq!(answer.status, StatusCode::OK, "{:?}", String::from_utf8_lossy(body));
+        assert!(!answer.replayed(), "{:?} must not be merged with another body", String::from_utf8_lossy(body));
+    }
+    assert_eq!(counts.get("raw"), bodies.len());
+}
+
+#[tokio::test]
+async fn extreme_numbers_keep_their_identity() {
+    let (client, counts) = start(IdempotencyLayer::new()).await;
+    let thousands = format!("{{\"n\":{}}}", "7".repeat(5000));
+    let thousands_plus_one = format!("{{\"n\":{}8}}", "7".repeat(4999));
+    let cases = [
+        thousands.as_str(),
+        thousands_plus_one.as_str(),
+        r#"{"n":1.7976931348623157e308}"#,
+        r#"{"n":5e-324}"#,
+        r#"{"n":-0}"#,
+    ];
+    let mut intents = std::collections::HashSet::new();
+    for body in cases {
+        let answer = client.post("/tools/raw", "s", body).await;
+        assert_eq!(answer.status, StatusCode::OK, "{body}");
+        intents.insert(answer.intent().to_owned());
+    }
+    assert_eq!(intents.len(), cases.len(), "no two of these are one intent");
+    // -0 and 0 mean the same number: one intent.
+    assert!(client.post("/tools/raw", "s", r#"{"n":0}"#).await.replayed());
+    assert!(client.post("/tools/raw", "s", r#"{"n":0.0}"#).await.replayed());
+    // With an exponent, RFC 8785 applies: a literal that rounds to the smallest subnormal is
+    // that number, as for any upstream that reads it as a double.
+    let rounded = client.post("/tools/raw", "s", r#"{"n":2.4703282292062328e-324}"#).await;
+    assert!(rounded.replayed());
+    assert_eq!(counts.get("raw"), cases.len());
+}
+
+#[tokio::test]
+async fn bodies_far_over_the_limit_are_refused_whatever_their_framing() {
+    let (client, counts) = start(IdempotencyLayer::new().body_limit(1024)).await;
+    let big = vec![b'x'; 5 * 1024 * 1024];
+    // With an honest content-length: refused before reading.
+    let declared = client
+        .send(
+            client
+                .http
+                .post(format!("{}/tools/raw", client.base))
+                .header("x-session-id", "s")
+                .body(big.clone()),
+        )
+        .await;
+    assert_eq!(declared.status, StatusCode::PAYLOAD_TOO_LARGE);
+    // Chunked, no content-length: refused once the limit is passed.
+    let chunks: Vec<Result<Vec<u8>, std::io::Error>> = big.chunks(64 * 1024).map(|c| Ok(c.to_vec())).collect();
+    let chunked = client
+        .send(
+            client
+                .http
+                .post(format!("{}/tools/raw", client.base))
+                .header("x-session-id", "s")
+                .body(reqwest::Body::wrap_stream(futures_util::stream::iter(chunks))),
+        )
+        .await;
+    assert_eq!(chunked.status, StatusCode::PAYLOAD_TOO_LARGE);
+    // A content-length that promises more than the client sends before it hangs up: the body
+    // cannot be read, so nothing runs.
+    let short = raw_http_then(
+        &client.base,
+        b"POST /tools/raw HTTP/1.1\r\nhost: x\r\nx-session-id: s\r\ncontent-length: 100\r\n\r\n{\"a\":1}",
+        true,
+    )
+    .await;
+    assert!(!short.starts_with("HTTP/1.1 2"), "{short}");
+    // One that claims more than the limit: refused at once, unread.
+    let claims_more = raw_http(
+        &client.base,
+        b"POST /tools/raw HTTP/1.1\r\nhost: x\r\nx-session-id: s\r\ncontent-length: 999999999\r\nconnection: close\r\n\r\n{}",
+    )
+    .await;
+    assert!(claims_more.starts_with("HTTP/1.1 413"), "{claims_more}");
+    assert_eq!(counts.get("raw"), 0);
+}
+
+#[tokio::test]
+async fn a_body_that_breaks_off_halfway_is_not_executed() {
+    let (client, counts) = start(IdempotencyLayer::new()).await;
+    let chunks: Vec<Result<Vec<u8>, std::io::Error>> = vec![
+        Ok(br#"{"to":"a@b.c","#.to_vec()),
+        Err(std::io::Error::other("the client went away")),
+    ];
+    let sent = client
+        .http
+        .post(format!("{}/tools/echo", client.base))
+        .header("x-session-id", "s")
+        .header("content-type", "application/json")
+        .body(reqwest::Body::wrap_stream(futures_util::stream::iter(chunks)))
+        .send()
+        .await;
+    // The client's own stream failed; whatever it saw, nothing ran.
+    drop(sent);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(counts.get("echo"), 0);
+}
+
+#[tokio::test]
+async fn a_body_that_streams_slowly_is_still_one_intent() {
+    let (client, counts) = start(IdempotencyLayer::new()).await;
+    let slow = || {
+        let chunks = [r#"{"to":"#, r#""a@b.c","#, r#""n":1}"#].map(|c| c.as_bytes().to_vec());
+        futures_util::StreamExt::then(futures_util::stream::iter(chunks), |chunk| async move {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            Ok::<_, std::io::Error>(chunk)
+        })
+    };
+    for _ in 0..2 {
+        let answer = client
+            .send(
+                client
+                    .http
+                    .post(format!("{}/tools/echo", client.base))
+                    .header("x-session-id", "s")
+                    .header("content-type", "application/json")
+                    .body(reqwest::Body::wrap_stream(slow())),
+            )
+            .await;
+        assert_eq!(answer.status, StatusCode::CREATED);
+    }
+    assert_eq!(counts.get("echo"), 1);
+}
+
+#[tokio::test]
+async fn header_values_that_are_not_utf8_are_handled_as_bytes() {
+    let (client, counts) = start(IdempotencyLayer::new().idempotency_key_header()).await;
+    let request = |session: &[u8]| {
+        let mut bytes = b"POST /tools/raw HTTP/1.1\r\nhost: x\r\nx-session-id: ".to_vec();
+        bytes.extend_from_slice(session);
+        bytes.extend_from_slice(b"\r\ncontent-type: application/json\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{}");
+        bytes
+    };
+    let first = raw_http(&client.base, &request(b"caf\xe9-\xff")).await;
+    assert!(first.starts_with("HTTP/1.1 200"), "{first}");
+    let again = raw_http(&client.base, &request(b"caf\xe9-\xff")).await;
+    assert!(again.contains("idempotent-replayed: true"), "{again}");
+    let keyed = raw_http(
+        &client.base,
+        b"POST /tools/raw HTTP/1.1\r\nhost: x\r\nx-session-id: s\r\nidempotency-key: k\xff\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{}",
+    )
+    .await;
+    assert!(keyed.starts_with("HTTP/1.1 400"), "{keyed}");
+    assert_eq!(counts.get("raw"), 1);
+}
+
+#[tokio::test]
+async fn an_explicit_key_of_10_kb_is_refused_without_running() {
+    let (client, counts) = start(IdempotencyLayer::new().idempotency_key_header()).await;
+    let answer = client
+        .send(
+            client
+                .http
+                .post(format!("{}/tools/raw", client.base))
+                .header("x-session-id", "s")
+                .header("idempotency-key", "k".repeat(10 * 1024))
+                .body("{}"),
+        )
+        .await;
+    assert_eq!(answer.status, StatusCode::BAD_REQUEST);
+    assert_eq!(answer.json()["outcome"], "not_executed");
+    assert_eq!(counts.get("raw"), 0);
+}
