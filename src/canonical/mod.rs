@@ -151,4 +151,4 @@ pub fn to_canonical_vec(json: &[u8]) -> Result<Vec<u8>, CanonicalError> {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -75,7 +75,7 @@ fn control_characters_use_the_minimal_escapes() {
 }
 
 /// Values on which the RFC and this crate agree: no integer beyond ±2^53, finite doubles.
-fn json_value() -> impl Strategy<Value = Value> {
+pub(crate) fn json_value() -> impl Strategy<Value = Value> {
     let leaf = prop_oneof![
         Just(Value::Null),
         any::<bool>().prop_map(Value::Bool),
@@ -97,7 +97,7 @@ fn json_value() -> impl Strategy<Value = Value> {
 
 /// Writes `value` as JSON with choices driven by `seed`: member order, whitespace, `\u`
 /// escapes and number spellings all vary, the meaning does not.
-fn respell(value: &Value, seed: &mut u64, out: &mut String) {
+pub(crate) fn respell(value: &Value, seed: &mut u64, out: &mut String) {
     fn next(seed: &mut u64) -> u64 {
         *seed = seed
             .wrapping_mul(6364136223846793005)

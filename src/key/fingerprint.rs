@@ -184,6 +184,64 @@ pub(crate) fn is_json(content_type: &HeaderValue) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::canonical::tests::{json_value, respell};
+    use proptest::prelude::*;
+
+    /// Values an upstream reads exactly: integers, strings, literals; no doubles to round.
+    fn exact_value() -> impl Strategy<Value = serde_json::Value> {
+        use serde_json::Value;
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(Value::from),
+            any::<u64>().prop_map(Value::from),
+            "\\PC{0,6}".prop_map(Value::String),
+        ];
+        leaf.prop_recursive(3, 24, 4, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                prop::collection::btree_map("[a-c]{0,2}", inner, 0..4)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn equal_meaning_gives_an_equal_fingerprint(value in json_value(), seed in any::<u64>()) {
+            let rules = FingerprintRules::default();
+            let plain = serde_json::to_vec(&value).unwrap();
+            let mut spelled = String::new();
+            let mut state = seed;
+            respell(&value, &mut state, &mut spelled);
+            prop_assert_eq!(
+                rules.fingerprint(Some(&JSON), &plain).fingerprint,
+                rules.fingerprint(Some(&JSON), spelled.as_bytes()).fingerprint
+            );
+        }
+
+        #[test]
+        fn payloads_an_upstream_tells_apart_give_different_fingerprints(a in exact_value(), b in exact_value()) {
+            let rules = FingerprintRules::default();
+            let fa = rules.fingerprint(Some(&JSON), &serde_json::to_vec(&a).unwrap()).fingerprint;
+            let fb = rules.fingerprint(Some(&JSON), &serde_json::to_vec(&b).unwrap()).fingerprint;
+            prop_assert_eq!(a == b, fa == fb);
+        }
+
+        #[test]
+        fn any_bytes_under_any_content_type_are_fingerprinted_without_panicking(
+            body in prop::collection::vec(any::<u8>(), 0..512),
+            json in any::<bool>(),
+        ) {
+            let rules = FingerprintRules {
+                ignored: vec!["/a".parse().unwrap()],
+                key_field: Some("/k".parse().unwrap()),
+                ..Default::default()
+            };
+            let json_type = JSON;
+            let _ = rules.fingerprint(json.then_some(&json_type), &body);
+        }
+    }
 
     const JSON: HeaderValue = HeaderValue::from_static("application/json");
 

@@ -27,6 +27,11 @@ impl Counts {
         *n
     }
 
+    /// Every counter, for checks across many intents.
+    pub fn all(&self) -> HashMap<String, usize> {
+        self.0.lock().unwrap().clone()
+    }
+
     pub fn get(&self, tool: &str) -> usize {
         self.0.lock().unwrap().get(tool).copied().unwrap_or(0)
     }
@@ -47,6 +52,7 @@ pub fn tools(counts: Counts) -> Router {
         .route("/tools/big", post(big))
         .route("/tools/raw", post(raw))
         .route("/tools/search", get(search))
+        .route("/tools/intent", post(per_intent))
         .route("/internal/echo", post(echo))
         .with_state(counts)
 }
@@ -55,6 +61,15 @@ async fn echo(State(counts): State<Counts>, Json(body): Json<Value>) -> impl Int
     let n = counts.bump("echo");
     tokio::time::sleep(delay_of(&body)).await;
     (StatusCode::CREATED, Json(json!({ "n": n, "echo": body })))
+}
+
+/// Counts executions per `id` in the body (`intent:<id>`), sleeping `delay_ms` first.
+async fn per_intent(State(counts): State<Counts>, Json(body): Json<Value>) -> impl IntoResponse {
+    let id = body["id"].as_u64().unwrap_or_default();
+    let n = counts.bump(&format!("intent:{id}"));
+    counts.bump("intent");
+    tokio::time::sleep(delay_of(&body)).await;
+    Json(json!({ "id": id, "n": n }))
 }
 
 async fn raw(State(counts): State<Counts>, body: Bytes) -> impl IntoResponse {
