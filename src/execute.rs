@@ -158,20 +158,27 @@ async fn keep_lease_while<St: Store, F: Future>(
 ) -> F::Output {
     let lease = shared.settings.lease;
     let period = (lease / 3).max(Duration::from_millis(10));
-    let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
-    tokio::pin!(work);
-    loop {
-        tokio::select! {
-            biased;
-            output = &mut work => return output,
-            _ = ticks.tick() => match shared.store.extend(&intent.key, token, lease).await {
+    // The renewals are a future of their own, polled beside the work, so that a slow store
+    // call never pauses the action.
+    let renewals = async {
+        let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+        loop {
+            ticks.tick().await;
+            match shared.store.extend(&intent.key, token, lease).await {
                 Ok(Fence::Held) => {}
                 Ok(Fence::Lost) => tracing::warn!(
                     "the lease of a running execution was lost; its outcome will not be recorded"
                 ),
                 Err(error) => tracing::warn!(%error, "lease renewal failed"),
-            },
+            }
         }
+    };
+    tokio::pin!(work);
+    tokio::pin!(renewals);
+    tokio::select! {
+        biased;
+        output = &mut work => output,
+        never = &mut renewals => never,
     }
 }
 

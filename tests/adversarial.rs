@@ -44,7 +44,10 @@ async fn nesting_100_000_levels_deep_runs_once_on_raw_bytes() {
     let first = client.post("/tools/raw", "s", &deep).await;
     assert_eq!(first.status, StatusCode::OK);
     let again = client.post("/tools/raw", "s", &deep).await;
-    assert!(again.replayed(), "fingerprinted by its raw bytes, still one intent");
+    assert!(
+        again.replayed(),
+        "fingerprinted by its raw bytes, still one intent"
+    );
     assert_eq!(counts.get("raw"), 1);
 }
 
@@ -52,12 +55,12 @@ async fn nesting_100_000_levels_deep_runs_once_on_raw_bytes() {
 async fn broken_json_is_never_merged_and_never_crashes() {
     let (client, counts) = start(IdempotencyLayer::new()).await;
     let bodies: [&[u8]; 8] = [
-        b"{\"to\":\"a\xff\xfeb\"}",                 // invalid UTF-8 inside a string
-        b"{\"to\":\"\\ud800\"}",                   // a lone surrogate escape
-        b"{\"to\":\"\\udc00\\ud800\"}",            // reversed surrogates
-        b"{\"a\":1,\"a\":2}",                       // duplicate member names
-        b"{\"a\":2,\"a\":1}",                       // the same, the other way round
-        b"{\"n\":1e400}",                           // beyond the f64 range
+        b"{\"to\":\"a\xff\xfeb\"}",     // invalid UTF-8 inside a string
+        b"{\"to\":\"\\ud800\"}",        // a lone surrogate escape
+        b"{\"to\":\"\\udc00\\ud800\"}", // reversed surrogates
+        b"{\"a\":1,\"a\":2}",           // duplicate member names
+        b"{\"a\":2,\"a\":1}",           // the same, the other way round
+        b"{\"n\":1e400}",               // beyond the f64 range
         b"{\"n\":-1e400}",
         b"{\"unterminated\":",
     ];
@@ -72,8 +75,17 @@ async fn broken_json_is_never_merged_and_never_crashes() {
                     .body(body.to_vec()),
             )
             .await;
-        assert_eq!(answer.status, StatusCode::OK, "{:?}", String::from_utf8_lossy(body));
-        assert!(!answer.replayed(), "{:?} must not be merged with another body", String::from_utf8_lossy(body));
+        assert_eq!(
+            answer.status,
+            StatusCode::OK,
+            "{:?}",
+            String::from_utf8_lossy(body)
+        );
+        assert!(
+            !answer.replayed(),
+            "{:?} must not be merged with another body",
+            String::from_utf8_lossy(body)
+        );
     }
     assert_eq!(counts.get("raw"), bodies.len());
 }
@@ -98,11 +110,19 @@ async fn extreme_numbers_keep_their_identity() {
     }
     assert_eq!(intents.len(), cases.len(), "no two of these are one intent");
     // -0 and 0 mean the same number: one intent.
-    assert!(client.post("/tools/raw", "s", r#"{"n":0}"#).await.replayed());
-    assert!(client.post("/tools/raw", "s", r#"{"n":0.0}"#).await.replayed());
+    assert!(client
+        .post("/tools/raw", "s", r#"{"n":0}"#)
+        .await
+        .replayed());
+    assert!(client
+        .post("/tools/raw", "s", r#"{"n":0.0}"#)
+        .await
+        .replayed());
     // With an exponent, RFC 8785 applies: a literal that rounds to the smallest subnormal is
     // that number, as for any upstream that reads it as a double.
-    let rounded = client.post("/tools/raw", "s", r#"{"n":2.4703282292062328e-324}"#).await;
+    let rounded = client
+        .post("/tools/raw", "s", r#"{"n":2.4703282292062328e-324}"#)
+        .await;
     assert!(rounded.replayed());
     assert_eq!(counts.get("raw"), cases.len());
 }
@@ -123,14 +143,17 @@ async fn bodies_far_over_the_limit_are_refused_whatever_their_framing() {
         .await;
     assert_eq!(declared.status, StatusCode::PAYLOAD_TOO_LARGE);
     // Chunked, no content-length: refused once the limit is passed.
-    let chunks: Vec<Result<Vec<u8>, std::io::Error>> = big.chunks(64 * 1024).map(|c| Ok(c.to_vec())).collect();
+    let chunks: Vec<Result<Vec<u8>, std::io::Error>> =
+        big.chunks(64 * 1024).map(|c| Ok(c.to_vec())).collect();
     let chunked = client
         .send(
             client
                 .http
                 .post(format!("{}/tools/raw", client.base))
                 .header("x-session-id", "s")
-                .body(reqwest::Body::wrap_stream(futures_util::stream::iter(chunks))),
+                .body(reqwest::Body::wrap_stream(futures_util::stream::iter(
+                    chunks,
+                ))),
         )
         .await;
     assert_eq!(chunked.status, StatusCode::PAYLOAD_TOO_LARGE);
@@ -165,7 +188,9 @@ async fn a_body_that_breaks_off_halfway_is_not_executed() {
         .post(format!("{}/tools/echo", client.base))
         .header("x-session-id", "s")
         .header("content-type", "application/json")
-        .body(reqwest::Body::wrap_stream(futures_util::stream::iter(chunks)))
+        .body(reqwest::Body::wrap_stream(futures_util::stream::iter(
+            chunks,
+        )))
         .send()
         .await;
     // The client's own stream failed; whatever it saw, nothing ran.

@@ -71,7 +71,8 @@ async fn mixed_traffic_on_two_instances_executes_every_intent_exactly_once() {
                         let url = format!("/_idempotency/{}", answer.intent());
                         let status = other.get(&url, Some("soak")).await;
                         assert!(
-                            status.status == StatusCode::ACCEPTED || status.status == StatusCode::OK,
+                            status.status == StatusCode::ACCEPTED
+                                || status.status == StatusCode::OK,
                             "status path: {}",
                             status.status
                         );
@@ -92,9 +93,17 @@ async fn mixed_traffic_on_two_instances_executes_every_intent_exactly_once() {
     for id in 0..INTENTS {
         let delay = if id % 5 == 0 { 400 } else { 5 };
         let answer = instances[(id % 2) as usize]
-            .post("/tools/intent", "soak", &format!(r#"{{"id":{id},"delay_ms":{delay}}}"#))
+            .post(
+                "/tools/intent",
+                "soak",
+                &format!(r#"{{"id":{id},"delay_ms":{delay}}}"#),
+            )
             .await;
-        assert_eq!(answer.status, StatusCode::OK, "intent {id} has its final result");
+        assert_eq!(
+            answer.status,
+            StatusCode::OK,
+            "intent {id} has its final result"
+        );
     }
 
     let all = counts.all();
@@ -113,7 +122,14 @@ async fn mixed_traffic_on_two_instances_executes_every_intent_exactly_once() {
         tally.other.load(Ordering::Relaxed),
         requests + INTENTS - executions as u64,
     );
-    assert!(duplicated.is_empty(), "intents not executed exactly once: {duplicated:?}");
+    assert!(
+        duplicated.is_empty(),
+        "intents not executed exactly once: {duplicated:?}"
+    );
     assert_eq!(executions as u64, INTENTS);
-    assert_eq!(tally.other.load(Ordering::Relaxed), 0, "every caller got the result or in_progress");
+    assert_eq!(
+        tally.other.load(Ordering::Relaxed),
+        0,
+        "every caller got the result or in_progress"
+    );
 }

@@ -40,9 +40,11 @@ pub(crate) fn parse(input: &[u8]) -> Result<Node<'_>, CanonicalError> {
 /// SIMD, and the control check below has no early exit so that it vectorises too: strings are
 /// most of a tool call's bytes.
 fn plain_run(bytes: &[u8]) -> Result<usize, CanonicalError> {
-    let end = memchr::memchr2(b'"', b'\\', bytes)
-        .ok_or(CanonicalError::Syntax("unterminated string"))?;
-    let has_control = bytes[..end].iter().fold(false, |found, &b| found | (b < 0x20));
+    let end =
+        memchr::memchr2(b'"', b'\\', bytes).ok_or(CanonicalError::Syntax("unterminated string"))?;
+    let has_control = bytes[..end]
+        .iter()
+        .fold(false, |found, &b| found | (b < 0x20));
     if has_control {
         return Err(CanonicalError::Syntax("control character in a string"));
     }
