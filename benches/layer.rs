@@ -63,57 +63,56 @@ fn unique_bodies(size: usize) -> impl FnMut() -> Bytes {
     }
 }
 
+/// Sends each request of `inputs` through `service` and reads the whole answer.
+fn measure<S, B>(
+    bencher: Bencher,
+    rt: &tokio::runtime::Runtime,
+    service: S,
+    mut inputs: impl FnMut() -> Request<Full<Bytes>>,
+) where
+    S: Service<Request<Full<Bytes>>, Response = Response<B>, Error = Infallible> + Clone,
+    B: http_body::Body<Data = Bytes>,
+    B::Error: std::fmt::Debug,
+{
+    bencher.with_inputs(&mut inputs).bench_local_values(|req| {
+        rt.block_on(async {
+            let response = service.clone().oneshot(req).await.unwrap();
+            response.into_body().collect().await.unwrap().to_bytes()
+        })
+    });
+}
+
+fn layered() -> impl Service<
+    Request<Full<Bytes>>,
+    Response = Response<tower_idempotency::ResponseBody<Full<Bytes>>>,
+    Error = Infallible,
+> + Clone {
+    ServiceBuilder::new()
+        .layer(IdempotencyLayer::new())
+        .service(tool())
+}
+
 #[divan::bench(args = SIZES)]
 fn bare_service(bencher: Bencher, size: usize) {
     let rt = runtime();
-    let service = tool();
     let mut next = unique_bodies(size);
-    bencher
-        .with_inputs(|| request(next()))
-        .bench_local_values(|req| {
-            rt.block_on(async {
-                let response = service.clone().oneshot(req).await.unwrap();
-                response.into_body().collect().await.unwrap().to_bytes()
-            })
-        });
+    measure(bencher, &rt, tool(), || request(next()));
 }
 
 #[divan::bench(args = SIZES)]
 fn layered_first_execution(bencher: Bencher, size: usize) {
     let rt = runtime();
-    let service = rt.block_on(async {
-        ServiceBuilder::new()
-            .layer(IdempotencyLayer::new())
-            .service(tool())
-    });
+    let service = rt.block_on(async { layered() });
     let mut next = unique_bodies(size);
-    bencher
-        .with_inputs(|| request(next()))
-        .bench_local_values(|req| {
-            rt.block_on(async {
-                let response = service.clone().oneshot(req).await.unwrap();
-                response.into_body().collect().await.unwrap().to_bytes()
-            })
-        });
+    measure(bencher, &rt, service, || request(next()));
 }
 
 #[divan::bench(args = SIZES)]
 fn layered_replay(bencher: Bencher, size: usize) {
     let rt = runtime();
-    let service = rt.block_on(async {
-        ServiceBuilder::new()
-            .layer(IdempotencyLayer::new())
-            .service(tool())
-    });
+    let service = rt.block_on(async { layered() });
     let body = Bytes::from(support::document(size, 0));
     rt.block_on(service.clone().oneshot(request(body.clone())))
         .unwrap();
-    bencher
-        .with_inputs(|| request(body.clone()))
-        .bench_local_values(|req| {
-            rt.block_on(async {
-                let response = service.clone().oneshot(req).await.unwrap();
-                response.into_body().collect().await.unwrap().to_bytes()
-            })
-        });
+    measure(bencher, &rt, service, || request(body.clone()));
 }

@@ -108,9 +108,9 @@ where
         Ok(bytes) => bytes,
         Err(refusal) => return Ok(refuse(&op, refusal)),
     };
-    let intent = match derive_intent(shared, &parts, &scope, &bytes, op) {
+    let intent = match derive_intent(shared, &parts, &scope, &bytes, &op) {
         Ok(intent) => intent,
-        Err((op, refusal)) => return Ok(refuse(&op, refusal)),
+        Err(refusal) => return Ok(refuse(&op, refusal)),
     };
     let attempt = shared.attempts.count(&intent.op, &intent.key);
     let span = tracing::Span::current();
@@ -143,17 +143,14 @@ fn derive_intent<St>(
     parts: &request::Parts,
     scope: &[u8],
     body: &Bytes,
-    op: Op,
-) -> Result<Intent, (Op, Answer)> {
+    op: &Op,
+) -> Result<Intent, Answer> {
     let settings = &shared.settings;
     let header_key = match &settings.key_header {
         Some(name) => match parts.headers.get(name) {
             Some(value) => match ExplicitKey::from_bytes(value.as_bytes()) {
                 Ok(key) => Some(key),
-                Err(_) => {
-                    let source = format!("the `{name}` header");
-                    return Err((op, answer::malformed_key(&source)));
-                }
+                Err(_) => return Err(answer::malformed_key(&format!("the `{name}` header"))),
             },
             None => None,
         },
@@ -164,8 +161,7 @@ fn derive_intent<St>(
         .fingerprint(parts.headers.get(header::CONTENT_TYPE), body);
     let field_key = match (printed.key_field, &settings.fingerprint.key_field) {
         (Some(Err(_)), Some(pointer)) => {
-            let source = format!("the `{pointer}` field");
-            return Err((op, answer::malformed_key(&source)));
+            return Err(answer::malformed_key(&format!("the `{pointer}` field")))
         }
         (Some(Ok(key)), _) => Some(key),
         _ => None,
@@ -179,7 +175,7 @@ fn derive_intent<St>(
     let path = parts.uri.path();
     Ok(Intent {
         key: IntentKey::derive(scope, &operation, material),
-        op,
+        op: op.clone(),
         scope: ScopeHash::of(scope),
         fingerprint: printed.fingerprint,
         explicit: explicit.is_some(),

@@ -210,3 +210,32 @@ async fn detached_executions_can_be_awaited_at_shutdown() {
         .await
         .replayed());
 }
+
+#[tokio::test]
+async fn a_duplicate_that_disconnects_while_waiting_changes_nothing() {
+    let (client, counts) = start(IdempotencyLayer::new()).await;
+    let body = r#"{"delay_ms":400}"#;
+    let impatient = reqwest::Client::builder()
+        .timeout(Duration::from_millis(100))
+        .build()
+        .unwrap();
+    let (first, gone) = tokio::join!(client.post("/tools/echo", "s", body), async {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        impatient
+            .post(format!("{}/tools/echo", client.base))
+            .header("x-session-id", "s")
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+            .await
+    });
+    assert!(gone.is_err(), "the duplicate gave up while it waited");
+    assert_eq!(
+        first.status,
+        StatusCode::CREATED,
+        "the first caller still gets its result"
+    );
+    let retry = client.post("/tools/echo", "s", body).await;
+    assert!(retry.replayed());
+    assert_eq!(counts.get("echo"), 1);
+}
