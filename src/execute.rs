@@ -4,6 +4,7 @@ use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Waker};
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
@@ -146,7 +147,14 @@ pub(crate) fn spawn<S, St, B, ResBody>(
         // The caller may have had its answer already (202) or gone away: either is fine.
         let _ = first.send(answer);
     };
-    tracker.spawn(execution.instrument(span));
+    // One poll here first: a tool that answers without waiting is done before a task would
+    // have been scheduled, and there is nothing left to detach. Anything that waits is moved,
+    // as it is, into a tracked task, which polls it again with a real waker at once.
+    let mut execution = Box::pin(execution.instrument(span));
+    let mut cx = Context::from_waker(Waker::noop());
+    if execution.as_mut().poll(&mut cx).is_pending() {
+        tracker.spawn(execution);
+    }
 }
 
 /// Runs `work`, renewing the lease every lease/3 until it ends.

@@ -112,7 +112,7 @@ impl<St: Store> IdempotencyLayer<St> {
         Self {
             shared: Arc::new(Shared {
                 settings: Settings::default(),
-                store: Arc::new(Observed(store)),
+                store: Arc::new(Observed::new(store)),
                 inflight: Arc::new(Inflight::default()),
                 detached: Arc::new(Detached::new(DEFAULT_MAX_DETACHED)),
                 attempts: Arc::default(),
@@ -127,7 +127,7 @@ impl<St: Store> IdempotencyLayer<St> {
         IdempotencyLayer {
             shared: Arc::new(Shared {
                 settings: shared.settings,
-                store: Arc::new(Observed(store)),
+                store: Arc::new(Observed::new(store)),
                 inflight: Arc::new(Inflight::default()),
                 detached: shared.detached,
                 attempts: shared.attempts,
@@ -149,7 +149,7 @@ impl<St> IdempotencyLayer<St> {
 
     /// The store the layer uses.
     pub fn store_ref(&self) -> &St {
-        &self.shared.store.0
+        &self.shared.store.store
     }
 
     /// A handle on the executions running detached, to wait for them at shutdown.

@@ -37,6 +37,9 @@ pub(crate) struct Intent {
     pub(crate) explicit: bool,
     /// When this caller stops waiting and is told "in progress".
     pub(crate) deadline: Instant,
+    /// A zero deadline: the first caller is always told "in progress", even by a tool that
+    /// answered at once.
+    pub(crate) asynchronous: bool,
     pub(crate) retention: Duration,
 }
 
@@ -173,13 +176,15 @@ fn derive_intent<St>(
         None => KeyMaterial::Fingerprint(&printed.fingerprint),
     };
     let path = parts.uri.path();
+    let deadline = settings.paths.deadline(path);
     Ok(Intent {
         key: IntentKey::derive(scope, &operation, material),
         op: op.clone(),
         scope: ScopeHash::of(scope),
         fingerprint: printed.fingerprint,
         explicit: explicit.is_some(),
-        deadline: Instant::now() + settings.paths.deadline(path),
+        deadline: Instant::now() + deadline,
+        asynchronous: deadline.is_zero(),
         retention: settings.paths.retention(path),
     })
 }
@@ -309,6 +314,9 @@ where
                 claimed,
                 first,
             );
+            if intent.asynchronous {
+                return Led::Answered(Ok(in_progress(shared, intent, started_at_ms, false)));
+            }
             match tokio::time::timeout_at(intent.deadline, answer).await {
                 Ok(Ok(answered)) => {
                     outcome(if answered.is_ok() {

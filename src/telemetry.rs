@@ -187,10 +187,25 @@ pub(crate) fn answered(op: &Op, status: Option<StatusCode>, started: Instant) {
     op.hot.duration.record(started.elapsed().as_secs_f64());
 }
 
-pub(crate) fn store_call(call: &'static str, elapsed: Duration, ok: bool) {
-    histogram!("idempotency_store_duration_seconds", "call" => call).record(elapsed.as_secs_f64());
-    if !ok {
-        counter!("idempotency_store_errors_total", "call" => call).increment(1);
+/// The handles of one kind of store call, registered once per layer.
+pub(crate) struct StoreCallMetrics {
+    duration: Histogram,
+    errors: Counter,
+}
+
+impl StoreCallMetrics {
+    pub(crate) fn new(call: &'static str) -> Self {
+        Self {
+            duration: histogram!("idempotency_store_duration_seconds", "call" => call),
+            errors: counter!("idempotency_store_errors_total", "call" => call),
+        }
+    }
+
+    pub(crate) fn record(&self, elapsed: Duration, ok: bool) {
+        self.duration.record(elapsed.as_secs_f64());
+        if !ok {
+            self.errors.increment(1);
+        }
     }
 }
 

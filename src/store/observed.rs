@@ -6,24 +6,44 @@ use std::time::{Duration, Instant};
 
 use super::{Claim, ClaimRequest, Entry, Fence, OwnerToken, Record, Store, StoreError, Tombstone};
 use crate::key::IntentKey;
-use crate::telemetry;
+use crate::telemetry::StoreCallMetrics;
 
 /// The layer's view of its store: the same calls, measured.
-pub(crate) struct Observed<St>(pub(crate) St);
+pub(crate) struct Observed<St> {
+    pub(crate) store: St,
+    claim: StoreCallMetrics,
+    complete: StoreCallMetrics,
+    release: StoreCallMetrics,
+    extend: StoreCallMetrics,
+    get: StoreCallMetrics,
+}
+
+impl<St> Observed<St> {
+    pub(crate) fn new(store: St) -> Self {
+        Self {
+            store,
+            claim: StoreCallMetrics::new("claim"),
+            complete: StoreCallMetrics::new("complete"),
+            release: StoreCallMetrics::new("release"),
+            extend: StoreCallMetrics::new("extend"),
+            get: StoreCallMetrics::new("get"),
+        }
+    }
+}
 
 async fn measured<T>(
-    call: &'static str,
+    metrics: &StoreCallMetrics,
     future: impl Future<Output = Result<T, StoreError>>,
 ) -> Result<T, StoreError> {
     let started = Instant::now();
     let result = future.await;
-    telemetry::store_call(call, started.elapsed(), result.is_ok());
+    metrics.record(started.elapsed(), result.is_ok());
     result
 }
 
 impl<St: Store> Store for Observed<St> {
     async fn claim(&self, key: &IntentKey, request: &ClaimRequest) -> Result<Claim, StoreError> {
-        measured("claim", self.0.claim(key, request)).await
+        measured(&self.claim, self.store.claim(key, request)).await
     }
 
     async fn complete(
@@ -33,7 +53,11 @@ impl<St: Store> Store for Observed<St> {
         record: Arc<Record>,
         retention: Duration,
     ) -> Result<Fence, StoreError> {
-        measured("complete", self.0.complete(key, token, record, retention)).await
+        measured(
+            &self.complete,
+            self.store.complete(key, token, record, retention),
+        )
+        .await
     }
 
     async fn release(
@@ -43,7 +67,11 @@ impl<St: Store> Store for Observed<St> {
         tombstone: Arc<Tombstone>,
         ttl: Duration,
     ) -> Result<Fence, StoreError> {
-        measured("release", self.0.release(key, token, tombstone, ttl)).await
+        measured(
+            &self.release,
+            self.store.release(key, token, tombstone, ttl),
+        )
+        .await
     }
 
     async fn extend(
@@ -52,14 +80,14 @@ impl<St: Store> Store for Observed<St> {
         token: &OwnerToken,
         lease: Duration,
     ) -> Result<Fence, StoreError> {
-        measured("extend", self.0.extend(key, token, lease)).await
+        measured(&self.extend, self.store.extend(key, token, lease)).await
     }
 
     async fn get(&self, key: &IntentKey) -> Result<Option<Entry>, StoreError> {
-        measured("get", self.0.get(key)).await
+        measured(&self.get, self.store.get(key)).await
     }
 
     fn cached(&self, key: &IntentKey) -> Option<Arc<Record>> {
-        self.0.cached(key)
+        self.store.cached(key)
     }
 }
