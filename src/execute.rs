@@ -59,8 +59,9 @@ pub(crate) struct Claimed {
     pub(crate) started_at_ms: u64,
 }
 
-/// Spawns the execution, tracked for shutdown; the first caller's answer goes to `first`.
-pub(crate) fn spawn<S, St, B, ResBody>(
+/// Starts the execution detached from the caller (a tracked task, unless it finished at its
+/// first poll); the first caller's answer goes to `first`.
+pub(crate) fn start<S, St, B, ResBody>(
     shared: Arc<Shared<St>>,
     mut inner: S,
     request: Request<B>,
@@ -101,32 +102,7 @@ pub(crate) fn spawn<S, St, B, ResBody>(
         let (settled, answer) = match ended {
             Ok(Ok(Buffered::Whole { parts, body })) => recorder.whole(parts, body).await,
             Ok(Ok(Buffered::Partial { parts, head, tail })) => {
-                let verdict = shared
-                    .settings
-                    .classify
-                    .classify(parts.status, &parts.headers);
-                let settled = match verdict {
-                    Verdict::Keep => {
-                        let kept = KeptResponse::Omitted {
-                            status: parts.status,
-                        };
-                        Settled::Replay(recorder.complete(kept).await)
-                    }
-                    Verdict::Release(cause) => {
-                        recorder.release(Some(parts.status), cause).await;
-                        Settled::Failed {
-                            response: None,
-                            failure: Failure::Status(parts.status),
-                        }
-                    }
-                };
-                (
-                    settled,
-                    Ok(Response::from_parts(
-                        parts,
-                        ResponseBody::chained(head, tail),
-                    )),
-                )
+                recorder.partial(parts, head, tail).await
             }
             Ok(Ok(Buffered::Broken)) => {
                 recorder
@@ -278,6 +254,37 @@ impl<St: Store> Recorder<'_, St> {
             settled,
             Ok(Response::from_parts(parts, ResponseBody::full(body))),
         )
+    }
+
+    /// A response over the stored-response cap: the action ran, its response is not kept.
+    async fn partial<B, E>(
+        &self,
+        parts: response::Parts,
+        head: Bytes,
+        tail: Pin<Box<B>>,
+    ) -> (Settled, FirstAnswer<B, E>) {
+        let settled = match self
+            .shared
+            .settings
+            .classify
+            .classify(parts.status, &parts.headers)
+        {
+            Verdict::Keep => {
+                let kept = KeptResponse::Omitted {
+                    status: parts.status,
+                };
+                Settled::Replay(self.complete(kept).await)
+            }
+            Verdict::Release(cause) => {
+                self.release(Some(parts.status), cause).await;
+                Settled::Failed {
+                    response: None,
+                    failure: Failure::Status(parts.status),
+                }
+            }
+        };
+        let response = Response::from_parts(parts, ResponseBody::chained(head, tail));
+        (settled, Ok(response))
     }
 
     /// The execution produced no usable response.

@@ -306,7 +306,7 @@ where
                 permit,
                 started_at_ms,
             };
-            execute::spawn(
+            execute::start(
                 Arc::clone(shared),
                 inner,
                 request,
