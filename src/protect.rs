@@ -103,7 +103,7 @@ where
                 answer::missing_scope(&settings.scope.describe()),
             ));
         }
-        outcome("unprotected");
+        telemetry::unprotected(&op, "missing-scope");
         let response = inner.call(Request::from_parts(parts, body)).await?;
         return Ok(response.map(ResponseBody::inner));
     };
@@ -268,7 +268,7 @@ where
             if shared.settings.fail_open {
                 if let Some((mut inner, request)) = work.take() {
                     tracing::warn!("fail-open: running without protection");
-                    outcome("unprotected");
+                    telemetry::unprotected(&intent.op, "store-unavailable");
                     let answered = inner.call(request).await;
                     return Led::Answered(answered.map(|r| r.map(ResponseBody::inner)));
                 }

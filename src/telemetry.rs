@@ -172,6 +172,13 @@ pub(crate) fn fenced(op: &Op) {
     );
 }
 
+/// A protected request ran without protection: no scope (when allowed) or fail-open.
+pub(crate) fn unprotected(op: &Op, reason: &'static str) {
+    counter!("idempotency_unprotected_total", "operation" => op.value(), "reason" => reason)
+        .increment(1);
+    tracing::Span::current().record("outcome", "unprotected");
+}
+
 pub(crate) fn not_executed(op: &Op, reason: &'static str) {
     counter!("idempotency_not_executed_total", "operation" => op.value(), "reason" => reason)
         .increment(1);

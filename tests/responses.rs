@@ -330,10 +330,22 @@ async fn an_unreachable_store_fails_closed_with_503() {
 
 #[tokio::test]
 async fn fail_open_runs_the_action_unprotected_when_the_store_is_down() {
+    let recorder = metrics_util::debugging::DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    let _local = metrics::set_default_local_recorder(&recorder);
     let (client, counts) = start(IdempotencyLayer::with_store(DownStore).fail_open()).await;
     let answer = client.post("/tools/echo", "s", "{}").await;
     assert_eq!(answer.status, StatusCode::CREATED);
     assert_eq!(counts.get("echo"), 1);
+    let unprotected = snapshotter
+        .snapshot()
+        .into_vec()
+        .into_iter()
+        .any(|(key, .., value)| {
+            key.key().name() == "idempotency_unprotected_total"
+                && value == metrics_util::debugging::DebugValue::Counter(1)
+        });
+    assert!(unprotected, "fail-open runs are counted");
 }
 
 #[tokio::test]
