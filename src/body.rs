@@ -5,6 +5,7 @@ use std::task::{Context, Poll};
 
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
+use http_body_util::Full;
 use pin_project_lite::pin_project;
 
 pin_project! {
@@ -20,7 +21,7 @@ pin_project! {
     #[project = KindProj]
     enum Kind<B> {
         Inner { #[pin] body: B },
-        Full { data: Option<Bytes> },
+        Full { #[pin] body: Full<Bytes> },
         // The kept head of a response too large to store, then the rest as it streams.
         Chained { head: Option<Bytes>, tail: Pin<Box<B>> },
     }
@@ -36,7 +37,7 @@ impl<B> ResponseBody<B> {
     pub(crate) fn full(data: Bytes) -> Self {
         Self {
             kind: Kind::Full {
-                data: (!data.is_empty()).then_some(data),
+                body: Full::new(data),
             },
         }
     }
@@ -64,7 +65,7 @@ where
     ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
         match self.project().kind.project() {
             KindProj::Inner { body } => body.poll_frame(cx),
-            KindProj::Full { data } => Poll::Ready(data.take().map(|d| Ok(Frame::data(d)))),
+            KindProj::Full { body } => body.poll_frame(cx).map_err(|never| match never {}),
             KindProj::Chained { head, tail } => match head.take() {
                 Some(head) => Poll::Ready(Some(Ok(Frame::data(head)))),
                 None => tail.as_mut().poll_frame(cx),
@@ -75,7 +76,7 @@ where
     fn is_end_stream(&self) -> bool {
         match &self.kind {
             Kind::Inner { body } => body.is_end_stream(),
-            Kind::Full { data } => data.is_none(),
+            Kind::Full { body } => body.is_end_stream(),
             Kind::Chained { head, tail } => head.is_none() && tail.is_end_stream(),
         }
     }
@@ -83,9 +84,7 @@ where
     fn size_hint(&self) -> SizeHint {
         match &self.kind {
             Kind::Inner { body } => body.size_hint(),
-            Kind::Full { data } => {
-                SizeHint::with_exact(data.as_ref().map_or(0, |d| d.len() as u64))
-            }
+            Kind::Full { body } => body.size_hint(),
             Kind::Chained { head, tail } => {
                 let head = head.as_ref().map_or(0, |h| h.len() as u64);
                 let tail = tail.size_hint();
@@ -125,7 +124,7 @@ pin_project! {
     #[project = RequestKindProj]
     enum RequestKind<B> {
         Stream { #[pin] body: B },
-        Buffered { data: Option<Bytes> },
+        Buffered { #[pin] body: Full<Bytes> },
     }
 }
 
@@ -142,7 +141,7 @@ impl<B> From<Bytes> for RequestBody<B> {
     fn from(data: Bytes) -> Self {
         Self {
             kind: RequestKind::Buffered {
-                data: (!data.is_empty()).then_some(data),
+                body: Full::new(data),
             },
         }
     }
@@ -161,8 +160,8 @@ where
     ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
         match self.project().kind.project() {
             RequestKindProj::Stream { body } => body.poll_frame(cx),
-            RequestKindProj::Buffered { data } => {
-                Poll::Ready(data.take().map(|d| Ok(Frame::data(d))))
+            RequestKindProj::Buffered { body } => {
+                body.poll_frame(cx).map_err(|never| match never {})
             }
         }
     }
@@ -170,16 +169,14 @@ where
     fn is_end_stream(&self) -> bool {
         match &self.kind {
             RequestKind::Stream { body } => body.is_end_stream(),
-            RequestKind::Buffered { data } => data.is_none(),
+            RequestKind::Buffered { body } => body.is_end_stream(),
         }
     }
 
     fn size_hint(&self) -> SizeHint {
         match &self.kind {
             RequestKind::Stream { body } => body.size_hint(),
-            RequestKind::Buffered { data } => {
-                SizeHint::with_exact(data.as_ref().map_or(0, |d| d.len() as u64))
-            }
+            RequestKind::Buffered { body } => body.size_hint(),
         }
     }
 }

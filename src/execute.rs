@@ -13,11 +13,11 @@ use http::{response, Request, Response};
 use http_body::Body;
 use http_body_util::BodyExt;
 use tokio::sync::{oneshot, OwnedSemaphorePermit};
-use tower_service::Service;
 use tracing::Instrument;
 
 use crate::answer::{self, Failure};
 use crate::body::ResponseBody;
+use crate::bounds::{Keepable, Tool};
 use crate::classify::Verdict;
 use crate::clock::now_ms;
 use crate::inflight::{Lead, Settled};
@@ -69,11 +69,9 @@ pub(crate) fn start<S, St, B, ResBody>(
     claimed: Claimed,
     first: oneshot::Sender<FirstAnswer<ResBody, S::Error>>,
 ) where
-    S: Service<Request<B>, Response = Response<ResBody>> + Send + 'static,
-    S::Future: Send + 'static,
-    S::Error: Send + 'static,
+    S: Tool<B, ResBody>,
     B: Send + 'static,
-    ResBody: Body<Data = Bytes> + Send + 'static,
+    ResBody: Keepable,
     St: Store,
 {
     let tracker = shared.detached.tracker().clone();

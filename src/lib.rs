@@ -36,6 +36,7 @@
 
 mod answer;
 mod body;
+mod bounds;
 mod buffer;
 pub mod canonical;
 mod classify;

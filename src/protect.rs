@@ -5,15 +5,14 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http::{header, request, Request, Response};
-use http_body::Body;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
-use tower_service::Service;
 use tracing::field::Empty;
 use tracing::Instrument;
 
 use crate::answer::{self, Answer};
 use crate::body::ResponseBody;
+use crate::bounds::{Bufferable, Keepable, Tool};
 use crate::buffer::read_body;
 use crate::clock::{now_ms, seconds_since};
 use crate::execute::{self, Claimed};
@@ -23,7 +22,6 @@ use crate::layer::Shared;
 use crate::replay::{replay, replay_stored, with_intent, written};
 use crate::store::{Claim, ClaimRequest, Entry, Record, Store};
 use crate::telemetry::{self, outcome, Op};
-use crate::BoxError;
 
 /// One protected request's intent, as the execution and the answers need it.
 #[derive(Debug, Clone)]
@@ -43,6 +41,14 @@ pub(crate) struct Intent {
     pub(crate) retention: Duration,
 }
 
+impl Intent {
+    /// Whether an execution asked for `fingerprint` under this intent's explicit key: a
+    /// client that reuses its key for other arguments is refused.
+    fn reuses_key_for(&self, fingerprint: &Fingerprint) -> bool {
+        self.explicit && *fingerprint != self.fingerprint
+    }
+}
+
 type Answered<B, E> = Result<Response<ResponseBody<B>>, E>;
 
 /// Runs a protected request to its answer, in a span of its own, and counts the answer.
@@ -52,13 +58,9 @@ pub(crate) async fn protect<S, St, B, ResBody>(
     request: Request<B>,
 ) -> Answered<ResBody, S::Error>
 where
-    S: Service<Request<B>, Response = Response<ResBody>> + Send + 'static,
-    S::Future: Send + 'static,
-    S::Error: Send + 'static,
-    B: Body + From<Bytes> + Send + 'static,
-    B::Data: Send,
-    B::Error: Into<BoxError>,
-    ResBody: Body<Data = Bytes> + Send + 'static,
+    S: Tool<B, ResBody>,
+    B: Bufferable,
+    ResBody: Keepable,
     St: Store,
 {
     let started = std::time::Instant::now();
@@ -86,13 +88,9 @@ async fn protect_parts<S, St, B, ResBody>(
     op: Op,
 ) -> Answered<ResBody, S::Error>
 where
-    S: Service<Request<B>, Response = Response<ResBody>> + Send + 'static,
-    S::Future: Send + 'static,
-    S::Error: Send + 'static,
-    B: Body + From<Bytes> + Send + 'static,
-    B::Data: Send,
-    B::Error: Into<BoxError>,
-    ResBody: Body<Data = Bytes> + Send + 'static,
+    S: Tool<B, ResBody>,
+    B: Bufferable,
+    ResBody: Keepable,
     St: Store,
 {
     let settings = &shared.settings;
@@ -121,7 +119,7 @@ where
     span.record("attempt", attempt);
     // A replay this process has seen needs neither the store nor the in-flight registry.
     if let Some(record) = shared.store.cached(&intent.key) {
-        let response = if intent.explicit && record.fingerprint != intent.fingerprint {
+        let response = if intent.reuses_key_for(&record.fingerprint) {
             refuse(&intent.op, answer::key_reused(&intent.key))
         } else {
             replayed(shared, &intent, &record)
@@ -203,11 +201,9 @@ async fn coalesce_or_execute<S, St, B, ResBody>(
     intent: &Intent,
 ) -> Answered<ResBody, S::Error>
 where
-    S: Service<Request<B>, Response = Response<ResBody>> + Send + 'static,
-    S::Future: Send + 'static,
-    S::Error: Send + 'static,
+    S: Tool<B, ResBody>,
     B: Send + 'static,
-    ResBody: Body<Data = Bytes> + Send + 'static,
+    ResBody: Keepable,
     St: Store,
 {
     let mut work = Some((inner, request));
@@ -217,7 +213,7 @@ where
             .join(intent.key, intent.fingerprint, now_ms())
         {
             Role::Follower(slot) => {
-                if intent.explicit && slot.fingerprint != intent.fingerprint {
+                if intent.reuses_key_for(&slot.fingerprint) {
                     return Ok(refuse(&intent.op, answer::key_reused(&intent.key)));
                 }
                 telemetry::coalesced(&intent.op);
@@ -242,11 +238,9 @@ async fn lead_intent<S, St, B, ResBody>(
     lead: Lead,
 ) -> Led<ResBody, S::Error>
 where
-    S: Service<Request<B>, Response = Response<ResBody>> + Send + 'static,
-    S::Future: Send + 'static,
-    S::Error: Send + 'static,
+    S: Tool<B, ResBody>,
     B: Send + 'static,
-    ResBody: Body<Data = Bytes> + Send + 'static,
+    ResBody: Keepable,
     St: Store,
 {
     let key = &intent.key;
@@ -278,7 +272,7 @@ where
     };
     match claimed {
         Claim::Completed(record) => {
-            if intent.explicit && record.fingerprint != intent.fingerprint {
+            if intent.reuses_key_for(&record.fingerprint) {
                 return Led::Answered(Ok(refuse(&intent.op, answer::key_reused(key))));
             }
             let response = replayed(shared, intent, &record);
@@ -286,7 +280,7 @@ where
             Led::Answered(Ok(response))
         }
         Claim::Running(info) => {
-            if intent.explicit && info.fingerprint != intent.fingerprint {
+            if intent.reuses_key_for(&info.fingerprint) {
                 return Led::Answered(Ok(refuse(&intent.op, answer::key_reused(key))));
             }
             telemetry::coalesced(&intent.op);
@@ -346,16 +340,12 @@ async fn at_capacity<St: Store, B, E>(
 ) -> Led<B, E> {
     let key = &intent.key;
     match shared.store.get(key).await {
-        Ok(Some(Entry::Completed(record)))
-            if !intent.explicit || record.fingerprint == intent.fingerprint =>
-        {
+        Ok(Some(Entry::Completed(record))) if !intent.reuses_key_for(&record.fingerprint) => {
             let response = replayed(shared, intent, &record);
             lead.settle(Settled::Replay(record));
             Led::Answered(Ok(response))
         }
-        Ok(Some(Entry::Running(info)))
-            if !intent.explicit || info.fingerprint == intent.fingerprint =>
-        {
+        Ok(Some(Entry::Running(info))) if !intent.reuses_key_for(&info.fingerprint) => {
             telemetry::coalesced(&intent.op);
             lead.set_started_at_ms(info.started_at_ms);
             wait_elsewhere(shared, intent, lead, info.started_at_ms).await

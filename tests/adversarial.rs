@@ -66,13 +66,10 @@ async fn broken_json_is_never_merged_and_never_crashes() {
     ];
     for body in bodies {
         let answer = client
-            .send(
-                client
-                    .http
-                    .post(format!("{}/tools/raw", client.base))
-                    .header("x-session-id", "s")
-                    .header("content-type", "application/json")
-                    .body(body.to_vec()),
+            .post_with(
+                "/tools/raw",
+                &[("x-session-id", "s"), ("content-type", "application/json")],
+                body.to_vec(),
             )
             .await;
         assert_eq!(
@@ -133,27 +130,17 @@ async fn bodies_far_over_the_limit_are_refused_whatever_their_framing() {
     let big = vec![b'x'; 5 * 1024 * 1024];
     // With an honest content-length: refused before reading.
     let declared = client
-        .send(
-            client
-                .http
-                .post(format!("{}/tools/raw", client.base))
-                .header("x-session-id", "s")
-                .body(big.clone()),
-        )
+        .post_with("/tools/raw", &[("x-session-id", "s")], big.clone())
         .await;
     assert_eq!(declared.status, StatusCode::PAYLOAD_TOO_LARGE);
     // Chunked, no content-length: refused once the limit is passed.
     let chunks: Vec<Result<Vec<u8>, std::io::Error>> =
         big.chunks(64 * 1024).map(|c| Ok(c.to_vec())).collect();
     let chunked = client
-        .send(
-            client
-                .http
-                .post(format!("{}/tools/raw", client.base))
-                .header("x-session-id", "s")
-                .body(reqwest::Body::wrap_stream(futures_util::stream::iter(
-                    chunks,
-                ))),
+        .post_with(
+            "/tools/raw",
+            &[("x-session-id", "s")],
+            reqwest::Body::wrap_stream(futures_util::stream::iter(chunks)),
         )
         .await;
     assert_eq!(chunked.status, StatusCode::PAYLOAD_TOO_LARGE);
@@ -211,13 +198,10 @@ async fn a_body_that_streams_slowly_is_still_one_intent() {
     };
     for _ in 0..2 {
         let answer = client
-            .send(
-                client
-                    .http
-                    .post(format!("{}/tools/echo", client.base))
-                    .header("x-session-id", "s")
-                    .header("content-type", "application/json")
-                    .body(reqwest::Body::wrap_stream(slow())),
+            .post_with(
+                "/tools/echo",
+                &[("x-session-id", "s"), ("content-type", "application/json")],
+                reqwest::Body::wrap_stream(slow()),
             )
             .await;
         assert_eq!(answer.status, StatusCode::CREATED);
@@ -250,14 +234,12 @@ async fn header_values_that_are_not_utf8_are_handled_as_bytes() {
 #[tokio::test]
 async fn an_explicit_key_of_10_kb_is_refused_without_running() {
     let (client, counts) = start(IdempotencyLayer::new().idempotency_key_header()).await;
+    let key = "k".repeat(10 * 1024);
     let answer = client
-        .send(
-            client
-                .http
-                .post(format!("{}/tools/raw", client.base))
-                .header("x-session-id", "s")
-                .header("idempotency-key", "k".repeat(10 * 1024))
-                .body("{}"),
+        .post_with(
+            "/tools/raw",
+            &[("x-session-id", "s"), ("idempotency-key", &key)],
+            "{}",
         )
         .await;
     assert_eq!(answer.status, StatusCode::BAD_REQUEST);

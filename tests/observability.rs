@@ -69,14 +69,14 @@ async fn trace_output_never_holds_a_body_a_session_or_a_key() {
     let secrets = ["ann.secret@example.com", "session-7f3a9c", "key-2b8e41d0"];
     let body = r#"{"to":"ann.secret@example.com","delay_ms":120}"#;
     let send = || {
-        client.send(
-            client
-                .http
-                .post(format!("{}/tools/echo", client.base))
-                .header("x-session-id", "session-7f3a9c")
-                .header("idempotency-key", "key-2b8e41d0")
-                .header("content-type", "application/json")
-                .body(body),
+        client.post_with(
+            "/tools/echo",
+            &[
+                ("x-session-id", "session-7f3a9c"),
+                ("idempotency-key", "key-2b8e41d0"),
+                ("content-type", "application/json"),
+            ],
+            body,
         )
     };
     let first = send().await;
@@ -141,14 +141,14 @@ async fn request_ids_from_tower_http_are_carried_in_the_span() {
     );
     let client = Client::new(serve(app).await);
     let answer = client
-        .send(
-            client
-                .http
-                .post(format!("{}/tools/echo", client.base))
-                .header("x-session-id", "s")
-                .header("x-request-id", "req-42")
-                .header("content-type", "application/json")
-                .body("{}"),
+        .post_with(
+            "/tools/echo",
+            &[
+                ("x-session-id", "s"),
+                ("x-request-id", "req-42"),
+                ("content-type", "application/json"),
+            ],
+            "{}",
         )
         .await;
     assert_eq!(

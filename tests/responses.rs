@@ -143,13 +143,7 @@ async fn the_status_path_answers_unknown_and_hides_other_scopes() {
 async fn a_request_without_a_scope_is_refused_naming_the_header() {
     let (client, counts) = start(IdempotencyLayer::new()).await;
     let answer = client
-        .send(
-            client
-                .http
-                .post(format!("{}/tools/echo", client.base))
-                .header("content-type", "application/json")
-                .body("{}"),
-        )
+        .post_with("/tools/echo", &[("content-type", "application/json")], "{}")
         .await;
     assert_eq!(answer.status, StatusCode::BAD_REQUEST);
     assert_eq!(
@@ -167,13 +161,7 @@ async fn without_a_scope_requests_can_pass_through_unprotected() {
     let (client, counts) = start(IdempotencyLayer::new().pass_through_without_scope()).await;
     for _ in 0..2 {
         let answer = client
-            .send(
-                client
-                    .http
-                    .post(format!("{}/tools/echo", client.base))
-                    .header("content-type", "application/json")
-                    .body("{}"),
-            )
+            .post_with("/tools/echo", &[("content-type", "application/json")], "{}")
             .await;
         assert_eq!(answer.status, StatusCode::CREATED);
         assert!(answer.header("idempotency-intent").is_none());
@@ -195,15 +183,10 @@ async fn a_body_over_the_limit_gets_413_with_or_without_content_length() {
         Ok(big.as_bytes()[50..].to_vec()),
     ];
     let streamed = client
-        .send(
-            client
-                .http
-                .post(format!("{}/tools/echo", client.base))
-                .header("x-session-id", "s")
-                .header("content-type", "application/json")
-                .body(reqwest::Body::wrap_stream(futures_util::stream::iter(
-                    chunks,
-                ))),
+        .post_with(
+            "/tools/echo",
+            &[("x-session-id", "s"), ("content-type", "application/json")],
+            reqwest::Body::wrap_stream(futures_util::stream::iter(chunks)),
         )
         .await;
     assert_eq!(streamed.status, StatusCode::PAYLOAD_TOO_LARGE);
@@ -214,14 +197,14 @@ async fn a_body_over_the_limit_gets_413_with_or_without_content_length() {
 async fn an_explicit_key_reused_with_another_payload_gets_422() {
     let (client, counts) = start(IdempotencyLayer::new().idempotency_key_header()).await;
     let post = |body: &'static str| {
-        client.send(
-            client
-                .http
-                .post(format!("{}/tools/echo", client.base))
-                .header("x-session-id", "s")
-                .header("idempotency-key", "order-1")
-                .header("content-type", "application/json")
-                .body(body),
+        client.post_with(
+            "/tools/echo",
+            &[
+                ("x-session-id", "s"),
+                ("idempotency-key", "order-1"),
+                ("content-type", "application/json"),
+            ],
+            body,
         )
     };
     let first = post(r#"{"amount":10}"#).await;
@@ -261,13 +244,10 @@ async fn a_malformed_explicit_key_gets_400() {
     let (client, counts) = start(IdempotencyLayer::new().idempotency_key_header()).await;
     for key in ["has space".to_owned(), "k".repeat(256), "k".repeat(10_000)] {
         let answer = client
-            .send(
-                client
-                    .http
-                    .post(format!("{}/tools/echo", client.base))
-                    .header("x-session-id", "s")
-                    .header("idempotency-key", key)
-                    .body("{}"),
+            .post_with(
+                "/tools/echo",
+                &[("x-session-id", "s"), ("idempotency-key", &key)],
+                "{}",
             )
             .await;
         assert_eq!(answer.status, StatusCode::BAD_REQUEST);

@@ -78,13 +78,14 @@ async fn the_gateway_honours_idempotency_keys_sessions_and_the_deadline() {
     let gateway = start(&[("DEADLINE_MS", "200")]);
     let c = &gateway.client;
     let keyed = |body: &'static str| {
-        c.send(
-            c.http
-                .post(format!("{}/tools/create_record", c.base))
-                .header("x-session-id", "s1")
-                .header("idempotency-key", "k-1")
-                .header("content-type", "application/json")
-                .body(body),
+        c.post_with(
+            "/tools/create_record",
+            &[
+                ("x-session-id", "s1"),
+                ("idempotency-key", "k-1"),
+                ("content-type", "application/json"),
+            ],
+            body,
         )
     };
     assert_eq!(keyed(r#"{"a":1}"#).await.status, StatusCode::CREATED);
@@ -93,13 +94,7 @@ async fn the_gateway_honours_idempotency_keys_sessions_and_the_deadline() {
         StatusCode::UNPROCESSABLE_ENTITY
     );
 
-    let anonymous = c
-        .send(
-            c.http
-                .post(format!("{}/tools/create_record", c.base))
-                .body("{}"),
-        )
-        .await;
+    let anonymous = c.post_with("/tools/create_record", &[], "{}").await;
     assert_eq!(anonymous.status, StatusCode::BAD_REQUEST);
 
     let slow = r#"{"topic":"q4","seconds":0.6}"#;

@@ -208,6 +208,17 @@ impl MemoryStore {
     }
 }
 
+impl MemoryStore {
+    /// Ends `token`'s lease with an outcome: inserted before the lease is removed, under the
+    /// claim lock, so no claim ever sees neither.
+    fn settle(&self, key: &IntentKey, token: &OwnerToken, outcome: Settled) -> Fence {
+        self.fenced(key, token, |running| {
+            self.inner.settled.insert(*key, outcome);
+            running.remove(key);
+        })
+    }
+}
+
 impl Store for MemoryStore {
     async fn claim(&self, key: &IntentKey, request: &ClaimRequest) -> Result<Claim, StoreError> {
         let now = Instant::now();
@@ -244,13 +255,7 @@ impl Store for MemoryStore {
         record: Arc<Record>,
         retention: Duration,
     ) -> Result<Fence, StoreError> {
-        let fence = self.fenced(key, token, |running| {
-            // Insert before removing the lease, under the lock: no claim sees neither.
-            self.inner
-                .settled
-                .insert(*key, Settled::Completed(record, retention));
-            running.remove(key);
-        });
+        let fence = self.settle(key, token, Settled::Completed(record, retention));
         crate::telemetry::memory_store_bytes(self.inner.settled.weighted_size());
         Ok(fence)
     }
@@ -262,12 +267,7 @@ impl Store for MemoryStore {
         tombstone: Arc<Tombstone>,
         ttl: Duration,
     ) -> Result<Fence, StoreError> {
-        Ok(self.fenced(key, token, |running| {
-            self.inner
-                .settled
-                .insert(*key, Settled::Failed(tombstone, ttl));
-            running.remove(key);
-        }))
+        Ok(self.settle(key, token, Settled::Failed(tombstone, ttl)))
     }
 
     async fn extend(

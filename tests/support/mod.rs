@@ -193,6 +193,20 @@ impl Client {
         }
     }
 
+    /// POSTs `body` to `path` with exactly these headers.
+    pub async fn post_with(
+        &self,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: impl Into<reqwest::Body>,
+    ) -> Answer {
+        let mut request = self.http.post(format!("{}{path}", self.base));
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        self.send(request.body(body)).await
+    }
+
     /// POSTs JSON text as `session`.
     pub async fn post(&self, path: &str, session: &str, json: &str) -> Answer {
         self.send(
