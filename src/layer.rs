@@ -68,7 +68,7 @@ impl<St> Clone for Shared<St> {
 ///     .layer(layer);
 /// ```
 pub struct IdempotencyLayer<St = MemoryStore> {
-    shared: Arc<Shared<St>>,
+    pub(crate) shared: Arc<Shared<St>>,
 }
 
 // Written by hand: a derive would require `St: Clone`.
@@ -334,7 +334,7 @@ impl<St> IdempotencyLayer<St> {
     }
 }
 
-fn parse_pointer(pointer: &str) -> JsonPointer {
+pub(crate) fn parse_pointer(pointer: &str) -> JsonPointer {
     pointer
         .parse()
         .unwrap_or_else(|error| panic!("IdempotencyLayer: {error}"))

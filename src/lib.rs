@@ -50,6 +50,9 @@ mod future;
 mod inflight;
 pub mod key;
 mod layer;
+#[cfg(feature = "mcp")]
+#[cfg_attr(docsrs, doc(cfg(feature = "mcp")))]
+pub mod mcp;
 mod paths;
 mod protect;
 mod replay;

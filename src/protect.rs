@@ -20,6 +20,7 @@ use crate::inflight::{Lead, Role, Settled};
 use crate::key::{ExplicitKey, Fingerprint, IntentKey, KeyMaterial, Operation, ScopeHash};
 use crate::layer::Shared;
 use crate::replay::{replay, replay_stored, with_intent, written};
+use crate::settings::Timing;
 use crate::store::{Claim, ClaimRequest, Entry, Record, Store};
 use crate::telemetry::{self, outcome, Op};
 
@@ -174,7 +175,17 @@ fn derive_intent<St>(
         None => KeyMaterial::Fingerprint(&printed.fingerprint),
     };
     let path = parts.uri.path();
-    let deadline = settings.paths.deadline(path);
+    let timing = parts
+        .extensions
+        .get::<Timing>()
+        .copied()
+        .unwrap_or_default();
+    let deadline = timing
+        .deadline
+        .unwrap_or_else(|| settings.paths.deadline(path));
+    let retention = timing
+        .retention
+        .unwrap_or_else(|| settings.paths.retention(path));
     Ok(Intent {
         key: IntentKey::derive(scope, &operation, material),
         op: op.clone(),
@@ -183,7 +194,7 @@ fn derive_intent<St>(
         explicit: explicit.is_some(),
         deadline: Instant::now() + deadline,
         asynchronous: deadline.is_zero(),
-        retention: settings.paths.retention(path),
+        retention,
     })
 }
 

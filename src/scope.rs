@@ -17,6 +17,8 @@ pub(crate) type ScopeFn = Arc<dyn Fn(&Parts) -> Option<String> + Send + Sync>;
 pub(crate) enum ScopeSource {
     Header(HeaderName),
     Extract(ScopeFn),
+    /// This header where the request has it, else the other source.
+    Preferred(HeaderName, Box<ScopeSource>),
 }
 
 impl ScopeSource {
@@ -25,6 +27,12 @@ impl ScopeSource {
         let scope = match self {
             Self::Header(name) => parts.headers.get(name).map(|v| v.as_bytes().to_vec()),
             Self::Extract(extract) => extract(parts).map(String::into_bytes),
+            Self::Preferred(name, otherwise) => {
+                match parts.headers.get(name).filter(|v| !v.is_empty()) {
+                    Some(value) => Some(value.as_bytes().to_vec()),
+                    None => return otherwise.scope_of(parts),
+                }
+            }
         };
         scope.filter(|s| !s.is_empty())
     }
@@ -34,6 +42,9 @@ impl ScopeSource {
         match self {
             Self::Header(name) => format!("the `{name}` header"),
             Self::Extract(_) => "a session or caller identity".to_owned(),
+            Self::Preferred(name, otherwise) => {
+                format!("the `{name}` header or {}", otherwise.describe())
+            }
         }
     }
 }
@@ -43,6 +54,11 @@ impl fmt::Debug for ScopeSource {
         match self {
             Self::Header(name) => f.debug_tuple("Header").field(name).finish(),
             Self::Extract(_) => f.write_str("Extract(..)"),
+            Self::Preferred(name, otherwise) => f
+                .debug_tuple("Preferred")
+                .field(name)
+                .field(otherwise)
+                .finish(),
         }
     }
 }

@@ -91,18 +91,14 @@ where
         // The service that was driven to readiness goes into the future; a clone stays.
         let clone = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, clone);
+        if status::asks_status(&self.shared.settings, &request) {
+            let shared = Arc::clone(&self.shared);
+            let (parts, _) = request.into_parts();
+            let answer = status::answer_status_request(shared, parts);
+            return ResponseFuture::layered(async move { Ok(answer.await) });
+        }
         let settings = &self.shared.settings;
         let path = request.uri().path();
-        if request.method() == Method::GET {
-            if let Some(target) = settings.status_target(path) {
-                let target = target.to_owned();
-                let shared = Arc::clone(&self.shared);
-                let (parts, _) = request.into_parts();
-                return ResponseFuture::layered(async move {
-                    Ok(status::answer_status(&shared, &parts, &target).await)
-                });
-            }
-        }
         if is_safe(request.method()) || !settings.paths.is_protected(path) {
             return ResponseFuture::passthrough(inner.call(request));
         }

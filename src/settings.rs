@@ -24,6 +24,14 @@ pub(crate) const DEFAULT_BODY_LIMIT: usize = 1024 * 1024;
 /// Default status path.
 pub(crate) const DEFAULT_STATUS_PATH: &str = "/_idempotency";
 
+/// A request's own deadline and retention, set as an extension by a mode that knows the
+/// operation better than its path does (the MCP mode knows the tool).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Timing {
+    pub(crate) deadline: Option<Duration>,
+    pub(crate) retention: Option<Duration>,
+}
+
 #[derive(Clone)]
 pub(crate) struct Settings {
     pub(crate) scope: ScopeSource,

@@ -1,7 +1,9 @@
 //! The status path: `GET {status_path}/{intent}` answers what became of an action.
 
+use std::sync::Arc;
+
 use http::request::Parts;
-use http::Response;
+use http::{Method, Request, Response};
 
 use crate::answer::{self, Failure};
 use crate::body::ResponseBody;
@@ -9,7 +11,25 @@ use crate::clock::seconds_since;
 use crate::key::{IntentKey, ScopeHash};
 use crate::layer::Shared;
 use crate::replay::{replay, with_intent, written};
+use crate::settings::Settings;
 use crate::store::{Entry, Store};
+
+/// Whether `request` asks the status path about an intent.
+pub(crate) fn asks_status<B>(settings: &Settings, request: &Request<B>) -> bool {
+    request.method() == Method::GET && settings.status_target(request.uri().path()).is_some()
+}
+
+/// Answers a request for which [`asks_status`] holds.
+pub(crate) async fn answer_status_request<St: Store, B>(
+    shared: Arc<Shared<St>>,
+    parts: Parts,
+) -> Response<ResponseBody<B>> {
+    let target = shared
+        .settings
+        .status_target(parts.uri.path())
+        .unwrap_or_default();
+    answer_status(&shared, &parts, target).await
+}
 
 /// Answers a status request for `target` (the path segment after the status path).
 pub(crate) async fn answer_status<St: Store, B>(

@@ -1,4 +1,4 @@
-//! The `tool_gateway` example as a child process, the way a user runs it.
+//! An example server (`tool_gateway`, `mcp_server`) as a child process, the way a user runs it.
 
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
@@ -7,10 +7,10 @@ use std::process::{Child, Command, Stdio};
 use super::Client;
 
 /// The example binary that `cargo test` builds beside this test.
-fn example_binary() -> PathBuf {
+fn example_binary(name: &str) -> PathBuf {
     let deps = std::env::current_exe().unwrap();
     let profile = deps.parent().unwrap().parent().unwrap();
-    profile.join("examples").join("tool_gateway")
+    profile.join("examples").join(name)
 }
 
 pub struct Gateway {
@@ -25,13 +25,20 @@ impl Drop for Gateway {
     }
 }
 
+/// Starts the `tool_gateway` example.
 pub fn start(env: &[(&str, &str)]) -> Gateway {
-    let mut child = Command::new(example_binary())
+    start_example("tool_gateway", env)
+}
+
+/// Starts the example `name` on a free loopback port; its client's base is the address the
+/// example prints.
+pub fn start_example(name: &str, env: &[(&str, &str)]) -> Gateway {
+    let mut child = Command::new(example_binary(name))
         .env("ADDR", "127.0.0.1:0")
         .envs(env.iter().copied())
         .stdout(Stdio::piped())
         .spawn()
-        .expect("the tool_gateway example is built by cargo test");
+        .unwrap_or_else(|e| panic!("the {name} example is built by cargo test: {e}"));
     let mut line = String::new();
     BufReader::new(child.stdout.take().unwrap())
         .read_line(&mut line)

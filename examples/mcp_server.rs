@@ -1,0 +1,206 @@
+//! An MCP server (the `rmcp` SDK over Streamable HTTP) behind `IdempotencyLayer` in MCP mode.
+//!
+//! ```text
+//! cargo run --features mcp --example mcp_server
+//! curl -s localhost:3001/stats
+//! ```
+//!
+//! Tools: `send_email` (`to`, `subject`, `body`, optional `delay_ms`), `generate_report`
+//! (`topic`, `seconds`) and `search` (`q`, annotated read-only, so never stored). `GET /stats`
+//! counts the executions of each tool in this process.
+//!
+//! Environment: `ADDR` (default `127.0.0.1:3001`), `DEADLINE_MS` (default 25000: how long a
+//! call waits before it is told "in progress"), `IDEMPOTENCY` (`on` by default; `off` serves
+//! the bare server). With the `redis` feature, `REDIS_URL` puts the tiered Redis store behind
+//! the layer, shared by every instance pointed at it.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::routing::get;
+use axum::{Json, Router};
+use rmcp::handler::server::{router::tool::ToolRouter, wrapper::Parameters};
+use rmcp::model::{ServerCapabilities, ServerConfig};
+use rmcp::transport::streamable_http_server::{
+    session::local::LocalSessionManager, StreamableHttpServerConfig, StreamableHttpService,
+};
+use rmcp::{schemars, tool, tool_handler, tool_router, ServerHandler};
+use serde::Deserialize;
+use serde_json::{json, Value};
+use tower_idempotency::store::Store;
+use tower_idempotency::IdempotencyLayer;
+use tower_layer::Layer;
+
+/// Executions started per tool in this process.
+#[derive(Default)]
+struct Stats {
+    send_email: AtomicU64,
+    generate_report: AtomicU64,
+    search: AtomicU64,
+}
+
+fn bump(counter: &AtomicU64) -> u64 {
+    counter.fetch_add(1, Ordering::SeqCst) + 1
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+struct Email {
+    /// The recipient's address.
+    to: String,
+    subject: String,
+    body: String,
+    /// How long sending takes, in milliseconds.
+    #[serde(default)]
+    delay_ms: u64,
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+struct Report {
+    topic: String,
+    /// How long the report takes, in seconds.
+    #[serde(default)]
+    seconds: f64,
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+struct Search {
+    q: String,
+}
+
+#[derive(Clone)]
+struct Tools {
+    stats: Arc<Stats>,
+    tool_router: ToolRouter<Self>,
+}
+
+#[tool_router]
+impl Tools {
+    #[tool(description = "Send an e-mail. Sending twice sends two e-mails.")]
+    async fn send_email(&self, Parameters(email): Parameters<Email>) -> String {
+        let n = bump(&self.stats.send_email);
+        if email.delay_ms > 0 {
+            tokio::time::sleep(Duration::from_millis(email.delay_ms)).await;
+        }
+        format!(
+            "Sent e-mail #{n} to {} ({:?}, {} characters).",
+            email.to,
+            email.subject,
+            email.body.chars().count()
+        )
+    }
+
+    #[tool(description = "Write a report on a topic; it takes a while.")]
+    async fn generate_report(&self, Parameters(report): Parameters<Report>) -> String {
+        let n = bump(&self.stats.generate_report);
+        if report.seconds > 0.0 {
+            tokio::time::sleep(Duration::from_secs_f64(report.seconds)).await;
+        }
+        format!("Report #{n} on {:?} is ready.", report.topic)
+    }
+
+    #[tool(
+        description = "Search the archive.",
+        annotations(read_only_hint = true)
+    )]
+    async fn search(&self, Parameters(search): Parameters<Search>) -> String {
+        let n = bump(&self.stats.search);
+        format!("Search #{n}: no results for {:?}.", search.q)
+    }
+}
+
+#[tool_handler(router = self.tool_router)]
+impl ServerHandler for Tools {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+    }
+}
+
+fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
+    match std::env::var(name) {
+        Ok(value) => value
+            .parse()
+            .unwrap_or_else(|_| panic!("{name}={value:?} is not valid")),
+        Err(_) => default,
+    }
+}
+
+/// The MCP endpoint: the rmcp service, behind the layer unless `IDEMPOTENCY=off`.
+fn endpoint<St: Store>(stats: &Arc<Stats>, layer: Option<IdempotencyLayer<St>>) -> Router {
+    let stats = Arc::clone(stats);
+    let server = StreamableHttpService::new(
+        move || {
+            Ok(Tools {
+                stats: Arc::clone(&stats),
+                tool_router: Tools::tool_router(),
+            })
+        },
+        Arc::new(LocalSessionManager::default()),
+        StreamableHttpServerConfig::default(),
+    );
+    match layer {
+        Some(layer) => Router::new().nest_service("/mcp", layer.mcp().layer(server)),
+        None => Router::new().nest_service("/mcp", server),
+    }
+}
+
+async fn serve<St: Store>(addr: SocketAddr, layer: Option<IdempotencyLayer<St>>) {
+    let stats = Arc::new(Stats::default());
+    let counts = Arc::clone(&stats);
+    let read = |counter: &AtomicU64| counter.load(Ordering::SeqCst);
+    let app = endpoint(&stats, layer).route(
+        "/stats",
+        get(move || {
+            let stats = Json::<Value>(json!({
+                "send_email": read(&counts.send_email),
+                "generate_report": read(&counts.generate_report),
+                "search": read(&counts.search),
+            }));
+            std::future::ready(stats)
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .expect("bind ADDR");
+    let addr = listener.local_addr().expect("bound address");
+    println!("listening on http://{addr}/mcp");
+    axum::serve(listener, app)
+        .with_graceful_shutdown(async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
+        .await
+        .expect("serve");
+}
+
+#[tokio::main]
+async fn main() {
+    let addr: SocketAddr = env_or("ADDR", SocketAddr::from(([127, 0, 0, 1], 3001)));
+    let deadline = Duration::from_millis(env_or("DEADLINE_MS", 25_000));
+    let idempotency = std::env::var("IDEMPOTENCY").unwrap_or_else(|_| "on".into());
+    let layer = |store| IdempotencyLayer::with_store(store).deadline(deadline);
+    match idempotency.as_str() {
+        "off" => serve::<tower_idempotency::store::MemoryStore>(addr, None).await,
+        "on" => {
+            #[cfg(feature = "redis")]
+            if let Ok(url) = std::env::var("REDIS_URL") {
+                let store = tower_idempotency::store::RedisStore::connect(&url)
+                    .await
+                    .expect("connect to REDIS_URL")
+                    .tiered();
+                return serve(
+                    addr,
+                    Some(IdempotencyLayer::with_store(store).deadline(deadline)),
+                )
+                .await;
+            }
+            assert!(
+                cfg!(feature = "redis") || std::env::var_os("REDIS_URL").is_none(),
+                "REDIS_URL needs the redis feature: cargo run --features mcp,redis"
+            );
+            let store = tower_idempotency::store::MemoryStore::new();
+            serve(addr, Some(layer(store))).await
+        }
+        other => panic!("IDEMPOTENCY={other:?}: use on or off"),
+    }
+}

@@ -1,0 +1,157 @@
+//! The layer's own answers in MCP terms: a `CallToolResult` whose text is the answer's
+//! detail (what happened to the action, then whether calling again is safe), and JSON-RPC
+//! errors for envelopes it will not run.
+
+use serde_json::{json, Map, Value};
+
+use super::envelope::Refusal;
+
+/// JSON-RPC's "Invalid Request".
+const INVALID_REQUEST: i64 = -32600;
+/// JSON-RPC's "Invalid params".
+const INVALID_PARAMS: i64 = -32602;
+
+/// The members of a layer answer that go into `structuredContent`. The `type`, `title` and
+/// `status` of a problem document say nothing to a model that the outcome does not, the
+/// detail is the text already, and a status URL is for HTTP clients.
+fn structured(answer: &Map<String, Value>) -> Map<String, Value> {
+    let left_out = ["type", "title", "status", "detail", "status_url"];
+    answer
+        .iter()
+        .filter(|(name, _)| !left_out.contains(&name.as_str()))
+        .map(|(name, value)| (name.clone(), value.clone()))
+        .collect()
+}
+
+/// A layer answer (in progress, not executed, failed...) as the `CallToolResult` answering
+/// the call `id`. Only "in progress" is not an error: the action is under way.
+pub(crate) fn tool_result(id: &Value, answer: &Map<String, Value>) -> Value {
+    let in_progress = answer.get("outcome").and_then(Value::as_str) == Some("in_progress");
+    let detail = if in_progress {
+        let seconds = |name| answer.get(name).and_then(Value::as_u64).unwrap_or(1);
+        format!(
+            "This action is already running (started {} s ago) and was not started again. Do \
+             not repeat it with new arguments: call this tool again with the same arguments in \
+             {} s to get its result.",
+            seconds("started_s_ago"),
+            seconds("retry_after_s")
+        )
+    } else {
+        let detail = answer.get("detail").and_then(Value::as_str).unwrap_or("");
+        detail.to_owned()
+    };
+    json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "result": {
+            "content": [{ "type": "text", "text": detail }],
+            "structuredContent": structured(answer),
+            "isError": !in_progress,
+        },
+    })
+}
+
+/// The JSON-RPC error for an answer the layer holds but cannot read back.
+pub(crate) fn lost(id: &Value) -> Value {
+    json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "error": {
+            "code": -32603,
+            "message": "This call's answer could not be read back, and whether its action ran is                         not known. Check before calling again.",
+            "data": { "outcome": "unknown", "retryable": false },
+        },
+    })
+}
+
+/// The JSON-RPC error answering a refused envelope (the id is null where there is none).
+pub(crate) fn refused(refusal: &Refusal) -> Value {
+    let (id, code, message) = match refusal {
+        Refusal::Batch => (
+            Value::Null,
+            INVALID_REQUEST,
+            "Nothing was executed: a batch may not hold a tools/call. Send each call in its own \
+             request; doing so is safe.",
+        ),
+        Refusal::Notification => (
+            Value::Null,
+            INVALID_REQUEST,
+            "Nothing was executed: a tools/call needs an id. Send it again with one; doing so \
+             is safe.",
+        ),
+        Refusal::BadId => (
+            Value::Null,
+            INVALID_REQUEST,
+            "Nothing was executed: a request id must be a string or a number. Send the call \
+             again with one; doing so is safe.",
+        ),
+        Refusal::NoToolName { id } => (
+            id.clone(),
+            INVALID_PARAMS,
+            "Nothing was executed: a tools/call needs params.name, the tool to call. Send it \
+             again with the tool's name; doing so is safe.",
+        ),
+    };
+    json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "error": {
+            "code": code,
+            "message": message,
+            "data": { "outcome": "not_executed", "retryable": true },
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn in_progress_is_a_result_that_is_not_an_error() {
+        let answer = json!({
+            "outcome": "in_progress",
+            "retryable": true,
+            "detail": "This action is already running. GET /_idempotency/ab for its result.",
+            "intent": "ab",
+            "status_url": "/_idempotency/ab",
+            "started_s_ago": 3,
+            "retry_after_s": 2,
+        });
+        let result = tool_result(&json!(5), answer.as_object().unwrap());
+        assert_eq!(result["id"], 5);
+        assert_eq!(result["result"]["isError"], false);
+        let text = result["result"]["content"][0]["text"].as_str().unwrap();
+        assert!(text.starts_with("This action is already running"), "{text}");
+        assert!(text.contains("in 2 s") && !text.contains("GET"), "{text}");
+        let structured = &result["result"]["structuredContent"];
+        assert_eq!(structured["retry_after_s"], 2);
+        assert_eq!(structured["intent"], "ab");
+        assert!(structured.get("status_url").is_none());
+    }
+
+    #[test]
+    fn refusals_drop_the_problem_members_and_are_errors() {
+        let answer = json!({
+            "type": "urn:tower-idempotency:too-busy",
+            "title": "Too busy",
+            "status": 503,
+            "outcome": "not_executed",
+            "retryable": true,
+            "detail": "Nothing was executed.",
+        });
+        let result = tool_result(&json!("x"), answer.as_object().unwrap());
+        assert_eq!(result["result"]["isError"], true);
+        let structured = result["result"]["structuredContent"].as_object().unwrap();
+        assert!(!structured.contains_key("type") && !structured.contains_key("status"));
+        assert_eq!(structured["outcome"], "not_executed");
+    }
+
+    #[test]
+    fn a_refused_envelope_keeps_its_id_when_it_has_one() {
+        let error = refused(&Refusal::NoToolName { id: json!(4) });
+        assert_eq!(error["id"], 4);
+        assert_eq!(error["error"]["code"], INVALID_PARAMS);
+        assert_eq!(refused(&Refusal::Batch)["id"], Value::Null);
+    }
+}

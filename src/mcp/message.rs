@@ -1,0 +1,219 @@
+//! JSON-RPC messages over Streamable HTTP: finding the answer to one request in a response
+//! body (`application/json` or an SSE stream), and writing one answer in the form the
+//! request's `Accept` asks for.
+
+use bytes::Bytes;
+use futures_util::StreamExt;
+use http::{header, HeaderMap, HeaderValue, Response};
+use http_body::Body;
+use http_body_util::{BodyExt, Limited};
+use serde_json::Value;
+use sse_stream::{Sse, SseStream};
+
+use crate::BoxError;
+
+/// How an answer is written: the client's `Accept` decides.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Form {
+    Json,
+    EventStream,
+}
+
+impl Form {
+    /// JSON when the request accepts it (Streamable HTTP clients accept both), else an SSE
+    /// stream of one event when that is all it accepts.
+    pub(crate) fn of(headers: &HeaderMap) -> Self {
+        let accepts = |wanted: &str| {
+            headers
+                .get_all(header::ACCEPT)
+                .iter()
+                .filter_map(|v| v.to_str().ok())
+                .flat_map(|v| v.split(','))
+                .map(|range| range.split(';').next().unwrap_or("").trim())
+                .any(|range| range.eq_ignore_ascii_case(wanted))
+        };
+        let any = headers.get(header::ACCEPT).is_none()
+            || accepts("*/*")
+            || accepts("application/*")
+            || accepts("application/json");
+        if !any && accepts("text/event-stream") {
+            Self::EventStream
+        } else {
+            Self::Json
+        }
+    }
+}
+
+/// Whether `message` is the answer (a result or an error) to the request with `id`.
+pub(crate) fn answers(message: &Value, id: &Value) -> bool {
+    message.get("id") == Some(id)
+        && (message.get("result").is_some() || message.get("error").is_some())
+}
+
+/// Why no answer could be read.
+#[derive(Debug)]
+pub(crate) enum Unreadable {
+    /// The body ended, broke off or grew past the limit without an answer to the request.
+    NoAnswer(&'static str),
+}
+
+impl Unreadable {
+    pub(crate) fn reason(&self) -> &'static str {
+        match self {
+            Self::NoAnswer(reason) => reason,
+        }
+    }
+}
+
+/// A body error as a `std::error::Error`, which the SSE reader asks for.
+#[derive(Debug)]
+struct BodyError(BoxError);
+
+impl std::fmt::Display for BodyError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for BodyError {}
+
+/// Reads the answer to the request `id` from a response body. An SSE stream is read only up
+/// to that answer: progress notifications before it are dropped, and a stream the server
+/// keeps open afterwards is let go.
+pub(crate) async fn read_answer<B>(
+    headers: &HeaderMap,
+    body: B,
+    id: &Value,
+    limit: usize,
+) -> Result<Value, Unreadable>
+where
+    B: Body<Data = Bytes> + Send,
+    B::Error: Into<BoxError>,
+{
+    let content_type = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    if content_type.starts_with("text/event-stream") {
+        let body = Limited::new(body, limit).map_err(BodyError);
+        let mut events = std::pin::pin!(SseStream::new(body));
+        while let Some(event) = events.next().await {
+            let Ok(Sse {
+                data: Some(data), ..
+            }) = event
+            else {
+                if event.is_err() {
+                    return Err(Unreadable::NoAnswer("the event stream broke off"));
+                }
+                continue;
+            };
+            if let Ok(message) = serde_json::from_str::<Value>(&data) {
+                if answers(&message, id) {
+                    return Ok(message);
+                }
+            }
+        }
+        return Err(Unreadable::NoAnswer(
+            "the event stream ended without the answer",
+        ));
+    }
+    let bytes = match Limited::new(body, limit).collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(_) => return Err(Unreadable::NoAnswer("the answer could not be read")),
+    };
+    match serde_json::from_slice::<Value>(&bytes) {
+        Ok(message) if answers(&message, id) => Ok(message),
+        _ => Err(Unreadable::NoAnswer(
+            "the answer was not a JSON-RPC response to the call",
+        )),
+    }
+}
+
+/// One JSON-RPC message as a response in `form`, with `headers` kept (less the body's own).
+pub(crate) fn write(message: &Value, form: Form, mut headers: HeaderMap) -> Response<Bytes> {
+    headers.remove(header::CONTENT_LENGTH);
+    let json = message.to_string();
+    let (content_type, body) = match form {
+        Form::Json => ("application/json", Bytes::from(json)),
+        Form::EventStream => (
+            "text/event-stream",
+            Bytes::from(Sse::default().event("message").data(json)),
+        ),
+    };
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    let mut response = Response::new(body);
+    *response.headers_mut() = headers;
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http_body_util::Full;
+    use serde_json::json;
+
+    fn headers(content_type: &str) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        headers.insert(header::CONTENT_TYPE, content_type.parse().unwrap());
+        headers
+    }
+
+    fn accept(value: &str) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        headers.insert(header::ACCEPT, value.parse().unwrap());
+        headers
+    }
+
+    #[tokio::test]
+    async fn the_answer_is_found_after_priming_and_progress_events() {
+        let stream = "data: \nid: 0\nretry: 3000\n\n\
+            data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{}}\n\n\
+            data: {\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{\"content\":[]}}\nid: 1/0\n\n";
+        let body = Full::new(Bytes::from(stream));
+        let found = read_answer(&headers("text/event-stream"), body, &json!(7), 1 << 20)
+            .await
+            .unwrap();
+        assert_eq!(
+            found,
+            json!({"jsonrpc":"2.0","id":7,"result":{"content":[]}})
+        );
+    }
+
+    #[tokio::test]
+    async fn an_answer_to_another_id_is_not_taken() {
+        let body = Full::new(Bytes::from(r#"{"jsonrpc":"2.0","id":8,"result":{}}"#));
+        let found = read_answer(&headers("application/json"), body, &json!(7), 1 << 20).await;
+        assert!(found.is_err());
+        let stream = "data: {\"jsonrpc\":\"2.0\",\"id\":8,\"result\":{}}\n\n";
+        let body = Full::new(Bytes::from(stream));
+        let found = read_answer(&headers("text/event-stream"), body, &json!(7), 1 << 20).await;
+        assert!(found.is_err());
+    }
+
+    #[test]
+    fn json_is_written_unless_only_an_event_stream_is_accepted() {
+        assert_eq!(Form::of(&HeaderMap::new()), Form::Json);
+        assert_eq!(
+            Form::of(&accept("application/json, text/event-stream")),
+            Form::Json
+        );
+        assert_eq!(Form::of(&accept("text/event-stream")), Form::EventStream);
+        assert_eq!(
+            Form::of(&accept("text/event-stream;q=1")),
+            Form::EventStream
+        );
+    }
+
+    #[test]
+    fn an_event_stream_answer_is_one_message_event() {
+        let message = json!({"jsonrpc":"2.0","id":1,"result":{}});
+        let response = write(&message, Form::EventStream, HeaderMap::new());
+        assert_eq!(
+            response.headers()[header::CONTENT_TYPE],
+            "text/event-stream"
+        );
+        let text = std::str::from_utf8(response.body()).unwrap();
+        assert!(text.starts_with("event: message\ndata: {"), "{text}");
+        assert!(text.ends_with("\n\n"), "{text}");
+    }
+}

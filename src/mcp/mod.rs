@@ -1,0 +1,457 @@
+//! The MCP mode: protects the tools of a Model Context Protocol server served over
+//! Streamable HTTP (one `POST /mcp` endpoint, JSON-RPC 2.0 bodies).
+//!
+//! [`IdempotencyLayer::mcp`] turns a configured layer into an [`McpLayer`]. For a
+//! `tools/call`:
+//!
+//! - **the key** is the scope (the `Mcp-Session-Id` header, else the layer's configured
+//!   scope), and the canonical JSON of the request without its `id`, `params._meta` and
+//!   `params.task`: the tool's name and its arguments. A retry with a new JSON-RPC id, or
+//!   with a new progress token, is the same intent; two sessions never share one;
+//! - **answers carry the caller's id**: the kept JSON-RPC response is replayed with the id of
+//!   the request it answers, as `application/json` or, for a client that accepts only that,
+//!   as an SSE stream of one event. An SSE answer from the server is kept as its final
+//!   JSON-RPC response (progress notifications before it are not replayed);
+//! - **kept or released**: a result is kept, `isError: true` included, since it is the tool's
+//!   own answer; so are the deterministic JSON-RPC refusals (-32600 invalid request, -32601
+//!   unknown method, -32602 invalid params) and every code outside JSON-RPC's reserved range
+//!   (-32768 to -32000). Every other reserved code (-32603 internal error, -32700, the
+//!   -32000 to -32099 server errors), an HTTP error from the server (an unknown session) and
+//!   an answer that never came release the key, so that a retry runs. The layer's
+//!   [`classify`](IdempotencyLayer::classify) rule does not apply in this mode;
+//! - **in progress**: past its deadline, a call is answered with a `CallToolResult` whose text
+//!   says that the action is already running and must not be repeated with new arguments,
+//!   and whose `structuredContent` holds `outcome: "in_progress"`, `retry_after_s` and the
+//!   `intent`. Calling again with the same arguments later gets the real result. Every other
+//!   answer the layer writes (not executed, failed) is a `CallToolResult` with
+//!   `isError: true` whose text says first what happened and whether calling again is safe;
+//! - **read-only tools pass through**: a tool that a `tools/list` answer passing through the
+//!   layer annotates `readOnlyHint: true` is not protected, unless the configuration says
+//!   otherwise ([`McpLayer::protect_tool`], [`McpLayer::pass_through_tool`]).
+//!
+//! Every other message (`initialize`, `tools/list`, notifications, `ping`, responses, the
+//! `GET` stream and `DELETE`) passes through untouched. A batch that holds a `tools/call`, a
+//! `tools/call` without an id or without `params.name` is refused with a JSON-RPC error,
+//! nothing executed.
+//!
+//! Tools that ask the client something in the middle of a call (sampling, elicitation) need
+//! the server's stream to reach the client: pass them through.
+//!
+//! ```
+//! use std::time::Duration;
+//! use tower_idempotency::IdempotencyLayer;
+//!
+//! let layer = IdempotencyLayer::new()
+//!     .deadline(Duration::from_secs(20))
+//!     .mcp()
+//!     .deadline_for_tool("generate_report", Duration::from_secs(2))
+//!     .pass_through_tool("search");
+//! // axum::Router::new().nest_service("/mcp", layer.layer(rmcp_streamable_http_service))
+//! # let _ = layer;
+//! ```
+
+mod answers;
+mod envelope;
+mod message;
+mod policy;
+mod tool;
+
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use http::request::Parts;
+use http::{header, HeaderName, Method, Request, Response, StatusCode};
+use http_body::Body;
+use http_body_util::{BodyExt, Full};
+use serde_json::Value;
+use tower_layer::Layer;
+use tower_service::Service;
+
+use self::envelope::{Envelope, Refusal, ToolCall};
+use self::message::Form;
+use self::policy::ToolPolicy;
+use self::tool::{ServerPath, MARK, MARK_MESSAGE, MARK_VERBATIM};
+use crate::body::ResponseBody;
+use crate::buffer::read_body;
+use crate::canonical::JsonPointer;
+use crate::classify::Verdict;
+use crate::future::ResponseFuture;
+use crate::layer::{parse_pointer, Shared};
+use crate::replay::written;
+use crate::scope::ScopeSource;
+use crate::store::{MemoryStore, ReleaseCause, Store};
+use crate::telemetry::default_route_label;
+use crate::{protect, status, BoxError, IdempotencyLayer};
+
+/// The header that names an MCP session.
+pub const MCP_SESSION_HEADER: &str = "mcp-session-id";
+
+/// The parts of a request the key leaves out: the JSON-RPC id, the request's metadata
+/// (progress token) and the task it may ask to be run as.
+const LEFT_OUT: [&str; 3] = ["/id", "/params/_meta", "/params/task"];
+
+impl<St: Store> IdempotencyLayer<St> {
+    /// This layer in MCP mode: for the Streamable HTTP endpoint of an MCP server. Configure
+    /// the layer first; see [`McpLayer`].
+    #[cfg_attr(docsrs, doc(cfg(feature = "mcp")))]
+    pub fn mcp(mut self) -> McpLayer<St> {
+        let shared = Arc::make_mut(&mut self.shared);
+        let settings = &mut shared.settings;
+        let pointers = LEFT_OUT.iter().map(|pointer| parse_pointer(pointer));
+        settings.fingerprint.ignored.extend(pointers);
+        let otherwise = std::mem::replace(
+            &mut settings.scope,
+            ScopeSource::Header(HeaderName::from_static(MCP_SESSION_HEADER)),
+        );
+        settings.scope = ScopeSource::Preferred(
+            HeaderName::from_static(MCP_SESSION_HEADER),
+            Box::new(otherwise),
+        );
+        settings.classify = Arc::new(|status: StatusCode, _: &http::HeaderMap| {
+            if status.is_success() {
+                Verdict::Keep
+            } else {
+                Verdict::Release(ReleaseCause::Status)
+            }
+        });
+        if settings.route_label.is_none() {
+            settings.route_label = Some(Arc::new(tool_label));
+        }
+        McpLayer {
+            shared: self.shared,
+            policy: Arc::default(),
+        }
+    }
+}
+
+/// The operation label of a tool call: `tools/call NAME` for names that look like tool
+/// names, so that a client cannot grow the label set at will.
+fn tool_label(parts: &Parts) -> String {
+    match parts.extensions.get::<ToolCall>() {
+        Some(call)
+            if call.name.len() <= 64
+                && call
+                    .name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"_-./".contains(&b)) =>
+        {
+            format!("tools/call {}", call.name)
+        }
+        Some(_) => "tools/call (other)".to_owned(),
+        None => default_route_label(parts),
+    }
+}
+
+/// [`IdempotencyLayer`] in MCP mode, made by [`IdempotencyLayer::mcp`]; see the
+/// [module](crate::mcp) for what it does.
+pub struct McpLayer<St = MemoryStore> {
+    shared: Arc<Shared<St>>,
+    policy: Arc<ToolPolicy>,
+}
+
+// Written by hand: a derive would require `St: Clone`.
+impl<St> Clone for McpLayer<St> {
+    fn clone(&self) -> Self {
+        Self {
+            shared: Arc::clone(&self.shared),
+            policy: Arc::clone(&self.policy),
+        }
+    }
+}
+
+impl<St> std::fmt::Debug for McpLayer<St> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpLayer")
+            .field("tools", &self.policy.configured)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<St> McpLayer<St> {
+    fn tool(mut self, name: &str, change: impl FnOnce(&mut policy::ToolRule)) -> Self {
+        change(Arc::make_mut(&mut self.policy).rule_mut(name));
+        self
+    }
+
+    /// Protects calls of this tool even if the server declares it read-only.
+    pub fn protect_tool(self, name: &str) -> Self {
+        self.tool(name, |rule| rule.pass_through = Some(false))
+    }
+
+    /// Passes calls of this tool through unprotected, whatever the server declares: a
+    /// read-only tool, or one that talks to the client in the middle of a call.
+    pub fn pass_through_tool(self, name: &str) -> Self {
+        self.tool(name, |rule| rule.pass_through = Some(true))
+    }
+
+    /// How long a call of this tool waits before it is told "in progress"; zero answers
+    /// "in progress" at once.
+    pub fn deadline_for_tool(self, name: &str, deadline: Duration) -> Self {
+        self.tool(name, |rule| rule.timing.deadline = Some(deadline))
+    }
+
+    /// How long the outcome of a call of this tool is kept for replay.
+    pub fn retention_for_tool(self, name: &str, retention: Duration) -> Self {
+        self.tool(name, |rule| rule.timing.retention = Some(retention))
+    }
+
+    /// Leaves an argument out of the key, such as `/request_nonce`: a JSON Pointer into
+    /// `params.arguments`.
+    ///
+    /// # Panics
+    ///
+    /// If `pointer` is not a JSON Pointer (RFC 6901).
+    pub fn ignore_argument(mut self, pointer: &str) -> Self {
+        let _: JsonPointer = parse_pointer(pointer);
+        let within = parse_pointer(&format!("/params/arguments{pointer}"));
+        Arc::make_mut(&mut self.shared)
+            .settings
+            .fingerprint
+            .ignored
+            .push(within);
+        self
+    }
+}
+
+impl<S, St> Layer<S> for McpLayer<St> {
+    type Service = McpService<S, St>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        McpService {
+            inner,
+            shared: Arc::clone(&self.shared),
+            policy: Arc::clone(&self.policy),
+        }
+    }
+}
+
+/// Middleware that makes an MCP server's tool calls safe to repeat; built by [`McpLayer`].
+pub struct McpService<S, St = MemoryStore> {
+    inner: S,
+    shared: Arc<Shared<St>>,
+    policy: Arc<ToolPolicy>,
+}
+
+// Written by hand: a derive would require `St: Clone`.
+impl<S: Clone, St> Clone for McpService<S, St> {
+    fn clone(&self) -> Self {
+        Self {
+            inner: self.inner.clone(),
+            shared: Arc::clone(&self.shared),
+            policy: Arc::clone(&self.policy),
+        }
+    }
+}
+
+impl<S: std::fmt::Debug, St> std::fmt::Debug for McpService<S, St> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpService")
+            .field("inner", &self.inner)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S, St, B, ResBody> Service<Request<B>> for McpService<S, St>
+where
+    S: Service<Request<B>, Response = Response<ResBody>> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+    S::Error: Send + 'static,
+    B: Body + From<Bytes> + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<BoxError>,
+    ResBody: Body<Data = Bytes> + Send + 'static,
+    ResBody::Error: Into<BoxError>,
+    St: Store,
+{
+    type Response = Response<ResponseBody<ResBody>>;
+    type Error = S::Error;
+    type Future = ResponseFuture<S::Future, ResBody, S::Error>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request<B>) -> Self::Future {
+        // The service that was driven to readiness goes into the future; a clone stays.
+        let clone = self.inner.clone();
+        let mut inner = std::mem::replace(&mut self.inner, clone);
+        if status::asks_status(&self.shared.settings, &request) {
+            let shared = Arc::clone(&self.shared);
+            let (parts, _) = request.into_parts();
+            let answer = status::answer_status_request(shared, parts);
+            return ResponseFuture::layered(async move { Ok(answer.await) });
+        }
+        let protected = self
+            .shared
+            .settings
+            .paths
+            .is_protected(request.uri().path());
+        if request.method() != Method::POST || !protected {
+            return ResponseFuture::passthrough(inner.call(request));
+        }
+        let shared = Arc::clone(&self.shared);
+        let policy = Arc::clone(&self.policy);
+        ResponseFuture::layered(post(shared, policy, inner, request))
+    }
+}
+
+type Answered<B, E> = Result<Response<ResponseBody<B>>, E>;
+
+/// One POST to the endpoint: a tool call is protected, a tool listing read, the rest passed on.
+async fn post<S, St, B, ResBody>(
+    shared: Arc<Shared<St>>,
+    policy: Arc<ToolPolicy>,
+    mut inner: S,
+    request: Request<B>,
+) -> Answered<ResBody, S::Error>
+where
+    S: Service<Request<B>, Response = Response<ResBody>> + Send + 'static,
+    S::Future: Send + 'static,
+    S::Error: Send + 'static,
+    B: Body + From<Bytes> + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<BoxError>,
+    ResBody: Body<Data = Bytes> + Send + 'static,
+    ResBody::Error: Into<BoxError>,
+    St: Store,
+{
+    let (mut parts, body) = request.into_parts();
+    let settings = &shared.settings;
+    let bytes = match read_body(body, &parts.headers, settings.body_limit).await {
+        Ok(bytes) => bytes,
+        Err(refusal) => return Ok(written(refusal)),
+    };
+    let form = Form::of(&parts.headers);
+    let call = match envelope::read(&bytes) {
+        Envelope::ToolCall(call) if !policy.passes_through(&call.name) => call,
+        Envelope::ToolsList { id } => {
+            let limit = settings.response_limit;
+            let request = Request::from_parts(parts, B::from(bytes));
+            let response = inner.call(request).await?;
+            return Ok(read_tool_list(&policy, response, &id, limit).await);
+        }
+        Envelope::Refused(refusal) => return Ok(refuse(&shared, &parts, &refusal, form)),
+        Envelope::ToolCall(_) | Envelope::Other => {
+            let response = inner
+                .call(Request::from_parts(parts, B::from(bytes)))
+                .await?;
+            return Ok(response.map(ResponseBody::inner));
+        }
+    };
+    parts.extensions.insert(policy.timing(&call.name));
+    parts.extensions.insert(call.clone());
+    let server = ServerPath {
+        inner,
+        limit: settings.response_limit,
+    };
+    let request = Request::from_parts(parts, B::from(bytes));
+    let response = protect::protect(Arc::clone(&shared), server, request).await?;
+    Ok(finish(response, &call, form).await)
+}
+
+/// Turns what the protected path answered into the answer to this call: the JSON-RPC
+/// response with this call's id, the layer's own answer as a `CallToolResult`, or the
+/// server's HTTP error as it was.
+async fn finish<B, RB>(
+    response: Response<ResponseBody<RB>>,
+    call: &ToolCall,
+    form: Form,
+) -> Response<ResponseBody<B>>
+where
+    RB: Body<Data = Bytes>,
+{
+    let (mut parts, body) = response.into_parts();
+    let bytes = body
+        .collect()
+        .await
+        .map(|c| c.to_bytes())
+        .unwrap_or_default();
+    let mark = parts.headers.remove(MARK);
+    let message = match mark.as_ref().map(|mark| mark.as_bytes()) {
+        Some(mark) if mark == MARK_VERBATIM.as_bytes() => {
+            parts.headers.remove(header::CONTENT_LENGTH);
+            return Response::from_parts(parts, ResponseBody::full(bytes));
+        }
+        Some(mark) if mark == MARK_MESSAGE.as_bytes() => {
+            match serde_json::from_slice::<Value>(&bytes) {
+                Ok(Value::Object(mut message)) => {
+                    message.insert("id".to_owned(), call.id.clone());
+                    Value::Object(message)
+                }
+                _ => answers::lost(&call.id),
+            }
+        }
+        _ => match serde_json::from_slice::<Value>(&bytes) {
+            Ok(Value::Object(answer)) => answers::tool_result(&call.id, &answer),
+            _ => answers::lost(&call.id),
+        },
+    };
+    // The layer's HTTP framing (202, Location) means nothing to a JSON-RPC client.
+    parts.headers.remove(header::LOCATION);
+    let response = message::write(&message, form, parts.headers);
+    response.map(ResponseBody::full)
+}
+
+/// Answers a refused envelope, counted as not executed.
+fn refuse<B, St>(
+    shared: &Shared<St>,
+    parts: &Parts,
+    refusal: &Refusal,
+    form: Form,
+) -> Response<ResponseBody<B>> {
+    let op = shared.ops.of(shared.settings.route_label.as_ref(), parts);
+    crate::telemetry::not_executed(&op, "mcp-envelope");
+    let error = answers::refused(refusal);
+    let (status, form) = match refusal {
+        // A request with an id is answered as requests are.
+        Refusal::NoToolName { .. } => (StatusCode::OK, form),
+        // The rest cannot be answered as a request: an HTTP error with the JSON-RPC error.
+        _ => (StatusCode::BAD_REQUEST, Form::Json),
+    };
+    let mut response = message::write(&error, form, http::HeaderMap::new());
+    *response.status_mut() = status;
+    response.map(ResponseBody::full)
+}
+
+/// Passes a `tools/list` answer on as it came, learning the tools' annotations from it on
+/// the way. One over the response limit is passed on unread.
+async fn read_tool_list<B>(
+    policy: &ToolPolicy,
+    response: Response<B>,
+    id: &Value,
+    limit: usize,
+) -> Response<ResponseBody<B>>
+where
+    B: Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<BoxError>,
+{
+    let (parts, body) = response.into_parts();
+    if !parts.status.is_success() {
+        return Response::from_parts(parts, ResponseBody::inner(body));
+    }
+    let mut body = Box::pin(body);
+    let mut head = BytesMut::new();
+    while let Some(frame) = body.frame().await {
+        let Ok(data) = frame.map(|frame| frame.into_data()) else {
+            return Response::from_parts(parts, ResponseBody::chained(head.freeze(), body));
+        };
+        if let Ok(data) = data {
+            head.extend_from_slice(&data);
+        }
+        if head.len() > limit {
+            return Response::from_parts(parts, ResponseBody::chained(head.freeze(), body));
+        }
+    }
+    let head = head.freeze();
+    let listing = message::read_answer(&parts.headers, Full::new(head.clone()), id, limit).await;
+    if let Some(result) = listing
+        .as_ref()
+        .ok()
+        .and_then(|answer| answer.get("result"))
+    {
+        policy.learn(result);
+    }
+    Response::from_parts(parts, ResponseBody::full(head))
+}

@@ -1,0 +1,134 @@
+//! Which tools are protected: what the configuration says, else what the server declares
+//! (`readOnlyHint: true` in a `tools/list` answer passes a tool through), else protected.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{PoisonError, RwLock};
+
+use serde_json::Value;
+
+use crate::settings::Timing;
+
+/// What the configuration says of one tool.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct ToolRule {
+    /// `Some(true)`: pass through; `Some(false)`: protect, whatever the server declares.
+    pub(crate) pass_through: Option<bool>,
+    pub(crate) timing: Timing,
+}
+
+/// The tool policy of one layer.
+#[derive(Debug, Default)]
+pub(crate) struct ToolPolicy {
+    pub(crate) configured: HashMap<String, ToolRule>,
+    /// Tools the server declared read-only in the last `tools/list` answer seen.
+    declared_read_only: RwLock<HashSet<String>>,
+}
+
+impl Clone for ToolPolicy {
+    fn clone(&self) -> Self {
+        Self {
+            configured: self.configured.clone(),
+            declared_read_only: RwLock::new(self.read_only_snapshot()),
+        }
+    }
+}
+
+impl ToolPolicy {
+    fn read_only_snapshot(&self) -> HashSet<String> {
+        self.declared_read_only
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    pub(crate) fn rule_mut(&mut self, tool: &str) -> &mut ToolRule {
+        self.configured.entry(tool.to_owned()).or_default()
+    }
+
+    /// Whether calls of `tool` pass through unprotected.
+    pub(crate) fn passes_through(&self, tool: &str) -> bool {
+        if let Some(pass) = self.configured.get(tool).and_then(|rule| rule.pass_through) {
+            return pass;
+        }
+        self.declared_read_only
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains(tool)
+    }
+
+    /// The deadline and retention configured for `tool`.
+    pub(crate) fn timing(&self, tool: &str) -> Timing {
+        self.configured
+            .get(tool)
+            .map(|rule| rule.timing)
+            .unwrap_or_default()
+    }
+
+    /// Learns the annotations of a `tools/list` result: each listed tool is read-only or
+    /// not as it now declares. A paginated listing only updates the tools it lists.
+    pub(crate) fn learn(&self, result: &Value) {
+        let Some(tools) = result.get("tools").and_then(Value::as_array) else {
+            return;
+        };
+        let mut read_only = self
+            .declared_read_only
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        for tool in tools {
+            let Some(name) = tool.get("name").and_then(Value::as_str) else {
+                continue;
+            };
+            let declared = tool
+                .pointer("/annotations/readOnlyHint")
+                .and_then(Value::as_bool)
+                == Some(true);
+            if declared {
+                read_only.insert(name.to_owned());
+            } else {
+                read_only.remove(name);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn listing() -> Value {
+        json!({"tools": [
+            {"name": "search", "annotations": {"readOnlyHint": true}},
+            {"name": "send_email", "annotations": {"readOnlyHint": false}},
+            {"name": "pay"},
+        ]})
+    }
+
+    #[test]
+    fn declared_read_only_tools_pass_through_and_the_rest_are_protected() {
+        let policy = ToolPolicy::default();
+        assert!(!policy.passes_through("search"));
+        policy.learn(&listing());
+        assert!(policy.passes_through("search"));
+        assert!(!policy.passes_through("send_email"));
+        assert!(!policy.passes_through("pay"));
+    }
+
+    #[test]
+    fn configuration_overrides_what_the_server_declares() {
+        let mut policy = ToolPolicy::default();
+        policy.rule_mut("search").pass_through = Some(false);
+        policy.rule_mut("pay").pass_through = Some(true);
+        policy.learn(&listing());
+        assert!(!policy.passes_through("search"));
+        assert!(policy.passes_through("pay"));
+    }
+
+    #[test]
+    fn a_tool_no_longer_declared_read_only_is_protected_again() {
+        let policy = ToolPolicy::default();
+        policy.learn(&listing());
+        policy.learn(&json!({"tools": [{"name": "search"}]}));
+        assert!(!policy.passes_through("search"));
+    }
+}

@@ -1,0 +1,169 @@
+//! The server, as the protected path runs it: one `tools/call` in, its JSON-RPC answer out,
+//! with an HTTP status that tells the layer whether to keep it.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use http::{header, HeaderMap, HeaderName, HeaderValue, Request, Response, StatusCode};
+use http_body::Body;
+use http_body_util::{BodyExt, Full, Limited};
+use serde_json::{json, Value};
+use tower_service::Service;
+
+use super::envelope::ToolCall;
+use super::message::{read_answer, Unreadable};
+use crate::BoxError;
+
+/// Marks what the server path produced, for the MCP service to finish the answer; never
+/// sent to clients.
+pub(crate) const MARK: HeaderName = HeaderName::from_static("x-tower-idempotency-mcp");
+/// A JSON-RPC answer: its status only says whether it is kept.
+pub(crate) const MARK_MESSAGE: &str = "message";
+/// The server's own HTTP error (an unknown session, say), passed on as it is.
+pub(crate) const MARK_VERBATIM: &str = "verbatim";
+
+/// Whether a JSON-RPC answer is kept for replay. A result is, `isError: true` included: it
+/// is the tool's own answer. So are the deterministic refusals (an invalid request, an
+/// unknown method, invalid params) and every code outside JSON-RPC's reserved range, which
+/// servers define for their own refusals. The other reserved codes (internal error, parse
+/// error, the -32000 to -32099 server errors) release the key for a retry.
+pub(crate) fn keeps(answer: &Value) -> bool {
+    let Some(error) = answer.get("error") else {
+        return true;
+    };
+    let code = error.get("code").and_then(Value::as_i64).unwrap_or(-32603);
+    (-32602..=-32600).contains(&code) || !(-32768..=-32000).contains(&code)
+}
+
+/// The inner service, answering the protected path.
+#[derive(Clone)]
+pub(crate) struct ServerPath<S> {
+    pub(crate) inner: S,
+    pub(crate) limit: usize,
+}
+
+type Answered<E> = Result<Response<Full<Bytes>>, E>;
+
+impl<S, B, ResBody> Service<Request<B>> for ServerPath<S>
+where
+    S: Service<Request<B>, Response = Response<ResBody>>,
+    S::Future: Send + 'static,
+    ResBody: Body<Data = Bytes> + Send + 'static,
+    ResBody::Error: Into<BoxError>,
+{
+    type Response = Response<Full<Bytes>>;
+    type Error = S::Error;
+    type Future = Pin<Box<dyn Future<Output = Answered<S::Error>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request<B>) -> Self::Future {
+        let id = request
+            .extensions()
+            .get::<ToolCall>()
+            .map_or(Value::Null, |call| call.id.clone());
+        let limit = self.limit;
+        let answered = self.inner.call(request);
+        Box::pin(async move {
+            let response = answered.await?;
+            Ok(answer_of(response, &id, limit).await)
+        })
+    }
+}
+
+async fn answer_of<B>(response: Response<B>, id: &Value, limit: usize) -> Response<Full<Bytes>>
+where
+    B: Body<Data = Bytes> + Send,
+    B::Error: Into<BoxError>,
+{
+    let (parts, body) = response.into_parts();
+    if !parts.status.is_success() {
+        // Not a JSON-RPC answer: the transport's own refusal, released and passed on.
+        let bytes = match Limited::new(body, limit).collect().await {
+            Ok(collected) => collected.to_bytes(),
+            Err(_) => Bytes::new(),
+        };
+        let mut headers = HeaderMap::new();
+        if let Some(content_type) = parts.headers.get(header::CONTENT_TYPE) {
+            headers.insert(header::CONTENT_TYPE, content_type.clone());
+        }
+        return marked(parts.status, headers, bytes, MARK_VERBATIM);
+    }
+    let (status, answer) = match read_answer(&parts.headers, body, id, limit).await {
+        Ok(answer) if keeps(&answer) => (StatusCode::OK, answer),
+        Ok(answer) => (StatusCode::SERVICE_UNAVAILABLE, answer),
+        Err(unreadable) => (StatusCode::BAD_GATEWAY, unanswered(id, &unreadable)),
+    };
+    let mut headers = HeaderMap::new();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    marked(
+        status,
+        headers,
+        Bytes::from(answer.to_string()),
+        MARK_MESSAGE,
+    )
+}
+
+/// The JSON-RPC error for a call whose answer never came: whether the tool ran is unknown.
+fn unanswered(id: &Value, unreadable: &Unreadable) -> Value {
+    json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "error": {
+            "code": -32603,
+            "message": format!(
+                "The tool's answer was lost ({}): the action may or may not have run. \
+                 Calling again with the same arguments runs it again.",
+                unreadable.reason()
+            ),
+            "data": { "outcome": "unknown", "retryable": true },
+        },
+    })
+}
+
+fn marked(
+    status: StatusCode,
+    mut headers: HeaderMap,
+    body: Bytes,
+    mark: &'static str,
+) -> Response<Full<Bytes>> {
+    headers.insert(MARK, HeaderValue::from_static(mark));
+    let mut response = Response::new(Full::new(body));
+    *response.status_mut() = status;
+    *response.headers_mut() = headers;
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn results_and_deterministic_refusals_are_kept_internal_errors_released() {
+        let kept = [
+            json!({"id":1,"result":{"content":[],"isError":true}}),
+            json!({"id":1,"error":{"code":-32602,"message":"unknown tool"}}),
+            json!({"id":1,"error":{"code":-32601,"message":"no such method"}}),
+            json!({"id":1,"error":{"code":4001,"message":"card declined"}}),
+        ];
+        for answer in kept {
+            assert!(keeps(&answer), "{answer}");
+        }
+        let released = [
+            json!({"id":1,"error":{"code":-32603,"message":"internal"}}),
+            json!({"id":1,"error":{"code":-32000,"message":"server error"}}),
+            json!({"id":1,"error":{"code":-32700,"message":"parse error"}}),
+            json!({"id":1,"error":{"message":"no code"}}),
+        ];
+        for answer in released {
+            assert!(!keeps(&answer), "{answer}");
+        }
+    }
+}

@@ -1,0 +1,285 @@
+//! The MCP mode against the `mcp_server` example, driven by the `rmcp` client over Streamable
+//! HTTP as an agent would drive it; malformed envelopes by hand.
+#![cfg(feature = "mcp")]
+
+mod support;
+
+use std::time::Duration;
+
+use futures_util::future::join_all;
+use rmcp::model::{CallToolRequestParams, CallToolResult, ClientConfig};
+use rmcp::service::RunningService;
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::{RoleClient, ServiceExt};
+use serde_json::{json, Map, Value};
+use support::gateway::{start_example, Gateway};
+
+type McpClient = RunningService<RoleClient, ClientConfig>;
+
+/// The example, and its MCP endpoint's URL.
+struct Server {
+    process: Gateway,
+    endpoint: String,
+}
+
+fn start(env: &[(&str, &str)]) -> Server {
+    let process = start_example("mcp_server", env);
+    let endpoint = process.client.base.clone();
+    Server { process, endpoint }
+}
+
+impl Server {
+    /// A new MCP session.
+    async fn connect(&self) -> McpClient {
+        let transport = StreamableHttpClientTransport::from_uri(self.endpoint.as_str());
+        ClientConfig::default()
+            .serve(transport)
+            .await
+            .expect("the MCP handshake")
+    }
+
+    /// Executions per tool, from `GET /stats`.
+    async fn stats(&self) -> Value {
+        let root = self.endpoint.trim_end_matches("/mcp");
+        let response = self.process.client.http.get(format!("{root}/stats")).send();
+        response.await.unwrap().json().await.unwrap()
+    }
+
+    /// One hand-written JSON-RPC POST in `session`, accepting `accept`.
+    async fn post(&self, session: &str, accept: &str, body: &str) -> (u16, String, String) {
+        let response = self
+            .process
+            .client
+            .http
+            .post(&self.endpoint)
+            .header("content-type", "application/json")
+            .header("accept", accept)
+            .header("mcp-session-id", session)
+            .header("mcp-protocol-version", "2025-11-25")
+            .body(body.to_owned())
+            .send()
+            .await
+            .unwrap();
+        let status = response.status().as_u16();
+        let content_type = response
+            .headers()
+            .get("content-type")
+            .map_or("", |v| v.to_str().unwrap())
+            .to_owned();
+        (status, content_type, response.text().await.unwrap())
+    }
+}
+
+fn arguments(value: Value) -> Map<String, Value> {
+    value.as_object().cloned().unwrap()
+}
+
+fn call(tool: &'static str, args: Value) -> CallToolRequestParams {
+    CallToolRequestParams::new(tool).with_arguments(arguments(args))
+}
+
+fn text(result: &CallToolResult) -> &str {
+    &result.content[0].as_text().expect("a text result").text
+}
+
+/// Calls a tool, failing the test rather than hanging if the answer never matches the call.
+async fn call_tool(client: &McpClient, params: CallToolRequestParams) -> CallToolResult {
+    tokio::time::timeout(Duration::from_secs(10), client.call_tool(params))
+        .await
+        .expect("an answer carrying the call's own id")
+        .expect("a tool result")
+}
+
+/// The session id of a client, read from its peer: the hand-written requests join it.
+async fn raw_session(server: &Server) -> String {
+    let accept = "application/json, text/event-stream";
+    let init = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#;
+    let response = server
+        .process
+        .client
+        .http
+        .post(&server.endpoint)
+        .header("content-type", "application/json")
+        .header("accept", accept)
+        .body(init)
+        .send()
+        .await
+        .unwrap();
+    let session = response.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    response.text().await.unwrap();
+    let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+    let (status, _, _) = server.post(&session, accept, initialized).await;
+    assert_eq!(status, 202, "a notification passes through to the server");
+    session
+}
+
+#[tokio::test]
+async fn a_retried_call_with_a_new_id_sends_one_email_and_answers_with_its_own_id() {
+    let server = start(&[]);
+    let client = server.connect().await;
+    let email = json!({"to": "a@example.com", "subject": "hi", "body": "hello"});
+    let first = call_tool(&client, call("send_email", email.clone())).await;
+    // The rmcp client numbers each request anew: the retry is a new JSON-RPC id.
+    let retry = call_tool(&client, call("send_email", email)).await;
+    assert_eq!(text(&first), text(&retry));
+    assert!(
+        text(&first).starts_with("Sent e-mail #1"),
+        "{}",
+        text(&first)
+    );
+    assert_eq!(server.stats().await["send_email"], 1);
+
+    // Spelled differently (key order, a progress token in _meta), still the same intent.
+    let session = raw_session(&server).await;
+    let accept = "application/json, text/event-stream";
+    let body = r#"{"jsonrpc":"2.0","id":"b-7","method":"tools/call","params":{"_meta":{"progressToken":3},"arguments":{"body":"hello","subject":"hi","to":"a@example.com"},"name":"send_email"}}"#;
+    let (status, content_type, answer) = server.post(&session, accept, body).await;
+    let answer: Value = serde_json::from_str(&answer).unwrap();
+    assert_eq!((status, content_type.as_str()), (200, "application/json"));
+    assert_eq!(answer["id"], "b-7");
+    assert!(answer["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .starts_with("Sent e-mail #2"));
+    let (_, _, again) = server
+        .post(&session, accept, &body.replace("b-7", "b-8"))
+        .await;
+    let again: Value = serde_json::from_str(&again).unwrap();
+    assert_eq!(again["id"], "b-8");
+    assert_eq!(again["result"], answer["result"]);
+    assert_eq!(server.stats().await["send_email"], 2, "one per session");
+}
+
+#[tokio::test]
+async fn a_client_that_accepts_only_an_event_stream_gets_the_replay_as_one() {
+    let server = start(&[]);
+    let session = raw_session(&server).await;
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"send_email","arguments":{"to":"b@example.com","subject":"s","body":"b"}}}"#;
+    let both = "application/json, text/event-stream";
+    server.post(&session, both, body).await;
+    let (status, content_type, stream) = server
+        .post(
+            &session,
+            "text/event-stream",
+            &body.replace("\"id\":1", "\"id\":2"),
+        )
+        .await;
+    assert_eq!((status, content_type.as_str()), (200, "text/event-stream"));
+    let data = stream
+        .lines()
+        .find_map(|line| line.strip_prefix("data: "))
+        .expect("one data line");
+    let message: Value = serde_json::from_str(data).unwrap();
+    assert_eq!(message["id"], 2);
+    assert!(message["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .starts_with("Sent e-mail #1"));
+    assert_eq!(server.stats().await["send_email"], 1);
+}
+
+#[tokio::test]
+async fn parallel_identical_calls_run_once_and_all_get_its_result() {
+    let server = start(&[]);
+    let client = server.connect().await;
+    let email = json!({"to": "c@example.com", "subject": "s", "body": "b", "delay_ms": 400});
+    let calls = (0..5).map(|_| call_tool(&client, call("send_email", email.clone())));
+    let results = join_all(calls).await;
+    for result in &results {
+        assert_eq!(text(result), text(&results[0]));
+    }
+    assert_eq!(server.stats().await["send_email"], 1);
+}
+
+#[tokio::test]
+async fn a_slow_tool_answers_in_progress_then_its_result() {
+    let server = start(&[("DEADLINE_MS", "300")]);
+    let client = server.connect().await;
+    let report = json!({"topic": "sales", "seconds": 1.5});
+    let early = call_tool(&client, call("generate_report", report.clone())).await;
+    assert_eq!(early.is_error, Some(false));
+    assert!(
+        text(&early).starts_with("This action is already running"),
+        "{}",
+        text(&early)
+    );
+    assert!(text(&early).contains("must not") || text(&early).contains("Do not repeat"));
+    let structured = early
+        .structured_content
+        .as_ref()
+        .expect("structured content");
+    assert_eq!(structured["outcome"], "in_progress");
+    assert!(structured["retry_after_s"].as_u64().unwrap() >= 1);
+    assert_eq!(structured["intent"].as_str().unwrap().len(), 64);
+
+    tokio::time::sleep(Duration::from_millis(1700)).await;
+    let done = call_tool(&client, call("generate_report", report)).await;
+    assert_eq!(text(&done), "Report #1 on \"sales\" is ready.");
+    assert_eq!(server.stats().await["generate_report"], 1);
+}
+
+#[tokio::test]
+async fn tools_declared_read_only_are_never_stored() {
+    let server = start(&[]);
+    let client = server.connect().await;
+    let tools = client.list_all_tools().await.unwrap();
+    assert!(tools.iter().any(|tool| tool.name == "search"));
+    let first = call_tool(&client, call("search", json!({"q": "x"}))).await;
+    let second = call_tool(&client, call("search", json!({"q": "x"}))).await;
+    assert_ne!(text(&first), text(&second));
+    assert_eq!(server.stats().await["search"], 2);
+}
+
+#[tokio::test]
+async fn different_sessions_never_share_a_result() {
+    let server = start(&[]);
+    let (alice, bob) = (server.connect().await, server.connect().await);
+    let email = json!({"to": "d@example.com", "subject": "s", "body": "b"});
+    let a = call_tool(&alice, call("send_email", email.clone())).await;
+    let b = call_tool(&bob, call("send_email", email)).await;
+    assert_ne!(text(&a), text(&b));
+    assert_eq!(server.stats().await["send_email"], 2);
+}
+
+#[tokio::test]
+async fn malformed_envelopes_get_json_rpc_errors_and_nothing_runs() {
+    let server = start(&[]);
+    let session = raw_session(&server).await;
+    let accept = "application/json, text/event-stream";
+    let email =
+        r#"{"name":"send_email","arguments":{"to":"e@example.com","subject":"s","body":"b"}}"#;
+
+    let no_params = r#"{"jsonrpc":"2.0","id":5,"method":"tools/call"}"#;
+    let (status, _, answer) = server.post(&session, accept, no_params).await;
+    let answer: Value = serde_json::from_str(&answer).unwrap();
+    assert_eq!((status, &answer["id"]), (200, &json!(5)));
+    assert_eq!(answer["error"]["code"], -32602);
+    assert!(answer["error"]["message"]
+        .as_str()
+        .unwrap()
+        .starts_with("Nothing was executed"));
+
+    let batch = format!(r#"[{{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{email}}}]"#);
+    let (status, _, answer) = server.post(&session, accept, &batch).await;
+    let answer: Value = serde_json::from_str(&answer).unwrap();
+    assert_eq!((status, &answer["id"]), (400, &Value::Null));
+    assert_eq!(answer["error"]["code"], -32600);
+
+    let notification = format!(r#"{{"jsonrpc":"2.0","method":"tools/call","params":{email}}}"#);
+    let (status, _, answer) = server.post(&session, accept, &notification).await;
+    let answer: Value = serde_json::from_str(&answer).unwrap();
+    assert_eq!(
+        (status, answer["error"]["code"].clone()),
+        (400, json!(-32600))
+    );
+
+    let (status, _, _) = server.post(&session, accept, "{not json").await;
+    assert!(
+        status >= 400,
+        "the server refuses what it cannot parse: {status}"
+    );
+    assert_eq!(server.stats().await["send_email"], 0);
+}
