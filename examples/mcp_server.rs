@@ -11,8 +11,9 @@
 //!
 //! Environment: `ADDR` (default `127.0.0.1:3001`), `DEADLINE_MS` (default 25000: how long a
 //! call waits before it is told "in progress"), `IDEMPOTENCY` (`on` by default; `off` serves
-//! the bare server). With the `redis` feature, `REDIS_URL` puts the tiered Redis store behind
-//! the layer, shared by every instance pointed at it.
+//! the bare server), `MCP_TASKS` (`on` serves MCP tasks, an experimental part of the
+//! specification: off by default). With the `redis` feature, `REDIS_URL` puts the tiered Redis
+//! store behind the layer, shared by every instance pointed at it.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -139,7 +140,11 @@ fn endpoint<St: Store>(stats: &Arc<Stats>, layer: Option<IdempotencyLayer<St>>) 
         Arc::new(LocalSessionManager::default()),
         StreamableHttpServerConfig::default(),
     );
+    let tasks = std::env::var("MCP_TASKS").is_ok_and(|v| v == "on");
     match layer {
+        Some(layer) if tasks => {
+            Router::new().nest_service("/mcp", layer.mcp().tasks().layer(server))
+        }
         Some(layer) => Router::new().nest_service("/mcp", layer.mcp().layer(server)),
         None => Router::new().nest_service("/mcp", server),
     }
@@ -173,12 +178,16 @@ async fn serve<St: Store>(addr: SocketAddr, layer: Option<IdempotencyLayer<St>>)
         .expect("serve");
 }
 
+/// The layer as `DEADLINE_MS` sets it up, over `store`.
+fn layer<St: Store>(store: St) -> IdempotencyLayer<St> {
+    let deadline = Duration::from_millis(env_or("DEADLINE_MS", 25_000));
+    IdempotencyLayer::with_store(store).deadline(deadline)
+}
+
 #[tokio::main]
 async fn main() {
     let addr: SocketAddr = env_or("ADDR", SocketAddr::from(([127, 0, 0, 1], 3001)));
-    let deadline = Duration::from_millis(env_or("DEADLINE_MS", 25_000));
     let idempotency = std::env::var("IDEMPOTENCY").unwrap_or_else(|_| "on".into());
-    let layer = |store| IdempotencyLayer::with_store(store).deadline(deadline);
     match idempotency.as_str() {
         "off" => serve::<tower_idempotency::store::MemoryStore>(addr, None).await,
         "on" => {
@@ -188,11 +197,7 @@ async fn main() {
                     .await
                     .expect("connect to REDIS_URL")
                     .tiered();
-                return serve(
-                    addr,
-                    Some(IdempotencyLayer::with_store(store).deadline(deadline)),
-                )
-                .await;
+                return serve(addr, Some(layer(store))).await;
             }
             assert!(
                 cfg!(feature = "redis") || std::env::var_os("REDIS_URL").is_none(),

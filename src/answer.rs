@@ -303,7 +303,7 @@ impl Failure {
         }
     }
 
-    fn described(self) -> String {
+    pub(crate) fn described(self) -> String {
         match self {
             Self::Status(status) => format!("with status {}", status.as_u16()),
             Self::Error => "with an internal error".to_owned(),

@@ -45,17 +45,17 @@ impl Server {
         response.await.unwrap().json().await.unwrap()
     }
 
-    /// One hand-written JSON-RPC POST in `session`, accepting `accept`.
+    /// One hand-written JSON-RPC POST in `session` (none if empty), accepting `accept`.
     async fn post(&self, session: &str, accept: &str, body: &str) -> (u16, String, String) {
-        let response = self
-            .process
-            .client
-            .http
-            .post(&self.endpoint)
+        let mut request = self.process.client.http.post(&self.endpoint);
+        if !session.is_empty() {
+            request = request
+                .header("mcp-session-id", session)
+                .header("mcp-protocol-version", "2025-11-25");
+        }
+        let response = request
             .header("content-type", "application/json")
             .header("accept", accept)
-            .header("mcp-session-id", session)
-            .header("mcp-protocol-version", "2025-11-25")
             .body(body.to_owned())
             .send()
             .await
@@ -282,4 +282,155 @@ async fn malformed_envelopes_get_json_rpc_errors_and_nothing_runs() {
         "the server refuses what it cannot parse: {status}"
     );
     assert_eq!(server.stats().await["send_email"], 0);
+}
+
+/// The `result` of a JSON-RPC answer, read from a JSON or a one-event SSE body.
+fn result_of(body: &str) -> Value {
+    let json = body
+        .lines()
+        .filter_map(|line| line.strip_prefix("data: "))
+        .find(|data| !data.trim().is_empty())
+        .unwrap_or(body);
+    let message: Value = serde_json::from_str(json).unwrap();
+    message["result"].clone()
+}
+
+async fn task_request(server: &Server, session: &str, id: u32, method: &str, task: &str) -> Value {
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": {"taskId": task}});
+    let accept = "application/json, text/event-stream";
+    let (_, _, answer) = server.post(session, accept, &body.to_string()).await;
+    serde_json::from_str(&answer).unwrap()
+}
+
+const REPORT_AS_TASK: &str = r#"{"jsonrpc":"2.0","id":20,"method":"tools/call","params":{"name":"generate_report","arguments":{"topic":"q3","seconds":0.8},"task":{"ttl":60000}}}"#;
+
+#[tokio::test]
+async fn with_tasks_on_the_server_declares_them_and_offers_them_for_protected_tools() {
+    let server = start(&[("MCP_TASKS", "on")]);
+    let accept = "application/json, text/event-stream";
+    let init = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#;
+    let (status, _, answer) = server.post("", accept, init).await;
+    assert_eq!(status, 200);
+    let capabilities = &result_of(&answer)["capabilities"];
+    assert_eq!(
+        capabilities["tasks"]["requests"]["tools"]["call"],
+        json!({})
+    );
+    assert_eq!(
+        capabilities["tools"],
+        json!({}),
+        "the server's own capabilities stay"
+    );
+
+    let session = raw_session(&server).await;
+    let list = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#;
+    let (_, _, answer) = server.post(&session, accept, list).await;
+    let tools = result_of(&answer)["tools"].as_array().unwrap().clone();
+    let support = |name: &str| {
+        let tool = tools.iter().find(|t| t["name"] == name).unwrap();
+        tool["execution"]["taskSupport"].clone()
+    };
+    assert_eq!(support("send_email"), "optional");
+    assert_eq!(support("generate_report"), "optional");
+    assert_eq!(
+        support("search"),
+        Value::Null,
+        "read-only tools are not run as tasks"
+    );
+
+    // The rmcp client still shakes hands and calls tools against the completed answers.
+    let client = server.connect().await;
+    let email = json!({"to": "t@example.com", "subject": "s", "body": "b"});
+    call_tool(&client, call("send_email", email.clone())).await;
+    call_tool(&client, call("send_email", email)).await;
+    assert_eq!(server.stats().await["send_email"], 1);
+}
+
+#[tokio::test]
+async fn a_call_run_as_a_task_is_answered_at_once_and_its_result_read_later() {
+    let server = start(&[("MCP_TASKS", "on")]);
+    let session = raw_session(&server).await;
+    let accept = "application/json, text/event-stream";
+    let (_, _, created) = server.post(&session, accept, REPORT_AS_TASK).await;
+    let created: Value = serde_json::from_str(&created).unwrap();
+    assert_eq!(created["id"], 20);
+    let task = &created["result"]["task"];
+    assert_eq!(task["status"], "working");
+    let task_id = task["taskId"].as_str().unwrap().to_owned();
+    assert_eq!(task_id.len(), 64);
+    assert!(task["createdAt"].as_str().unwrap().ends_with('Z'));
+
+    let got = task_request(&server, &session, 21, "tasks/get", &task_id).await;
+    assert_eq!(
+        (&got["id"], &got["result"]["status"]),
+        (&json!(21), &json!("working"))
+    );
+
+    // tasks/result waits for the task, then gives the tool's own result.
+    let result = task_request(&server, &session, 22, "tasks/result", &task_id).await;
+    assert_eq!(result["id"], 22);
+    assert_eq!(
+        result["result"]["content"][0]["text"],
+        "Report #1 on \"q3\" is ready."
+    );
+    let related = &result["result"]["_meta"]["io.modelcontextprotocol/related-task"];
+    assert_eq!(related["taskId"], task_id.as_str());
+    let got = task_request(&server, &session, 23, "tasks/get", &task_id).await;
+    assert_eq!(got["result"]["status"], "completed");
+
+    // The same call, plain or as a task again, is the same intent: never run twice.
+    let plain = REPORT_AS_TASK.replace(r#","task":{"ttl":60000}"#, "");
+    let (_, _, replayed) = server.post(&session, accept, &plain).await;
+    let replayed: Value = serde_json::from_str(&replayed).unwrap();
+    assert_eq!(replayed["result"]["content"], result["result"]["content"]);
+    let (_, _, again) = server.post(&session, accept, REPORT_AS_TASK).await;
+    let again: Value = serde_json::from_str(&again).unwrap();
+    assert_eq!(again["result"]["task"]["status"], "completed");
+    assert_eq!(again["result"]["task"]["taskId"], task_id.as_str());
+    assert_eq!(server.stats().await["generate_report"], 1);
+}
+
+#[tokio::test]
+async fn another_sessions_task_and_an_unknown_task_are_not_found() {
+    let server = start(&[("MCP_TASKS", "on")]);
+    let (alice, bob) = (raw_session(&server).await, raw_session(&server).await);
+    let accept = "application/json, text/event-stream";
+    let (_, _, created) = server.post(&alice, accept, REPORT_AS_TASK).await;
+    let created: Value = serde_json::from_str(&created).unwrap();
+    let task_id = created["result"]["task"]["taskId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    for (session, task) in [(&bob, task_id.as_str()), (&alice, &"0".repeat(64))] {
+        let answer = task_request(&server, session, 30, "tasks/get", task).await;
+        assert_eq!(answer["error"]["code"], -32602, "{answer}");
+        assert_eq!(answer["id"], 30);
+    }
+}
+
+#[tokio::test]
+async fn tasks_are_answered_by_any_instance_sharing_the_redis_store() {
+    let redis = support::redis_server::RedisServer::start();
+    let url = redis.url();
+    let env = [("MCP_TASKS", "on"), ("REDIS_URL", url.as_str())];
+    let (first, second) = (start(&env), start(&env));
+    let session = raw_session(&first).await;
+    let accept = "application/json, text/event-stream";
+    let (_, _, created) = first.post(&session, accept, REPORT_AS_TASK).await;
+    let created: Value = serde_json::from_str(&created).unwrap();
+    let task_id = created["result"]["task"]["taskId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    // The second instance has never seen the session: the store is all it needs.
+    let got = task_request(&second, &session, 40, "tasks/get", &task_id).await;
+    assert_eq!(got["result"]["status"], "working", "{got}");
+    let result = task_request(&second, &session, 41, "tasks/result", &task_id).await;
+    assert_eq!(
+        result["result"]["content"][0]["text"],
+        "Report #1 on \"q3\" is ready."
+    );
+    assert_eq!(first.stats().await["generate_report"], 1);
+    assert_eq!(second.stats().await["generate_report"], 0);
 }

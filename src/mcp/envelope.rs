@@ -7,14 +7,23 @@ use serde_json::{Map, Value};
 pub(crate) const TOOLS_CALL: &str = "tools/call";
 /// The JSON-RPC method that lists the tools.
 pub(crate) const TOOLS_LIST: &str = "tools/list";
+/// The JSON-RPC method that opens a session and names the server's capabilities.
+pub(crate) const INITIALIZE: &str = "initialize";
+/// The JSON-RPC method that asks about a task.
+pub(crate) const TASKS_GET: &str = "tasks/get";
+/// The JSON-RPC method that asks for a task's result.
+pub(crate) const TASKS_RESULT: &str = "tasks/result";
 
 /// One POST body, classified.
 #[derive(Debug)]
 pub(crate) enum Envelope {
     /// A well-formed `tools/call` request.
     ToolCall(ToolCall),
-    /// A `tools/list` request, answered by the tool list with its annotations.
-    ToolsList { id: Value },
+    /// An `initialize` or `tools/list` request, whose answer describes the server and its
+    /// tools: read on the way back, and completed where the layer adds to it.
+    Discovery { id: Value, what: Discovery },
+    /// A `tasks/get` or `tasks/result` request.
+    TaskQuery(TaskQuery),
     /// A `tools/call` the layer will not run: answered at once, nothing executed.
     Refused(Refusal),
     /// Anything else (other methods, notifications, responses, bodies that are not JSON):
@@ -29,6 +38,24 @@ pub(crate) struct ToolCall {
     pub(crate) id: Value,
     /// `params.name`.
     pub(crate) name: String,
+    /// Whether the caller asked for the call to run as a task (`params.task`).
+    pub(crate) as_task: bool,
+}
+
+/// What a discovery request asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Discovery {
+    Initialize,
+    ToolsList,
+}
+
+/// A question about a task.
+#[derive(Debug, Clone)]
+pub(crate) struct TaskQuery {
+    pub(crate) id: Value,
+    /// `tasks/result` rather than `tasks/get`.
+    pub(crate) result: bool,
+    pub(crate) task_id: String,
 }
 
 /// Why a `tools/call` is refused.
@@ -60,38 +87,62 @@ fn is_tool_call(message: &Value) -> bool {
 }
 
 fn read_message(mut message: Map<String, Value>) -> Envelope {
-    let method = message.get("method").and_then(Value::as_str);
-    let wanted = matches!(method, Some(TOOLS_CALL | TOOLS_LIST));
-    if !wanted {
+    let method = match message.get("method").and_then(Value::as_str) {
+        Some(method) => method.to_owned(),
+        None => return Envelope::Other,
+    };
+    let method = method.as_str();
+    let discovery = match method {
+        TOOLS_LIST => Some(Discovery::ToolsList),
+        INITIALIZE => Some(Discovery::Initialize),
+        _ => None,
+    };
+    let query = matches!(method, TASKS_GET | TASKS_RESULT);
+    let result = method == TASKS_RESULT;
+    if method != TOOLS_CALL && discovery.is_none() && !query {
         return Envelope::Other;
     }
-    let listing = method == Some(TOOLS_LIST);
     let id = match message.remove("id") {
-        None => {
-            return if listing {
-                Envelope::Other
-            } else {
-                Envelope::Refused(Refusal::Notification)
-            }
-        }
         Some(id @ (Value::String(_) | Value::Number(_))) => id,
-        Some(_) if listing => return Envelope::Other,
-        Some(_) => return Envelope::Refused(Refusal::BadId),
+        // Only a tool call is the layer's to refuse; the server answers the rest.
+        None if method == TOOLS_CALL => return Envelope::Refused(Refusal::Notification),
+        Some(_) if method == TOOLS_CALL => return Envelope::Refused(Refusal::BadId),
+        _ => return Envelope::Other,
     };
-    if listing {
-        return Envelope::ToolsList { id };
+    if let Some(what) = discovery {
+        return Envelope::Discovery { id, what };
     }
-    let name = message
-        .get("params")
-        .and_then(|params| params.get("name"))
-        .and_then(Value::as_str);
+    let params = message.get("params");
+    if query {
+        let task_id = params.and_then(|p| p.get("taskId")).and_then(Value::as_str);
+        return match task_id {
+            Some(task_id) => Envelope::TaskQuery(TaskQuery {
+                id,
+                result,
+                task_id: task_id.to_owned(),
+            }),
+            None => Envelope::Other,
+        };
+    }
+    let name = params.and_then(|p| p.get("name")).and_then(Value::as_str);
     match name {
         Some(name) => Envelope::ToolCall(ToolCall {
             name: name.to_owned(),
+            as_task: params
+                .and_then(|p| p.get("task"))
+                .is_some_and(Value::is_object),
             id,
         }),
         None => Envelope::Refused(Refusal::NoToolName { id }),
     }
+}
+
+/// The body of a tool call asked to run as a task, without `params.task`: the layer runs
+/// it as a task, and the server runs it as a plain call.
+pub(crate) fn without_task(body: &[u8]) -> Option<Vec<u8>> {
+    let mut message: Value = serde_json::from_slice(body).ok()?;
+    message.get_mut("params")?.as_object_mut()?.remove("task")?;
+    serde_json::to_vec(&message).ok()
 }
 
 #[cfg(test)]
@@ -115,7 +166,7 @@ mod tests {
     #[test]
     fn other_methods_notifications_and_non_json_pass_through() {
         for body in [
-            r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#,
             r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
             r#"{"jsonrpc":"2.0","id":1,"result":{}}"#,
             r#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#,
@@ -159,8 +210,38 @@ mod tests {
     }
 
     #[test]
-    fn a_tool_listing_is_recognised() {
+    fn discovery_requests_and_task_queries_are_recognised() {
         let body = r#"{"jsonrpc":"2.0","id":9,"method":"tools/list"}"#;
-        assert!(matches!(read_str(body), Envelope::ToolsList { id } if id == 9));
+        assert!(matches!(
+            read_str(body),
+            Envelope::Discovery { id, what: Discovery::ToolsList } if id == 9
+        ));
+        let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}"#;
+        assert!(matches!(
+            read_str(body),
+            Envelope::Discovery {
+                what: Discovery::Initialize,
+                ..
+            }
+        ));
+        let body = r#"{"jsonrpc":"2.0","id":2,"method":"tasks/result","params":{"taskId":"t"}}"#;
+        let Envelope::TaskQuery(query) = read_str(body) else {
+            panic!("not a task query")
+        };
+        assert!(query.result && query.task_id == "t" && query.id == 2);
+    }
+
+    #[test]
+    fn a_call_asked_to_run_as_a_task_says_so_and_loses_the_request_on_the_way_in() {
+        let body = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{},"task":{"ttl":60000}}}"#;
+        let Envelope::ToolCall(call) = read_str(body) else {
+            panic!("not a tool call")
+        };
+        assert!(call.as_task);
+        let plain: Value = serde_json::from_slice(&without_task(body.as_bytes()).unwrap()).unwrap();
+        assert_eq!(
+            plain["params"],
+            serde_json::json!({"name":"x","arguments":{}})
+        );
     }
 }

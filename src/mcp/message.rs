@@ -44,6 +44,14 @@ impl Form {
     }
 }
 
+/// Whether a response's body is an SSE stream.
+pub(crate) fn is_event_stream(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/event-stream"))
+}
+
 /// Whether `message` is the answer (a result or an error) to the request with `id`.
 pub(crate) fn answers(message: &Value, id: &Value) -> bool {
     message.get("id") == Some(id)
@@ -90,11 +98,7 @@ where
     B: Body<Data = Bytes> + Send,
     B::Error: Into<BoxError>,
 {
-    let content_type = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("");
-    if content_type.starts_with("text/event-stream") {
+    if is_event_stream(headers) {
         let body = Limited::new(body, limit).map_err(BodyError);
         let mut events = std::pin::pin!(SseStream::new(body));
         while let Some(event) = events.next().await {

@@ -37,6 +37,9 @@
 //! Tools that ask the client something in the middle of a call (sampling, elicitation) need
 //! the server's stream to reach the client: pass them through.
 //!
+//! With [`McpLayer::tasks`], a call that asks to run as an MCP task gets a task at once, and
+//! the layer answers `tasks/get` and `tasks/result` for it from the store.
+//!
 //! ```
 //! use std::time::Duration;
 //! use tower_idempotency::IdempotencyLayer;
@@ -54,6 +57,7 @@ mod answers;
 mod envelope;
 mod message;
 mod policy;
+mod tasks;
 mod tool;
 
 use std::sync::Arc;
@@ -65,21 +69,25 @@ use http::request::Parts;
 use http::{header, HeaderName, Method, Request, Response, StatusCode};
 use http_body::Body;
 use http_body_util::{BodyExt, Full};
-use serde_json::Value;
+use serde_json::{Map, Value};
 use tower_layer::Layer;
 use tower_service::Service;
 
-use self::envelope::{Envelope, Refusal, ToolCall};
+use self::envelope::{Discovery, Envelope, Refusal, TaskQuery, ToolCall};
 use self::message::Form;
 use self::policy::ToolPolicy;
+use self::tasks::{TaskAnswer, TaskStatus, TaskView};
 use self::tool::{ServerPath, MARK, MARK_MESSAGE, MARK_VERBATIM};
+use crate::answer::INTENT_HEADER;
 use crate::body::ResponseBody;
 use crate::buffer::read_body;
 use crate::canonical::JsonPointer;
 use crate::classify::Verdict;
+use crate::clock::now_ms;
 use crate::future::ResponseFuture;
+use crate::key::IntentKey;
 use crate::layer::{parse_pointer, Shared};
-use crate::replay::written;
+use crate::replay::{replay, written};
 use crate::scope::ScopeSource;
 use crate::store::{MemoryStore, ReleaseCause, Store};
 use crate::telemetry::default_route_label;
@@ -122,6 +130,7 @@ impl<St: Store> IdempotencyLayer<St> {
         McpLayer {
             shared: self.shared,
             policy: Arc::default(),
+            tasks: false,
         }
     }
 }
@@ -149,6 +158,7 @@ fn tool_label(parts: &Parts) -> String {
 pub struct McpLayer<St = MemoryStore> {
     shared: Arc<Shared<St>>,
     policy: Arc<ToolPolicy>,
+    tasks: bool,
 }
 
 // Written by hand: a derive would require `St: Clone`.
@@ -157,6 +167,7 @@ impl<St> Clone for McpLayer<St> {
         Self {
             shared: Arc::clone(&self.shared),
             policy: Arc::clone(&self.policy),
+            tasks: self.tasks,
         }
     }
 }
@@ -165,6 +176,7 @@ impl<St> std::fmt::Debug for McpLayer<St> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("McpLayer")
             .field("tools", &self.policy.configured)
+            .field("tasks", &self.tasks)
             .finish_non_exhaustive()
     }
 }
@@ -197,6 +209,19 @@ impl<St> McpLayer<St> {
         self.tool(name, |rule| rule.timing.retention = Some(retention))
     }
 
+    /// Serves MCP tasks (specification 2025-11-25, experimental, so off by default): a
+    /// `tools/call` that asks to run as a task (`params.task`) is answered at once with a task
+    /// whose id is its intent, while the server runs the call as a plain one; `tasks/get` and
+    /// `tasks/result` for it are answered from the store, so any instance sharing the store
+    /// answers them. The `initialize` answer then declares `tasks.requests.tools.call`, and
+    /// the `tools/list` answer marks every protected tool `execution.taskSupport: optional`.
+    /// `tasks/result` waits for a running task up to the deadline, then answers "in progress"
+    /// as a tool result.
+    pub fn tasks(mut self) -> Self {
+        self.tasks = true;
+        self
+    }
+
     /// Leaves an argument out of the key, such as `/request_nonce`: a JSON Pointer into
     /// `params.arguments`.
     ///
@@ -223,6 +248,7 @@ impl<S, St> Layer<S> for McpLayer<St> {
             inner,
             shared: Arc::clone(&self.shared),
             policy: Arc::clone(&self.policy),
+            tasks: self.tasks,
         }
     }
 }
@@ -232,6 +258,7 @@ pub struct McpService<S, St = MemoryStore> {
     inner: S,
     shared: Arc<Shared<St>>,
     policy: Arc<ToolPolicy>,
+    tasks: bool,
 }
 
 // Written by hand: a derive would require `St: Clone`.
@@ -241,6 +268,7 @@ impl<S: Clone, St> Clone for McpService<S, St> {
             inner: self.inner.clone(),
             shared: Arc::clone(&self.shared),
             policy: Arc::clone(&self.policy),
+            tasks: self.tasks,
         }
     }
 }
@@ -291,167 +319,359 @@ where
         if request.method() != Method::POST || !protected {
             return ResponseFuture::passthrough(inner.call(request));
         }
-        let shared = Arc::clone(&self.shared);
-        let policy = Arc::clone(&self.policy);
-        ResponseFuture::layered(post(shared, policy, inner, request))
+        let endpoint = Endpoint {
+            shared: Arc::clone(&self.shared),
+            policy: Arc::clone(&self.policy),
+            tasks: self.tasks,
+        };
+        ResponseFuture::layered(endpoint.post(inner, request))
     }
 }
 
 type Answered<B, E> = Result<Response<ResponseBody<B>>, E>;
 
-/// One POST to the endpoint: a tool call is protected, a tool listing read, the rest passed on.
-async fn post<S, St, B, ResBody>(
+/// What one POST needs of the layer.
+struct Endpoint<St> {
     shared: Arc<Shared<St>>,
     policy: Arc<ToolPolicy>,
-    mut inner: S,
-    request: Request<B>,
-) -> Answered<ResBody, S::Error>
-where
-    S: Service<Request<B>, Response = Response<ResBody>> + Send + 'static,
-    S::Future: Send + 'static,
-    S::Error: Send + 'static,
-    B: Body + From<Bytes> + Send + 'static,
-    B::Data: Send,
-    B::Error: Into<BoxError>,
-    ResBody: Body<Data = Bytes> + Send + 'static,
-    ResBody::Error: Into<BoxError>,
-    St: Store,
-{
-    let (mut parts, body) = request.into_parts();
-    let settings = &shared.settings;
-    let bytes = match read_body(body, &parts.headers, settings.body_limit).await {
-        Ok(bytes) => bytes,
-        Err(refusal) => return Ok(written(refusal)),
-    };
-    let form = Form::of(&parts.headers);
-    let call = match envelope::read(&bytes) {
-        Envelope::ToolCall(call) if !policy.passes_through(&call.name) => call,
-        Envelope::ToolsList { id } => {
-            let limit = settings.response_limit;
-            let request = Request::from_parts(parts, B::from(bytes));
-            let response = inner.call(request).await?;
-            return Ok(read_tool_list(&policy, response, &id, limit).await);
-        }
-        Envelope::Refused(refusal) => return Ok(refuse(&shared, &parts, &refusal, form)),
-        Envelope::ToolCall(_) | Envelope::Other => {
-            let response = inner
-                .call(Request::from_parts(parts, B::from(bytes)))
-                .await?;
-            return Ok(response.map(ResponseBody::inner));
-        }
-    };
-    parts.extensions.insert(policy.timing(&call.name));
-    parts.extensions.insert(call.clone());
-    let server = ServerPath {
-        inner,
-        limit: settings.response_limit,
-    };
-    let request = Request::from_parts(parts, B::from(bytes));
-    let response = protect::protect(Arc::clone(&shared), server, request).await?;
-    Ok(finish(response, &call, form).await)
+    tasks: bool,
 }
 
-/// Turns what the protected path answered into the answer to this call: the JSON-RPC
-/// response with this call's id, the layer's own answer as a `CallToolResult`, or the
-/// server's HTTP error as it was.
-async fn finish<B, RB>(
-    response: Response<ResponseBody<RB>>,
-    call: &ToolCall,
-    form: Form,
-) -> Response<ResponseBody<B>>
-where
-    RB: Body<Data = Bytes>,
-{
-    let (mut parts, body) = response.into_parts();
-    let bytes = body
-        .collect()
-        .await
-        .map(|c| c.to_bytes())
-        .unwrap_or_default();
-    let mark = parts.headers.remove(MARK);
-    let message = match mark.as_ref().map(|mark| mark.as_bytes()) {
-        Some(mark) if mark == MARK_VERBATIM.as_bytes() => {
-            parts.headers.remove(header::CONTENT_LENGTH);
-            return Response::from_parts(parts, ResponseBody::full(bytes));
-        }
-        Some(mark) if mark == MARK_MESSAGE.as_bytes() => {
-            match serde_json::from_slice::<Value>(&bytes) {
-                Ok(Value::Object(mut message)) => {
-                    message.insert("id".to_owned(), call.id.clone());
-                    Value::Object(message)
+impl<St: Store> Endpoint<St> {
+    /// One POST to the endpoint: a tool call is protected, a task query answered, a discovery
+    /// answer read on its way back, and the rest passed on.
+    async fn post<S, B, ResBody>(
+        self,
+        mut inner: S,
+        request: Request<B>,
+    ) -> Answered<ResBody, S::Error>
+    where
+        S: Service<Request<B>, Response = Response<ResBody>> + Send + 'static,
+        S::Future: Send + 'static,
+        S::Error: Send + 'static,
+        B: Body + From<Bytes> + Send + 'static,
+        B::Data: Send,
+        B::Error: Into<BoxError>,
+        ResBody: Body<Data = Bytes> + Send + 'static,
+        ResBody::Error: Into<BoxError>,
+    {
+        let (parts, body) = request.into_parts();
+        let settings = &self.shared.settings;
+        let bytes = match read_body(body, &parts.headers, settings.body_limit).await {
+            Ok(bytes) => bytes,
+            Err(refusal) => return Ok(written(refusal)),
+        };
+        let form = Form::of(&parts.headers);
+        match envelope::read(&bytes) {
+            Envelope::ToolCall(call) if !self.policy.passes_through(&call.name) => {
+                self.call_tool(inner, parts, bytes, call, form).await
+            }
+            Envelope::Discovery { id, what } => {
+                let response = inner
+                    .call(Request::from_parts(parts, B::from(bytes)))
+                    .await?;
+                Ok(self.read_discovery(response, &id, what).await)
+            }
+            Envelope::TaskQuery(query) if self.tasks => {
+                match self.answer_task_query(&parts, &query).await {
+                    Some(message) => Ok(message::write(&message, form, http::HeaderMap::new())
+                        .map(ResponseBody::full)),
+                    None => {
+                        let response = inner
+                            .call(Request::from_parts(parts, B::from(bytes)))
+                            .await?;
+                        Ok(response.map(ResponseBody::inner))
+                    }
                 }
-                _ => answers::lost(&call.id),
+            }
+            Envelope::Refused(refusal) => Ok(self.refuse(&parts, &refusal, form)),
+            Envelope::ToolCall(_) | Envelope::TaskQuery(_) | Envelope::Other => {
+                let response = inner
+                    .call(Request::from_parts(parts, B::from(bytes)))
+                    .await?;
+                Ok(response.map(ResponseBody::inner))
             }
         }
-        _ => match serde_json::from_slice::<Value>(&bytes) {
-            Ok(Value::Object(answer)) => answers::tool_result(&call.id, &answer),
-            _ => answers::lost(&call.id),
-        },
-    };
-    // The layer's HTTP framing (202, Location) means nothing to a JSON-RPC client.
-    parts.headers.remove(header::LOCATION);
-    let response = message::write(&message, form, parts.headers);
-    response.map(ResponseBody::full)
+    }
+
+    /// A protected tool call, run once per intent; run as a task where one is asked for and
+    /// tasks are served.
+    async fn call_tool<S, B, ResBody>(
+        &self,
+        inner: S,
+        mut parts: Parts,
+        mut bytes: Bytes,
+        call: ToolCall,
+        form: Form,
+    ) -> Answered<ResBody, S::Error>
+    where
+        S: Service<Request<B>, Response = Response<ResBody>> + Send + 'static,
+        S::Future: Send + 'static,
+        S::Error: Send + 'static,
+        B: Body + From<Bytes> + Send + 'static,
+        B::Data: Send,
+        B::Error: Into<BoxError>,
+        ResBody: Body<Data = Bytes> + Send + 'static,
+        ResBody::Error: Into<BoxError>,
+    {
+        let settings = &self.shared.settings;
+        let mut timing = self.policy.timing(&call.name);
+        let as_task = call.as_task && self.tasks;
+        if as_task {
+            // The server runs a plain call; the layer is the one that answers with a task.
+            if let Some(plain) = envelope::without_task(&bytes) {
+                bytes = Bytes::from(plain);
+                parts.headers.remove(header::CONTENT_LENGTH);
+            }
+            timing.deadline = Some(Duration::ZERO);
+        }
+        let retention = timing.retention.unwrap_or(settings.paths.default_retention);
+        parts.extensions.insert(timing);
+        parts.extensions.insert(call.clone());
+        let server = ServerPath {
+            inner,
+            limit: settings.response_limit,
+        };
+        let request = Request::from_parts(parts, B::from(bytes));
+        let response = protect::protect(Arc::clone(&self.shared), server, request).await?;
+        let (parts, answered) = Answer::of(response).await;
+        let message = match answered {
+            Answer::Verbatim(bytes) => {
+                return Ok(Response::from_parts(parts, ResponseBody::full(bytes)))
+            }
+            Answer::Message { kept, message } if as_task => {
+                let status = if kept {
+                    TaskStatus::Completed
+                } else {
+                    TaskStatus::Failed
+                };
+                task_created(&parts, status, 0, retention)
+                    .map_or_else(|| with_id(message, &call.id), |view| view.created(&call.id))
+            }
+            Answer::Written(answer) if as_task && is_in_progress(&answer) => {
+                let started_s_ago = answer.get("started_s_ago").and_then(Value::as_u64);
+                let view = task_created(
+                    &parts,
+                    TaskStatus::Working,
+                    started_s_ago.unwrap_or(0),
+                    retention,
+                );
+                match view {
+                    Some(view) => view.created(&call.id),
+                    None => answers::tool_result(&call.id, &answer),
+                }
+            }
+            Answer::Message { message, .. } => with_id(message, &call.id),
+            Answer::Written(answer) => answers::tool_result(&call.id, &answer),
+            Answer::Lost => answers::lost(&call.id),
+        };
+        Ok(answer_with(parts, &message, form))
+    }
+
+    /// Answers `tasks/get` or `tasks/result` for one of the layer's tasks; `None` for a task
+    /// that is not (the server's own), which the server answers.
+    async fn answer_task_query(&self, parts: &Parts, query: &TaskQuery) -> Option<Value> {
+        let settings = &self.shared.settings;
+        let scope = settings.scope.scope_of(parts);
+        let ttl = settings.paths.default_retention;
+        let wait = settings.paths.default_deadline;
+        let answered = tasks::answer(&self.shared, scope, query, ttl, wait).await?;
+        let key: IntentKey = query.task_id.parse().ok()?;
+        let response = match answered {
+            TaskAnswer::Message(message) => return Some(message),
+            TaskAnswer::Result(record) => replay::<Full<Bytes>>(settings, &key, &record),
+            TaskAnswer::StillRunning { started_at_ms } => {
+                let started = crate::clock::seconds_since(started_at_ms);
+                written(crate::answer::in_progress(
+                    &key,
+                    &settings.status_url(&key),
+                    started,
+                    false,
+                ))
+            }
+        };
+        let (_, answered) = Answer::of(response).await;
+        let mut message = match answered {
+            Answer::Message { message, .. } => with_id(message, &query.id),
+            Answer::Written(answer) => answers::tool_result(&query.id, &answer),
+            Answer::Verbatim(_) | Answer::Lost => answers::lost(&query.id),
+        };
+        if let Value::Object(message) = &mut message {
+            tasks::relate(message, &query.task_id);
+        }
+        Some(message)
+    }
+
+    /// Answers a refused envelope, counted as not executed.
+    fn refuse<B>(&self, parts: &Parts, refusal: &Refusal, form: Form) -> Response<ResponseBody<B>> {
+        let shared = &self.shared;
+        let op = shared.ops.of(shared.settings.route_label.as_ref(), parts);
+        crate::telemetry::not_executed(&op, "mcp-envelope");
+        let error = answers::refused(refusal);
+        let (status, form) = match refusal {
+            // A request with an id is answered as requests are.
+            Refusal::NoToolName { .. } => (StatusCode::OK, form),
+            // The rest cannot be answered as a request: an HTTP error with the JSON-RPC error.
+            _ => (StatusCode::BAD_REQUEST, Form::Json),
+        };
+        let mut response = message::write(&error, form, http::HeaderMap::new());
+        *response.status_mut() = status;
+        response.map(ResponseBody::full)
+    }
+
+    /// Passes an `initialize` or `tools/list` answer on, learning the tools' annotations from
+    /// it on the way; with tasks served, it is completed with what the layer adds (the tasks
+    /// capability, the tools' task support) and written again in the form it came in. One
+    /// over the response limit is passed on unread.
+    async fn read_discovery<B>(
+        &self,
+        response: Response<B>,
+        id: &Value,
+        what: Discovery,
+    ) -> Response<ResponseBody<B>>
+    where
+        B: Body<Data = Bytes> + Send + 'static,
+        B::Error: Into<BoxError>,
+    {
+        let limit = self.shared.settings.response_limit;
+        let (parts, body) = response.into_parts();
+        if !parts.status.is_success() || (what == Discovery::Initialize && !self.tasks) {
+            return Response::from_parts(parts, ResponseBody::inner(body));
+        }
+        let mut body = Box::pin(body);
+        let mut head = BytesMut::new();
+        while let Some(frame) = body.frame().await {
+            let Ok(data) = frame.map(|frame| frame.into_data()) else {
+                return Response::from_parts(parts, ResponseBody::chained(head.freeze(), body));
+            };
+            if let Ok(data) = data {
+                head.extend_from_slice(&data);
+            }
+            if head.len() > limit {
+                return Response::from_parts(parts, ResponseBody::chained(head.freeze(), body));
+            }
+        }
+        let head = head.freeze();
+        let answer = message::read_answer(&parts.headers, Full::new(head.clone()), id, limit).await;
+        let Ok(Value::Object(mut answer)) = answer else {
+            return Response::from_parts(parts, ResponseBody::full(head));
+        };
+        let Some(Value::Object(result)) = answer.get_mut("result") else {
+            return Response::from_parts(parts, ResponseBody::full(head));
+        };
+        match what {
+            Discovery::ToolsList => self.policy.learn(&Value::Object(result.clone())),
+            Discovery::Initialize => {}
+        }
+        if !self.tasks {
+            return Response::from_parts(parts, ResponseBody::full(head));
+        }
+        match what {
+            Discovery::ToolsList => {
+                tasks::offer_to_tools(result, |name| !self.policy.passes_through(name))
+            }
+            Discovery::Initialize => tasks::declare_capability(result),
+        }
+        let came_as = if message::is_event_stream(&parts.headers) {
+            Form::EventStream
+        } else {
+            Form::Json
+        };
+        let status = parts.status;
+        let mut rewritten = message::write(&Value::Object(answer), came_as, parts.headers);
+        *rewritten.status_mut() = status;
+        rewritten.map(ResponseBody::full)
+    }
 }
 
-/// Answers a refused envelope, counted as not executed.
-fn refuse<B, St>(
-    shared: &Shared<St>,
-    parts: &Parts,
-    refusal: &Refusal,
+/// What the protected path answered, taken apart.
+enum Answer {
+    /// The server's own HTTP error, passed on as it was.
+    Verbatim(Bytes),
+    /// The server's JSON-RPC answer, and whether it was kept.
+    Message { kept: bool, message: Value },
+    /// An answer the layer wrote (in progress, not executed, failed...): its members.
+    Written(Map<String, Value>),
+    /// Nothing readable.
+    Lost,
+}
+
+impl Answer {
+    async fn of<RB: Body<Data = Bytes>>(
+        response: Response<ResponseBody<RB>>,
+    ) -> (http::response::Parts, Self) {
+        let (mut parts, body) = response.into_parts();
+        let bytes = body
+            .collect()
+            .await
+            .map(|c| c.to_bytes())
+            .unwrap_or_default();
+        let mark = parts.headers.remove(MARK);
+        let answer = match mark.as_ref().map(|mark| mark.as_bytes()) {
+            Some(mark) if mark == MARK_VERBATIM.as_bytes() => {
+                parts.headers.remove(header::CONTENT_LENGTH);
+                Self::Verbatim(bytes)
+            }
+            Some(mark) if mark == MARK_MESSAGE.as_bytes() => match serde_json::from_slice(&bytes) {
+                Ok(message @ Value::Object(_)) => Self::Message {
+                    kept: parts.status.is_success(),
+                    message,
+                },
+                _ => Self::Lost,
+            },
+            _ => match serde_json::from_slice(&bytes) {
+                Ok(Value::Object(answer)) => Self::Written(answer),
+                _ => Self::Lost,
+            },
+        };
+        (parts, answer)
+    }
+}
+
+fn is_in_progress(answer: &Map<String, Value>) -> bool {
+    answer.get("outcome").and_then(Value::as_str) == Some("in_progress")
+}
+
+/// A JSON-RPC message answering the request `id`.
+fn with_id(mut message: Value, id: &Value) -> Value {
+    if let Value::Object(message) = &mut message {
+        message.insert("id".to_owned(), id.clone());
+    }
+    message
+}
+
+/// The task a task-augmented call created: its id is the intent the layer answered with.
+fn task_created(
+    parts: &http::response::Parts,
+    status: TaskStatus,
+    started_s_ago: u64,
+    ttl: Duration,
+) -> Option<TaskView> {
+    let key: IntentKey = parts
+        .headers
+        .get(INTENT_HEADER)?
+        .to_str()
+        .ok()?
+        .parse()
+        .ok()?;
+    let now = now_ms();
+    Some(TaskView {
+        key,
+        status,
+        created_at_ms: now.saturating_sub(started_s_ago * 1000),
+        updated_at_ms: now,
+        ttl,
+        poll: Duration::from_secs(1),
+    })
+}
+
+/// The answer to a call, in `form`, with the headers the layer set (less its HTTP framing:
+/// a 202's `Location` means nothing to a JSON-RPC client).
+fn answer_with<B>(
+    mut parts: http::response::Parts,
+    message: &Value,
     form: Form,
 ) -> Response<ResponseBody<B>> {
-    let op = shared.ops.of(shared.settings.route_label.as_ref(), parts);
-    crate::telemetry::not_executed(&op, "mcp-envelope");
-    let error = answers::refused(refusal);
-    let (status, form) = match refusal {
-        // A request with an id is answered as requests are.
-        Refusal::NoToolName { .. } => (StatusCode::OK, form),
-        // The rest cannot be answered as a request: an HTTP error with the JSON-RPC error.
-        _ => (StatusCode::BAD_REQUEST, Form::Json),
-    };
-    let mut response = message::write(&error, form, http::HeaderMap::new());
-    *response.status_mut() = status;
-    response.map(ResponseBody::full)
-}
-
-/// Passes a `tools/list` answer on as it came, learning the tools' annotations from it on
-/// the way. One over the response limit is passed on unread.
-async fn read_tool_list<B>(
-    policy: &ToolPolicy,
-    response: Response<B>,
-    id: &Value,
-    limit: usize,
-) -> Response<ResponseBody<B>>
-where
-    B: Body<Data = Bytes> + Send + 'static,
-    B::Error: Into<BoxError>,
-{
-    let (parts, body) = response.into_parts();
-    if !parts.status.is_success() {
-        return Response::from_parts(parts, ResponseBody::inner(body));
-    }
-    let mut body = Box::pin(body);
-    let mut head = BytesMut::new();
-    while let Some(frame) = body.frame().await {
-        let Ok(data) = frame.map(|frame| frame.into_data()) else {
-            return Response::from_parts(parts, ResponseBody::chained(head.freeze(), body));
-        };
-        if let Ok(data) = data {
-            head.extend_from_slice(&data);
-        }
-        if head.len() > limit {
-            return Response::from_parts(parts, ResponseBody::chained(head.freeze(), body));
-        }
-    }
-    let head = head.freeze();
-    let listing = message::read_answer(&parts.headers, Full::new(head.clone()), id, limit).await;
-    if let Some(result) = listing
-        .as_ref()
-        .ok()
-        .and_then(|answer| answer.get("result"))
-    {
-        policy.learn(result);
-    }
-    Response::from_parts(parts, ResponseBody::full(head))
+    parts.headers.remove(header::LOCATION);
+    message::write(message, form, parts.headers).map(ResponseBody::full)
 }

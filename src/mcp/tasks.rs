@@ -1,0 +1,327 @@
+//! MCP tasks (specification 2025-11-25, experimental), served from the store: a tool call
+//! that asks to run as a task is answered at once with a task whose id is its intent, and
+//! `tasks/get` and `tasks/result` read the intent's state wherever it runs.
+
+use std::sync::Arc;
+use std::time::{Duration, UNIX_EPOCH};
+
+use serde_json::{json, Map, Value};
+
+use super::envelope::TaskQuery;
+use crate::answer::Failure;
+use crate::clock::now_ms;
+use crate::key::{IntentKey, ScopeHash};
+use crate::layer::Shared;
+use crate::store::{Entry, Record, Store};
+
+/// The `_meta` member that ties a result to its task.
+const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
+
+/// Where a task stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TaskStatus {
+    Working,
+    Completed,
+    Failed,
+}
+
+impl TaskStatus {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Working => "working",
+            Self::Completed => "completed",
+            Self::Failed => "failed",
+        }
+    }
+
+    fn message(self) -> &'static str {
+        match self {
+            Self::Working => {
+                "The action is running and must not be started again; ask tasks/result for its \
+                 result."
+            }
+            Self::Completed => "The action ran; tasks/result gives its result.",
+            Self::Failed => {
+                "The action failed and its result was not kept; calling the tool again with the \
+                 same arguments runs it again."
+            }
+        }
+    }
+}
+
+/// An RFC 3339 timestamp (UTC, milliseconds) of a time in milliseconds since the epoch.
+fn timestamp(ms: u64) -> String {
+    let time = UNIX_EPOCH + Duration::from_millis(ms);
+    humantime::format_rfc3339_millis(time).to_string()
+}
+
+/// A task as `tasks/get` and a task-creating answer show it.
+pub(crate) struct TaskView {
+    pub(crate) key: IntentKey,
+    pub(crate) status: TaskStatus,
+    pub(crate) created_at_ms: u64,
+    pub(crate) updated_at_ms: u64,
+    pub(crate) ttl: Duration,
+    pub(crate) poll: Duration,
+}
+
+impl TaskView {
+    fn to_value(&self) -> Value {
+        let millis = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+        json!({
+            "taskId": self.key.to_hex(),
+            "status": self.status.as_str(),
+            "statusMessage": self.status.message(),
+            "createdAt": timestamp(self.created_at_ms),
+            "lastUpdatedAt": timestamp(self.updated_at_ms),
+            "ttl": millis(self.ttl),
+            "pollInterval": millis(self.poll),
+        })
+    }
+
+    /// The answer to the call that created the task.
+    pub(crate) fn created(&self, id: &Value) -> Value {
+        json!({ "jsonrpc": "2.0", "id": id, "result": { "task": self.to_value() } })
+    }
+}
+
+/// The JSON-RPC error for a task this caller cannot see: unknown, expired, or another
+/// session's (one answer for all three, so that nothing leaks).
+fn unknown_task(id: &Value) -> Value {
+    json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "error": {
+            "code": -32602,
+            "message": "No such task in this session: it is unknown or has expired. Nothing was \
+                        run; calling the tool again starts it anew.",
+        },
+    })
+}
+
+/// What the store holds of an intent, as far as this scope may see it.
+enum Seen {
+    Running { started_at_ms: u64 },
+    Completed(Arc<Record>),
+    Failed { failure: Failure, failed_at_ms: u64 },
+    Unknown,
+}
+
+async fn look<St: Store>(shared: &Shared<St>, key: &IntentKey, scope: &ScopeHash) -> Seen {
+    match shared.store.get(key).await {
+        Ok(Some(Entry::Running(info))) if info.scope == *scope => Seen::Running {
+            started_at_ms: info.started_at_ms,
+        },
+        Ok(Some(Entry::Completed(record))) if record.scope == *scope => Seen::Completed(record),
+        Ok(Some(Entry::Failed(tombstone))) if tombstone.scope == *scope => Seen::Failed {
+            failure: Failure::of(&tombstone),
+            failed_at_ms: tombstone.failed_at_ms,
+        },
+        Ok(_) => Seen::Unknown,
+        Err(error) => {
+            tracing::warn!(%error, "the store could not answer a task query");
+            Seen::Unknown
+        }
+    }
+}
+
+/// Answers `tasks/get`, or `tasks/result` (which waits for the task up to `wait`; still
+/// running then, it answers "in progress" as a tool result). `None`: not one of the layer's
+/// tasks, for the server to answer.
+pub(crate) async fn answer<St: Store>(
+    shared: &Shared<St>,
+    scope: Option<Vec<u8>>,
+    query: &TaskQuery,
+    ttl: Duration,
+    wait: Duration,
+) -> Option<TaskAnswer> {
+    let key: IntentKey = query.task_id.parse().ok()?;
+    let Some(scope) = scope else {
+        return Some(TaskAnswer::Message(unknown_task(&query.id)));
+    };
+    let scope = ScopeHash::of(&scope);
+    let give_up = tokio::time::Instant::now() + wait;
+    let mut pause = Duration::from_millis(10);
+    loop {
+        let seen = look(shared, &key, &scope).await;
+        if !query.result {
+            return Some(TaskAnswer::Message(get(&query.id, key, &seen, ttl)));
+        }
+        match seen {
+            Seen::Running { .. } if tokio::time::Instant::now() < give_up => {
+                tokio::time::sleep(pause.min(give_up - tokio::time::Instant::now())).await;
+                pause = (pause * 3 / 2).min(Duration::from_millis(250));
+            }
+            Seen::Running { started_at_ms } => {
+                return Some(TaskAnswer::StillRunning { started_at_ms })
+            }
+            Seen::Completed(record) => return Some(TaskAnswer::Result(record)),
+            Seen::Failed { failure, .. } => {
+                return Some(TaskAnswer::Message(failed(&query.id, &key, failure)))
+            }
+            Seen::Unknown => return Some(TaskAnswer::Message(unknown_task(&query.id))),
+        }
+    }
+}
+
+/// An answer to a task query.
+pub(crate) enum TaskAnswer {
+    /// A whole JSON-RPC message.
+    Message(Value),
+    /// The kept result, to replay with the query's id.
+    Result(Arc<Record>),
+    /// Still running when the query stopped waiting.
+    StillRunning { started_at_ms: u64 },
+}
+
+fn get(id: &Value, key: IntentKey, seen: &Seen, ttl: Duration) -> Value {
+    let (status, created, updated) = match seen {
+        Seen::Running { started_at_ms } => (TaskStatus::Working, *started_at_ms, now_ms()),
+        Seen::Completed(record) => (
+            TaskStatus::Completed,
+            record.started_at_ms,
+            record.completed_at_ms,
+        ),
+        Seen::Failed { failed_at_ms, .. } => (TaskStatus::Failed, *failed_at_ms, *failed_at_ms),
+        Seen::Unknown => return unknown_task(id),
+    };
+    let view = TaskView {
+        key,
+        status,
+        created_at_ms: created,
+        updated_at_ms: updated,
+        ttl,
+        poll: Duration::from_secs(1),
+    };
+    json!({ "jsonrpc": "2.0", "id": id, "result": view.to_value() })
+}
+
+fn failed(id: &Value, key: &IntentKey, failure: Failure) -> Value {
+    json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "error": {
+            "code": -32603,
+            "message": format!(
+                "This action failed {} and its result was not kept. Calling the tool again with \
+                 the same arguments runs it again.",
+                failure.described()
+            ),
+            "data": { "outcome": "failed", "retryable": true, "intent": key.to_hex() },
+        },
+    })
+}
+
+/// Ties a `tasks/result` answer to its task.
+pub(crate) fn relate(message: &mut Map<String, Value>, task_id: &str) {
+    if let Some(Value::Object(result)) = message.get_mut("result") {
+        let meta = result
+            .entry("_meta")
+            .or_insert_with(|| Value::Object(Map::new()));
+        if let Value::Object(meta) = meta {
+            meta.insert(RELATED_TASK.to_owned(), json!({ "taskId": task_id }));
+        }
+    }
+}
+
+/// Marks the protected tools of a `tools/list` result as runnable as tasks
+/// (`execution.taskSupport: optional`), where a tool does not say otherwise.
+pub(crate) fn offer_to_tools(result: &mut Map<String, Value>, protected: impl Fn(&str) -> bool) {
+    let Some(Value::Array(tools)) = result.get_mut("tools") else {
+        return;
+    };
+    for tool in tools.iter_mut().filter_map(Value::as_object_mut) {
+        let name = tool.get("name").and_then(Value::as_str).unwrap_or("");
+        if !protected(name) {
+            continue;
+        }
+        let execution = tool
+            .entry("execution")
+            .or_insert_with(|| Value::Object(Map::new()));
+        if let Value::Object(execution) = execution {
+            execution
+                .entry("taskSupport")
+                .or_insert_with(|| Value::from("optional"));
+        }
+    }
+}
+
+/// Declares in an `initialize` result that tool calls may run as tasks
+/// (`capabilities.tasks.requests.tools.call`).
+pub(crate) fn declare_capability(result: &mut Map<String, Value>) {
+    let mut at = result;
+    for member in ["capabilities", "tasks", "requests", "tools", "call"] {
+        let next = at
+            .entry(member)
+            .or_insert_with(|| Value::Object(Map::new()));
+        let Value::Object(next) = next else {
+            return;
+        };
+        at = next;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps_are_rfc_3339_in_utc() {
+        assert_eq!(timestamp(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(timestamp(1_764_000_000_123), "2025-11-24T16:00:00.123Z");
+    }
+
+    #[test]
+    fn a_created_task_carries_its_intent_as_its_id() {
+        let key: IntentKey = "ab".repeat(32).parse().unwrap();
+        let view = TaskView {
+            key,
+            status: TaskStatus::Working,
+            created_at_ms: 0,
+            updated_at_ms: 0,
+            ttl: Duration::from_secs(60),
+            poll: Duration::from_secs(1),
+        };
+        let created = view.created(&json!(3));
+        assert_eq!(created["id"], 3);
+        let task = &created["result"]["task"];
+        assert_eq!(task["taskId"], "ab".repeat(32));
+        assert_eq!(task["status"], "working");
+        assert_eq!(task["ttl"], 60_000);
+        assert!(task["statusMessage"]
+            .as_str()
+            .unwrap()
+            .starts_with("The action is running"));
+    }
+
+    #[test]
+    fn protected_tools_are_offered_as_tasks_unless_they_say_otherwise() {
+        let mut result = json!({"tools": [
+            {"name": "send_email"},
+            {"name": "search"},
+            {"name": "pay", "execution": {"taskSupport": "forbidden"}},
+        ]});
+        offer_to_tools(result.as_object_mut().unwrap(), |name| name != "search");
+        assert_eq!(result["tools"][0]["execution"]["taskSupport"], "optional");
+        assert!(result["tools"][1].get("execution").is_none());
+        assert_eq!(result["tools"][2]["execution"]["taskSupport"], "forbidden");
+    }
+
+    #[test]
+    fn the_capability_is_added_beside_the_servers_own() {
+        let mut result = json!({"capabilities": {"tools": {}}, "protocolVersion": "2025-11-25"});
+        declare_capability(result.as_object_mut().unwrap());
+        assert_eq!(result["capabilities"]["tools"], json!({}));
+        assert_eq!(
+            result["capabilities"]["tasks"]["requests"]["tools"]["call"],
+            json!({})
+        );
+    }
+
+    #[test]
+    fn a_result_is_tied_to_its_task() {
+        let mut message = json!({"id": 1, "result": {"content": []}});
+        relate(message.as_object_mut().unwrap(), "t1");
+        assert_eq!(message["result"]["_meta"][RELATED_TASK]["taskId"], "t1");
+    }
+}
