@@ -80,6 +80,7 @@ use self::tasks::{TaskAnswer, TaskStatus, TaskView};
 use self::tool::{ServerPath, MARK, MARK_MESSAGE, MARK_VERBATIM};
 use crate::answer::INTENT_HEADER;
 use crate::body::ResponseBody;
+use crate::bounds::{Bufferable, Keepable, Tool};
 use crate::buffer::read_body;
 use crate::canonical::JsonPointer;
 use crate::classify::Verdict;
@@ -346,14 +347,9 @@ impl<St: Store> Endpoint<St> {
         request: Request<B>,
     ) -> Answered<ResBody, S::Error>
     where
-        S: Service<Request<B>, Response = Response<ResBody>> + Send + 'static,
-        S::Future: Send + 'static,
-        S::Error: Send + 'static,
-        B: Body + From<Bytes> + Send + 'static,
-        B::Data: Send,
-        B::Error: Into<BoxError>,
-        ResBody: Body<Data = Bytes> + Send + 'static,
-        ResBody::Error: Into<BoxError>,
+        S: Tool<B, ResBody>,
+        B: Bufferable,
+        ResBody: Keepable<Error: Into<BoxError>>,
     {
         let (parts, body) = request.into_parts();
         let settings = &self.shared.settings;
@@ -405,14 +401,9 @@ impl<St: Store> Endpoint<St> {
         form: Form,
     ) -> Answered<ResBody, S::Error>
     where
-        S: Service<Request<B>, Response = Response<ResBody>> + Send + 'static,
-        S::Future: Send + 'static,
-        S::Error: Send + 'static,
-        B: Body + From<Bytes> + Send + 'static,
-        B::Data: Send,
-        B::Error: Into<BoxError>,
-        ResBody: Body<Data = Bytes> + Send + 'static,
-        ResBody::Error: Into<BoxError>,
+        S: Tool<B, ResBody>,
+        B: Bufferable,
+        ResBody: Keepable<Error: Into<BoxError>>,
     {
         let settings = &self.shared.settings;
         let mut timing = self.policy.timing(&call.name);
