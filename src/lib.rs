@@ -30,6 +30,10 @@
 //!     );
 //! ```
 //!
+//! In front of an MCP server (Streamable HTTP), [`IdempotencyLayer::mcp`] (feature `mcp`) keys
+//! `tools/call` requests by session, tool and arguments and answers in JSON-RPC terms; see
+//! [`mcp`].
+//!
 //! The same layer stacks in a `tower::ServiceBuilder` and under plain hyper (wrap the
 //! incoming body in [`RequestBody`]). Outcomes live in a [`store::Store`]: the in-process
 //! [`store::MemoryStore`] by default.

@@ -434,3 +434,38 @@ async fn tasks_are_answered_by_any_instance_sharing_the_redis_store() {
     assert_eq!(first.stats().await["generate_report"], 1);
     assert_eq!(second.stats().await["generate_report"], 0);
 }
+
+#[tokio::test]
+async fn the_agent_example_sends_one_email_and_gets_the_report_after_in_progress() {
+    let server = start(&[("DEADLINE_MS", "1000")]);
+    let agent = support::gateway::example_binary("mcp_agent");
+    let output = tokio::process::Command::new(agent)
+        .env("MCP_URL", &server.endpoint)
+        .output()
+        .await
+        .expect("the mcp_agent example is built by cargo test");
+    let printed = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{printed}");
+    let lines: Vec<&str> = printed.lines().collect();
+    assert!(lines[0].ends_with("Sent e-mail #1 to ada@example.com (\"Invoice\", 9 characters)."));
+    assert_eq!(
+        lines[0].split_once(": ").unwrap().1,
+        lines[1].split_once(": ").unwrap().1
+    );
+    assert!(
+        lines[2].contains("This action is already running"),
+        "{printed}"
+    );
+    assert!(
+        printed.contains("Report #1 on \"quarterly sales\" is ready."),
+        "{printed}"
+    );
+    let stats = server.stats().await;
+    assert_eq!(
+        (
+            stats["send_email"].clone(),
+            stats["generate_report"].clone()
+        ),
+        (json!(1), json!(1))
+    );
+}

@@ -7,7 +7,7 @@ use std::process::{Child, Command, Stdio};
 use super::Client;
 
 /// The example binary that `cargo test` builds beside this test.
-fn example_binary(name: &str) -> PathBuf {
+pub fn example_binary(name: &str) -> PathBuf {
     let deps = std::env::current_exe().unwrap();
     let profile = deps.parent().unwrap().parent().unwrap();
     profile.join("examples").join(name)
