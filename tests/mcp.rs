@@ -469,3 +469,122 @@ async fn the_agent_example_sends_one_email_and_gets_the_report_after_in_progress
         (json!(1), json!(1))
     );
 }
+
+/// A server whose tools fail: `flaky` with a JSON-RPC internal error on its first call,
+/// `decline` with its own `isError: true` result every time.
+mod failing {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Arc;
+
+    use rmcp::handler::server::{router::tool::ToolRouter, wrapper::Parameters};
+    use rmcp::model::{CallToolResult, ContentBlock, ServerCapabilities, ServerConfig};
+    use rmcp::transport::streamable_http_server::{
+        session::local::LocalSessionManager, StreamableHttpService,
+    };
+    use rmcp::{schemars, tool, tool_handler, tool_router, ErrorData, ServerHandler};
+    use tower_idempotency::IdempotencyLayer;
+    use tower_layer::Layer;
+
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    pub struct Order {
+        pub item: String,
+    }
+
+    #[derive(Clone, Default)]
+    pub struct Tools {
+        pub flaky: Arc<AtomicU64>,
+        pub decline: Arc<AtomicU64>,
+    }
+
+    #[derive(Clone)]
+    struct Server {
+        tools: Tools,
+        tool_router: ToolRouter<Self>,
+    }
+
+    #[tool_router]
+    impl Server {
+        #[tool(description = "Fails with an internal error the first time.")]
+        async fn flaky(
+            &self,
+            Parameters(order): Parameters<Order>,
+        ) -> Result<CallToolResult, ErrorData> {
+            if self.tools.flaky.fetch_add(1, Ordering::SeqCst) == 0 {
+                return Err(ErrorData::internal_error("the warehouse is down", None));
+            }
+            let text = format!("ordered {}", order.item);
+            Ok(CallToolResult::success(vec![ContentBlock::text(text)]))
+        }
+
+        #[tool(description = "Declines every order.")]
+        async fn decline(&self, Parameters(order): Parameters<Order>) -> CallToolResult {
+            let n = self.tools.decline.fetch_add(1, Ordering::SeqCst) + 1;
+            let text = format!("declined {} (#{n})", order.item);
+            CallToolResult::error(vec![ContentBlock::text(text)])
+        }
+    }
+
+    #[tool_handler(router = self.tool_router)]
+    impl ServerHandler for Server {
+        fn get_info(&self) -> ServerConfig {
+            ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        }
+    }
+
+    /// Serves the tools behind the layer on a free loopback port; the endpoint's URL.
+    pub async fn serve(tools: Tools) -> String {
+        let service = StreamableHttpService::new(
+            move || {
+                Ok(Server {
+                    tools: tools.clone(),
+                    tool_router: Server::tool_router(),
+                })
+            },
+            Arc::new(LocalSessionManager::default()),
+            Default::default(),
+        );
+        let app =
+            axum::Router::new().nest_service("/mcp", IdempotencyLayer::new().mcp().layer(service));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        format!("http://{addr}/mcp")
+    }
+}
+
+#[tokio::test]
+async fn an_internal_error_releases_the_call_and_a_tools_own_error_is_kept() {
+    use std::sync::atomic::Ordering;
+
+    let tools = failing::Tools::default();
+    let endpoint = failing::serve(tools.clone()).await;
+    let transport = StreamableHttpClientTransport::from_uri(endpoint.as_str());
+    let client = ClientConfig::default().serve(transport).await.unwrap();
+    let order = json!({"item": "lamp"});
+
+    let first = client.call_tool(call("flaky", order.clone())).await;
+    assert!(
+        first.is_err(),
+        "the internal error reaches the caller: {first:?}"
+    );
+    let retry = call_tool(&client, call("flaky", order.clone())).await;
+    assert_eq!(text(&retry), "ordered lamp");
+    let replay = call_tool(&client, call("flaky", order.clone())).await;
+    assert_eq!(text(&replay), "ordered lamp");
+    assert_eq!(
+        tools.flaky.load(Ordering::SeqCst),
+        2,
+        "released once, then kept"
+    );
+
+    let declined = call_tool(&client, call("decline", order.clone())).await;
+    let again = call_tool(&client, call("decline", order)).await;
+    assert_eq!(declined.is_error, Some(true));
+    assert_eq!(text(&declined), "declined lamp (#1)");
+    assert_eq!(text(&again), text(&declined));
+    assert_eq!(
+        tools.decline.load(Ordering::SeqCst),
+        1,
+        "the tool's refusal is kept"
+    );
+}
