@@ -25,7 +25,8 @@ pub(crate) fn parse(input: &[u8]) -> Result<Node<'_>, CanonicalError> {
         pos: 0,
     };
     parser.skip_whitespace();
-    let node = parser.value(0)?;
+    let mut node = Node::Null;
+    parser.value_into(0, &mut node)?;
     parser.skip_whitespace();
     if parser.pos != input.len() {
         return Err(CanonicalError::Syntax(
@@ -82,18 +83,22 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn value(&mut self, depth: usize) -> Result<Node<'a>, CanonicalError> {
-        match self.peek() {
-            Some(b'{') => self.object(depth + 1),
-            Some(b'[') => self.array(depth + 1),
-            Some(b'"') => Ok(Node::String(self.string()?)),
-            Some(b't') => self.expect_literal(b"true", Node::Bool(true)),
-            Some(b'f') => self.expect_literal(b"false", Node::Bool(false)),
-            Some(b'n') => self.expect_literal(b"null", Node::Null),
-            Some(b'-' | b'0'..=b'9') => self.number(),
-            Some(_) => Err(CanonicalError::Syntax("unexpected character")),
-            None => Err(CanonicalError::Syntax("unexpected end of input")),
-        }
+    /// Parses one value into `slot`. Each value is written once, where it will live (a
+    /// member's or an item's place in its container), rather than returned through every
+    /// level: moving the results up the recursion was most of the parser's time.
+    fn value_into(&mut self, depth: usize, slot: &mut Node<'a>) -> Result<(), CanonicalError> {
+        *slot = match self.peek() {
+            Some(b'{') => self.object(depth + 1)?,
+            Some(b'[') => self.array(depth + 1)?,
+            Some(b'"') => Node::String(self.string()?),
+            Some(b't') => self.expect_literal(b"true", Node::Bool(true))?,
+            Some(b'f') => self.expect_literal(b"false", Node::Bool(false))?,
+            Some(b'n') => self.expect_literal(b"null", Node::Null)?,
+            Some(b'-' | b'0'..=b'9') => self.number()?,
+            Some(_) => return Err(CanonicalError::Syntax("unexpected character")),
+            None => return Err(CanonicalError::Syntax("unexpected end of input")),
+        };
+        Ok(())
     }
 
     fn object(&mut self, depth: usize) -> Result<Node<'a>, CanonicalError> {
@@ -120,8 +125,10 @@ impl<'a> Parser<'a> {
             }
             self.pos += 1;
             self.skip_whitespace();
-            let value = self.value(depth)?;
-            members.push((name, value));
+            members.push((name, Node::Null));
+            if let Some((_, slot)) = members.last_mut() {
+                self.value_into(depth, slot)?;
+            }
             self.skip_whitespace();
             match self.peek() {
                 Some(b',') => self.pos += 1,
@@ -158,7 +165,10 @@ impl<'a> Parser<'a> {
         }
         loop {
             self.skip_whitespace();
-            items.push(self.value(depth)?);
+            items.push(Node::Null);
+            if let Some(slot) = items.last_mut() {
+                self.value_into(depth, slot)?;
+            }
             self.skip_whitespace();
             match self.peek() {
                 Some(b',') => self.pos += 1,
