@@ -11,6 +11,7 @@ use crate::canonical::JsonPointer;
 use crate::classify::Classify;
 use crate::detached::{Detached, DetachedExecutions, DEFAULT_MAX_DETACHED};
 use crate::inflight::Inflight;
+use crate::key::RecentBodies;
 use crate::scope::ScopeSource;
 use crate::service::Idempotency;
 use crate::settings::Settings;
@@ -26,6 +27,7 @@ pub(crate) struct Shared<St> {
     pub(crate) detached: Arc<Detached>,
     pub(crate) attempts: Arc<Attempts>,
     pub(crate) ops: Arc<Ops>,
+    pub(crate) recent: Arc<RecentBodies>,
 }
 
 // Written by hand: a derive would require `St: Clone`, but the store is shared through an Arc.
@@ -38,6 +40,7 @@ impl<St> Clone for Shared<St> {
             detached: Arc::clone(&self.detached),
             attempts: Arc::clone(&self.attempts),
             ops: Arc::clone(&self.ops),
+            recent: Arc::clone(&self.recent),
         }
     }
 }
@@ -117,6 +120,7 @@ impl<St: Store> IdempotencyLayer<St> {
                 detached: Arc::new(Detached::new(DEFAULT_MAX_DETACHED)),
                 attempts: Arc::default(),
                 ops: Arc::default(),
+                recent: Arc::default(),
             }),
         }
     }
@@ -132,6 +136,7 @@ impl<St: Store> IdempotencyLayer<St> {
                 detached: shared.detached,
                 attempts: shared.attempts,
                 ops: shared.ops,
+                recent: shared.recent,
             }),
         }
     }

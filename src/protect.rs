@@ -158,9 +158,13 @@ fn derive_intent<St>(
         },
         None => None,
     };
-    let printed = settings
-        .fingerprint
-        .fingerprint(parts.headers.get(header::CONTENT_TYPE), body);
+    let scope_hash = ScopeHash::of(scope);
+    let content_type = parts.headers.get(header::CONTENT_TYPE);
+    let printed = shared
+        .recent
+        .fingerprint(&scope_hash, content_type, body, || {
+            settings.fingerprint.fingerprint(content_type, body)
+        });
     let field_key = match (printed.key_field, &settings.fingerprint.key_field) {
         (Some(Err(_)), Some(pointer)) => {
             return Err(answer::malformed_key(&format!("the `{pointer}` field")))
@@ -189,7 +193,7 @@ fn derive_intent<St>(
     Ok(Intent {
         key: IntentKey::derive(scope, &operation, material),
         op: op.clone(),
-        scope: ScopeHash::of(scope),
+        scope: scope_hash,
         fingerprint: printed.fingerprint,
         explicit: explicit.is_some(),
         deadline: Instant::now() + deadline,

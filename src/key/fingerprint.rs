@@ -105,7 +105,7 @@ pub(crate) struct FingerprintRules {
 }
 
 /// The fingerprint of a body and the explicit key found in it, if one was configured.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct BodyFingerprint {
     pub(crate) fingerprint: Fingerprint,
     pub(crate) key_field: Option<Result<ExplicitKey, InvalidExplicitKey>>,

@@ -6,6 +6,7 @@
 mod explicit;
 mod fingerprint;
 mod operation;
+mod recent;
 
 use std::fmt;
 use std::str::FromStr;
@@ -17,6 +18,7 @@ pub use fingerprint::{Fingerprint, FingerprintKind};
 pub use operation::Operation;
 
 pub(crate) use fingerprint::FingerprintRules;
+pub(crate) use recent::RecentBodies;
 
 const INTENT_TAG: &[u8] = b"tower-idempotency/intent/v1";
 const SCOPE_TAG: &[u8] = b"tower-idempotency/scope/v1";
@@ -33,6 +35,12 @@ pub(crate) fn put_framed(hasher: &mut Sha256, part: &[u8]) {
 /// path. It is derived by the layer and is not an `Idempotency-Key`.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct IntentKey([u8; 32]);
+
+/// The hasher of maps keyed by intent: a multiply or two over the 8 bytes a key feeds it, with a
+/// per-process random seed so that no one can aim keys at one bucket. The standard SipHash cost
+/// several per cent of a first execution's time, most of it in the store's table re-hashing
+/// its keys as it grows and sheds entries.
+pub(crate) type KeyHasher = rapidhash::fast::RandomState;
 
 /// Feeds maps 8 of the key's bytes: a SHA-256 output is uniform already, so the rest would
 /// only cost hashing time (the map's own keyed hasher still guards against chosen keys).
@@ -85,7 +93,16 @@ impl IntentKey {
 
     /// The key as 64 lower-case hex digits.
     pub fn to_hex(&self) -> String {
-        hex::encode(self.0)
+        String::from_utf8_lossy(&self.hex_digits()).into_owned()
+    }
+
+    /// The 64 hex digits as bytes: written into a buffer in one go, which a header value is
+    /// then copied from, rather than character by character into a string on every response.
+    pub(crate) fn hex_digits(&self) -> [u8; 64] {
+        let mut digits = [0u8; 64];
+        // The buffer is exactly twice the key's length, so this cannot fail.
+        let _ = hex::encode_to_slice(self.0, &mut digits);
+        digits
     }
 
     /// The first 12 hex digits: enough to tell intents apart in logs, too short to replay one.
@@ -150,6 +167,13 @@ impl ScopeHash {
     /// The hash's bytes.
     pub fn as_bytes(&self) -> &[u8; 32] {
         &self.0
+    }
+
+    /// Eight of its bytes, for tables: a SHA-256 output is uniform already.
+    pub(crate) fn quick(&self) -> u64 {
+        let mut first = [0u8; 8];
+        first.copy_from_slice(&self.0[..8]);
+        u64::from_le_bytes(first)
     }
 }
 
