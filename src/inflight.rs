@@ -8,7 +8,7 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use crate::answer::Failure;
-use crate::key::{Fingerprint, IntentKey};
+use crate::key::{Fingerprint, IntentKey, KeyHasher};
 use crate::store::{Record, StoredResponse};
 
 /// How an intent's execution ended, as its local waiters learn it.
@@ -28,7 +28,7 @@ pub(crate) enum Settled {
 /// The intents this process is working on.
 #[derive(Default)]
 pub(crate) struct Inflight {
-    slots: Mutex<HashMap<IntentKey, Arc<Slot>>>,
+    slots: Mutex<HashMap<IntentKey, Arc<Slot>, KeyHasher>>,
 }
 
 /// One intent in flight, watched by its duplicates.

@@ -15,7 +15,7 @@ pub(crate) fn written<B>(answer: Answer) -> Response<ResponseBody<B>> {
 
 /// Marks a protected response with its intent.
 pub(crate) fn with_intent<B>(mut response: Response<B>, key: &IntentKey) -> Response<B> {
-    if let Ok(value) = HeaderValue::try_from(key.to_hex()) {
+    if let Ok(value) = HeaderValue::from_bytes(&key.hex_digits()) {
         response
             .headers_mut()
             .insert(HeaderName::from_static(INTENT_HEADER), value);

@@ -13,7 +13,7 @@ use super::{
     Claim, ClaimRequest, Entry, Fence, OwnerToken, Record, RunningInfo, Store, StoreError,
     Tombstone,
 };
-use crate::key::IntentKey;
+use crate::key::{IntentKey, KeyHasher};
 
 /// Default byte budget of the settled-record cache: 64 MiB.
 pub(crate) const DEFAULT_MAX_BYTES: u64 = 64 * 1024 * 1024;
@@ -40,8 +40,8 @@ pub struct MemoryStore {
 }
 
 struct Inner {
-    running: Mutex<HashMap<IntentKey, Lease>>,
-    settled: Cache<IntentKey, Settled>,
+    running: Mutex<HashMap<IntentKey, Lease, KeyHasher>>,
+    settled: Cache<IntentKey, Settled, KeyHasher>,
     evictions: Arc<AtomicU64>,
 }
 
@@ -129,10 +129,10 @@ impl MemoryStoreBuilder {
                     }
                 }
             })
-            .build();
+            .build_with_hasher(KeyHasher::new());
         MemoryStore {
             inner: Arc::new(Inner {
-                running: Mutex::new(HashMap::new()),
+                running: Mutex::new(HashMap::with_hasher(KeyHasher::new())),
                 settled,
                 evictions,
             }),
@@ -175,7 +175,7 @@ impl MemoryStore {
         self.running_map().len()
     }
 
-    fn running_map(&self) -> MutexGuard<'_, HashMap<IntentKey, Lease>> {
+    fn running_map(&self) -> MutexGuard<'_, HashMap<IntentKey, Lease, KeyHasher>> {
         // A panic while holding the lock leaves the map consistent: every update is one call.
         self.inner
             .running
@@ -195,7 +195,7 @@ impl MemoryStore {
         &self,
         key: &IntentKey,
         token: &OwnerToken,
-        write: impl FnOnce(&mut HashMap<IntentKey, Lease>),
+        write: impl FnOnce(&mut HashMap<IntentKey, Lease, KeyHasher>),
     ) -> Fence {
         let mut running = self.running_map();
         match running.get(key) {

@@ -8,7 +8,7 @@ use moka::sync::Cache;
 
 use super::{Claim, ClaimRequest, Entry, Fence, OwnerToken, Record, Store, StoreError, Tombstone};
 use crate::clock::now_ms;
-use crate::key::IntentKey;
+use crate::key::{IntentKey, KeyHasher};
 
 /// Default byte budget of the local cache: 64 MiB.
 const DEFAULT_LOCAL_BYTES: u64 = 64 * 1024 * 1024;
@@ -22,7 +22,7 @@ const DEFAULT_LOCAL_BYTES: u64 = 64 * 1024 * 1024;
 /// coalesces them.
 pub struct TieredStore<S> {
     remote: S,
-    local: Cache<IntentKey, Arc<Record>>,
+    local: Cache<IntentKey, Arc<Record>, KeyHasher>,
 }
 
 struct UntilExpiry;
@@ -55,7 +55,7 @@ impl<S: Store> TieredStore<S> {
                 u32::try_from(record.weight() + 32).unwrap_or(u32::MAX)
             })
             .expire_after(UntilExpiry)
-            .build();
+            .build_with_hasher(KeyHasher::new());
         Self { remote, local }
     }
 
