@@ -1,10 +1,12 @@
 //! Per-request cost of the layer in process: `oneshot` on the layered service against the
-//! bare one, in one run, for first executions and replays.
+//! bare one, in one run, for first executions, replays, a duplicate coalesced onto a running
+//! execution, and the 202 "in progress" answer; divan counts allocations per request.
 //!
 //! `cargo bench --bench layer`
 
 use std::convert::Infallible;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use bytes::Bytes;
 use divan::Bencher;
@@ -17,6 +19,9 @@ use tower_idempotency::IdempotencyLayer;
 mod support;
 
 const SIZES: &[usize] = &[256, 1024, 4 * 1024, 16 * 1024, 64 * 1024, 256 * 1024];
+
+#[global_allocator]
+static ALLOC: divan::AllocProfiler = divan::AllocProfiler::system();
 
 fn main() {
     divan::main();
@@ -39,6 +44,23 @@ fn tool() -> impl Service<
        + Send
        + 'static {
     service_fn(|_: Request<Full<Bytes>>| async {
+        Ok(Response::new(Full::new(Bytes::from_static(
+            br#"{"status":"sent","message_id":"msg_1"}"#,
+        ))))
+    })
+}
+
+/// The same tool, answering after it yields once: a duplicate sent beside it finds it running.
+fn yielding_tool() -> impl Service<
+    Request<Full<Bytes>>,
+    Response = Response<Full<Bytes>>,
+    Error = Infallible,
+    Future: Send,
+> + Clone
+       + Send
+       + 'static {
+    service_fn(|_: Request<Full<Bytes>>| async {
+        tokio::task::yield_now().await;
         Ok(Response::new(Full::new(Bytes::from_static(
             br#"{"status":"sent","message_id":"msg_1"}"#,
         ))))
@@ -115,4 +137,57 @@ fn layered_replay(bencher: Bencher, size: usize) {
     rt.block_on(service.clone().oneshot(request(body.clone())))
         .unwrap();
     measure(bencher, &rt, service, || request(body.clone()));
+}
+
+/// Two bare calls side by side, against which a call and its coalesced duplicate compare.
+#[divan::bench(args = SIZES)]
+fn bare_pair(bencher: Bencher, size: usize) {
+    let rt = runtime();
+    let service = yielding_tool();
+    let mut next = unique_bodies(size);
+    bencher.with_inputs(&mut next).bench_local_values(|body| {
+        rt.block_on(async {
+            let first = service.clone().oneshot(request(body.clone()));
+            let second = service.clone().oneshot(request(body));
+            let (a, b) = futures_util::future::join(first, second).await;
+            (a.unwrap(), b.unwrap())
+        })
+    });
+}
+
+/// A first execution and a duplicate sent beside it, which waits for it and shares its answer.
+#[divan::bench(args = SIZES)]
+fn layered_with_coalesced_duplicate(bencher: Bencher, size: usize) {
+    let rt = runtime();
+    let service = rt.block_on(async {
+        ServiceBuilder::new()
+            .layer(IdempotencyLayer::new())
+            .service(yielding_tool())
+    });
+    let mut next = unique_bodies(size);
+    bencher.with_inputs(&mut next).bench_local_values(|body| {
+        rt.block_on(async {
+            let first = service.clone().oneshot(request(body.clone()));
+            let duplicate = service.clone().oneshot(request(body));
+            let (a, b) = futures_util::future::join(first, duplicate).await;
+            let (a, b) = (a.unwrap(), b.unwrap());
+            let a = a.into_body().collect().await.unwrap().to_bytes();
+            let b = b.into_body().collect().await.unwrap().to_bytes();
+            (a, b)
+        })
+    });
+}
+
+/// A first execution answered 202 "in progress" at once (a zero deadline), the action
+/// running on detached.
+#[divan::bench(args = SIZES)]
+fn layered_in_progress(bencher: Bencher, size: usize) {
+    let rt = runtime();
+    let service = rt.block_on(async {
+        ServiceBuilder::new()
+            .layer(IdempotencyLayer::new().deadline(Duration::ZERO))
+            .service(yielding_tool())
+    });
+    let mut next = unique_bodies(size);
+    measure(bencher, &rt, service, || request(next()));
 }
