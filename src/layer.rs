@@ -225,7 +225,9 @@ impl<St> IdempotencyLayer<St> {
     }
 
     /// Rewrites the parsed body before it is fingerprinted (lower-case an address, drop a
-    /// default). The request the tool receives is not changed.
+    /// default). The request the tool receives is not changed. It must give the same result
+    /// for the same body every time: a repeat of a recent body's exact bytes reuses that
+    /// body's fingerprint without calling it again.
     ///
     /// A body holding an integer that no 64-bit type can hold is then fingerprinted by its
     /// raw bytes, since it cannot cross into a `serde_json::Value` exactly.
