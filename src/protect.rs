@@ -116,8 +116,10 @@ where
     };
     let attempt = shared.attempts.count(&intent.op, &intent.key);
     let span = tracing::Span::current();
-    span.record("intent", intent.key.short());
-    span.record("attempt", attempt);
+    if !span.is_disabled() {
+        span.record("intent", intent.key.short());
+        span.record("attempt", attempt);
+    }
     // A replay this process has seen needs neither the store nor the in-flight registry.
     if let Some(record) = shared.store.cached(&intent.key) {
         let response = if intent.reuses_key_for(&record.fingerprint) {

@@ -67,7 +67,7 @@ impl Hot {
 /// past [`MAX_OPS`] distinct ones (a label function that is not), handles are made per request.
 #[derive(Default)]
 pub(crate) struct Ops {
-    known: RwLock<HashMap<Arc<str>, Op>>,
+    known: RwLock<HashMap<Arc<str>, Op, rapidhash::fast::RandomState>>,
 }
 
 const MAX_OPS: usize = 10_000;

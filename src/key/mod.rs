@@ -107,7 +107,7 @@ impl IntentKey {
 
     /// The first 12 hex digits: enough to tell intents apart in logs, too short to replay one.
     pub fn short(&self) -> String {
-        hex::encode(&self.0[..6])
+        String::from_utf8_lossy(&self.hex_digits()[..12]).into_owned()
     }
 }
 
