@@ -18,6 +18,7 @@ pub(crate) enum ScopeSource {
     Header(HeaderName),
     Extract(ScopeFn),
     /// This header where the request has it, else the other source.
+    #[cfg(feature = "mcp")]
     Preferred(HeaderName, Box<ScopeSource>),
 }
 
@@ -27,6 +28,7 @@ impl ScopeSource {
         let scope = match self {
             Self::Header(name) => parts.headers.get(name).map(|v| v.as_bytes().to_vec()),
             Self::Extract(extract) => extract(parts).map(String::into_bytes),
+            #[cfg(feature = "mcp")]
             Self::Preferred(name, otherwise) => {
                 match parts.headers.get(name).filter(|v| !v.is_empty()) {
                     Some(value) => Some(value.as_bytes().to_vec()),
@@ -42,6 +44,7 @@ impl ScopeSource {
         match self {
             Self::Header(name) => format!("the `{name}` header"),
             Self::Extract(_) => "a session or caller identity".to_owned(),
+            #[cfg(feature = "mcp")]
             Self::Preferred(name, otherwise) => {
                 format!("the `{name}` header or {}", otherwise.describe())
             }
@@ -54,6 +57,7 @@ impl fmt::Debug for ScopeSource {
         match self {
             Self::Header(name) => f.debug_tuple("Header").field(name).finish(),
             Self::Extract(_) => f.write_str("Extract(..)"),
+            #[cfg(feature = "mcp")]
             Self::Preferred(name, otherwise) => f
                 .debug_tuple("Preferred")
                 .field(name)
