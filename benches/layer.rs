@@ -34,8 +34,11 @@ fn runtime() -> tokio::runtime::Runtime {
         .unwrap()
 }
 
-/// A tool that answers a small JSON body at once.
-fn tool() -> impl Service<
+/// A tool that answers a small JSON body at once, or, if it `yields`, after giving way once: a
+/// duplicate sent beside it then finds it running.
+fn tool(
+    yields: bool,
+) -> impl Service<
     Request<Full<Bytes>>,
     Response = Response<Full<Bytes>>,
     Error = Infallible,
@@ -43,24 +46,10 @@ fn tool() -> impl Service<
 > + Clone
        + Send
        + 'static {
-    service_fn(|_: Request<Full<Bytes>>| async {
-        Ok(Response::new(Full::new(Bytes::from_static(
-            br#"{"status":"sent","message_id":"msg_1"}"#,
-        ))))
-    })
-}
-
-/// The same tool, answering after it yields once: a duplicate sent beside it finds it running.
-fn yielding_tool() -> impl Service<
-    Request<Full<Bytes>>,
-    Response = Response<Full<Bytes>>,
-    Error = Infallible,
-    Future: Send,
-> + Clone
-       + Send
-       + 'static {
-    service_fn(|_: Request<Full<Bytes>>| async {
-        tokio::task::yield_now().await;
+    service_fn(move |_: Request<Full<Bytes>>| async move {
+        if yields {
+            tokio::task::yield_now().await;
+        }
         Ok(Response::new(Full::new(Bytes::from_static(
             br#"{"status":"sent","message_id":"msg_1"}"#,
         ))))
@@ -111,14 +100,14 @@ fn layered() -> impl Service<
 > + Clone {
     ServiceBuilder::new()
         .layer(IdempotencyLayer::new())
-        .service(tool())
+        .service(tool(false))
 }
 
 #[divan::bench(args = SIZES)]
 fn bare_service(bencher: Bencher, size: usize) {
     let rt = runtime();
     let mut next = unique_bodies(size);
-    measure(bencher, &rt, tool(), || request(next()));
+    measure(bencher, &rt, tool(false), || request(next()));
 }
 
 #[divan::bench(args = SIZES)]
@@ -143,7 +132,7 @@ fn layered_replay(bencher: Bencher, size: usize) {
 #[divan::bench(args = SIZES)]
 fn bare_pair(bencher: Bencher, size: usize) {
     let rt = runtime();
-    let service = yielding_tool();
+    let service = tool(true);
     let mut next = unique_bodies(size);
     bencher.with_inputs(&mut next).bench_local_values(|body| {
         rt.block_on(async {
@@ -162,7 +151,7 @@ fn layered_with_coalesced_duplicate(bencher: Bencher, size: usize) {
     let service = rt.block_on(async {
         ServiceBuilder::new()
             .layer(IdempotencyLayer::new())
-            .service(yielding_tool())
+            .service(tool(true))
     });
     let mut next = unique_bodies(size);
     bencher.with_inputs(&mut next).bench_local_values(|body| {
@@ -186,7 +175,7 @@ fn layered_in_progress(bencher: Bencher, size: usize) {
     let service = rt.block_on(async {
         ServiceBuilder::new()
             .layer(IdempotencyLayer::new().deadline(Duration::ZERO))
-            .service(yielding_tool())
+            .service(tool(true))
     });
     let mut next = unique_bodies(size);
     measure(bencher, &rt, service, || request(next()));

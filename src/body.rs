@@ -115,16 +115,10 @@ pin_project! {
     /// }
     /// ```
     pub struct RequestBody<B> {
+        // The same two cases as a response the layer answers with: the caller's own body,
+        // or bytes already held.
         #[pin]
-        kind: RequestKind<B>,
-    }
-}
-
-pin_project! {
-    #[project = RequestKindProj]
-    enum RequestKind<B> {
-        Stream { #[pin] body: B },
-        Buffered { #[pin] body: Full<Bytes> },
+        inner: ResponseBody<B>,
     }
 }
 
@@ -132,7 +126,7 @@ impl<B> RequestBody<B> {
     /// Wraps a body that has not been read.
     pub fn new(body: B) -> Self {
         Self {
-            kind: RequestKind::Stream { body },
+            inner: ResponseBody::inner(body),
         }
     }
 }
@@ -140,9 +134,7 @@ impl<B> RequestBody<B> {
 impl<B> From<Bytes> for RequestBody<B> {
     fn from(data: Bytes) -> Self {
         Self {
-            kind: RequestKind::Buffered {
-                body: Full::new(data),
-            },
+            inner: ResponseBody::full(data),
         }
     }
 }
@@ -158,25 +150,14 @@ where
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
-        match self.project().kind.project() {
-            RequestKindProj::Stream { body } => body.poll_frame(cx),
-            RequestKindProj::Buffered { body } => {
-                body.poll_frame(cx).map_err(|never| match never {})
-            }
-        }
+        self.project().inner.poll_frame(cx)
     }
 
     fn is_end_stream(&self) -> bool {
-        match &self.kind {
-            RequestKind::Stream { body } => body.is_end_stream(),
-            RequestKind::Buffered { body } => body.is_end_stream(),
-        }
+        self.inner.is_end_stream()
     }
 
     fn size_hint(&self) -> SizeHint {
-        match &self.kind {
-            RequestKind::Stream { body } => body.size_hint(),
-            RequestKind::Buffered { body } => body.size_hint(),
-        }
+        self.inner.size_hint()
     }
 }

@@ -92,10 +92,7 @@ where
         let clone = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, clone);
         if status::asks_status(&self.shared.settings, &request) {
-            let shared = Arc::clone(&self.shared);
-            let (parts, _) = request.into_parts();
-            let answer = status::answer_status_request(shared, parts);
-            return ResponseFuture::layered(async move { Ok(answer.await) });
+            return status::respond(&self.shared, request);
         }
         let settings = &self.shared.settings;
         let path = request.uri().path();

@@ -17,10 +17,23 @@ pub(crate) struct OperationContract {
     pub(crate) validator: jsonschema::Validator,
 }
 
-/// The contracts of every operation, by method and exact path.
+/// The contracts of every operation, by method and exact path: two levels, so that a request
+/// is looked up by its borrowed path, with no key built for it.
 pub(crate) struct Contracts {
-    pub(crate) operations: HashMap<(Method, String), OperationContract>,
+    pub(crate) operations: HashMap<Method, HashMap<String, Arc<OperationContract>>>,
     pub(crate) body_limit: usize,
+}
+
+impl Contracts {
+    /// The contract of `method` on `path`, if one is configured.
+    pub(crate) fn of(&self, method: &Method, path: &str) -> Option<&Arc<OperationContract>> {
+        self.operations.get(method)?.get(path)
+    }
+
+    /// How many operations have a contract.
+    pub(crate) fn len(&self) -> usize {
+        self.operations.values().map(HashMap::len).sum()
+    }
 }
 
 /// Validates the JSON arguments of configured operations against versioned JSON Schemas.
@@ -52,7 +65,7 @@ impl Default for ContractLayer {
 impl fmt::Debug for ContractLayer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ContractLayer")
-            .field("operations", &self.contracts.operations.len())
+            .field("operations", &self.contracts.len())
             .finish_non_exhaustive()
     }
 }
@@ -96,7 +109,9 @@ impl ContractLayer {
         };
         self.contracts_mut()
             .operations
-            .insert((method, path.to_owned()), contract);
+            .entry(method)
+            .or_default()
+            .insert(path.to_owned(), Arc::new(contract));
         Ok(self)
     }
 

@@ -86,15 +86,14 @@ where
     fn call(&mut self, request: Request<B>) -> Self::Future {
         let clone = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, clone);
-        let route = (request.method().clone(), request.uri().path().to_owned());
-        if !self.contracts.operations.contains_key(&route) {
+        let Some(contract) = self.contracts.of(request.method(), request.uri().path()) else {
             return ResponseFuture::passthrough(inner.call(request));
-        }
-        let contracts = Arc::clone(&self.contracts);
+        };
+        let contract = Arc::clone(contract);
+        let body_limit = self.contracts.body_limit;
         ResponseFuture::layered(async move {
-            let contract = &contracts.operations[&route];
             let (parts, body) = request.into_parts();
-            let bytes = match read_body(body, &parts.headers, contracts.body_limit).await {
+            let bytes = match read_body(body, &parts.headers, body_limit).await {
                 Ok(bytes) => bytes,
                 Err(refusal) => return Ok(written(refusal)),
             };

@@ -6,10 +6,26 @@ use serde_json::{json, Map, Value};
 
 use super::envelope::Refusal;
 
+/// JSON-RPC's "Internal error".
+pub(crate) const INTERNAL_ERROR: i64 = -32603;
 /// JSON-RPC's "Invalid Request".
 const INVALID_REQUEST: i64 = -32600;
 /// JSON-RPC's "Invalid params".
-const INVALID_PARAMS: i64 = -32602;
+pub(crate) const INVALID_PARAMS: i64 = -32602;
+
+/// The JSON-RPC response carrying `result` to the request `id`.
+pub(crate) fn result(id: &Value, result: Value) -> Value {
+    json!({ "jsonrpc": "2.0", "id": id, "result": result })
+}
+
+/// The JSON-RPC error response to the request `id` (null where there is none).
+pub(crate) fn error(id: &Value, code: i64, message: &str, data: Option<Value>) -> Value {
+    let mut error = json!({ "code": code, "message": message });
+    if let Some(data) = data {
+        error["data"] = data;
+    }
+    json!({ "jsonrpc": "2.0", "id": id, "error": error })
+}
 
 /// The members of a layer answer that go into `structuredContent`. The `type`, `title` and
 /// `status` of a problem document say nothing to a model that the outcome does not, the
@@ -40,28 +56,23 @@ pub(crate) fn tool_result(id: &Value, answer: &Map<String, Value>) -> Value {
         let detail = answer.get("detail").and_then(Value::as_str).unwrap_or("");
         detail.to_owned()
     };
-    json!({
-        "jsonrpc": "2.0",
-        "id": id,
-        "result": {
-            "content": [{ "type": "text", "text": detail }],
-            "structuredContent": structured(answer),
-            "isError": !in_progress,
-        },
-    })
+    let call_result = json!({
+        "content": [{ "type": "text", "text": detail }],
+        "structuredContent": structured(answer),
+        "isError": !in_progress,
+    });
+    result(id, call_result)
 }
 
 /// The JSON-RPC error for an answer the layer holds but cannot read back.
 pub(crate) fn lost(id: &Value) -> Value {
-    json!({
-        "jsonrpc": "2.0",
-        "id": id,
-        "error": {
-            "code": -32603,
-            "message": "This call's answer could not be read back, and whether its action ran is                         not known. Check before calling again.",
-            "data": { "outcome": "unknown", "retryable": false },
-        },
-    })
+    error(
+        id,
+        INTERNAL_ERROR,
+        "This call's answer could not be read back, and whether its action ran is not known. \
+         Check before calling again.",
+        Some(json!({ "outcome": "unknown", "retryable": false })),
+    )
 }
 
 /// The JSON-RPC error answering a refused envelope (the id is null where there is none).
@@ -92,15 +103,8 @@ pub(crate) fn refused(refusal: &Refusal) -> Value {
              again with the tool's name; doing so is safe.",
         ),
     };
-    json!({
-        "jsonrpc": "2.0",
-        "id": id,
-        "error": {
-            "code": code,
-            "message": message,
-            "data": { "outcome": "not_executed", "retryable": true },
-        },
-    })
+    let data = json!({ "outcome": "not_executed", "retryable": true });
+    error(&id, code, message, Some(data))
 }
 
 #[cfg(test)]

@@ -53,25 +53,15 @@ pub(crate) fn is_event_stream(headers: &HeaderMap) -> bool {
 }
 
 /// Whether `message` is the answer (a result or an error) to the request with `id`.
-pub(crate) fn answers(message: &Value, id: &Value) -> bool {
+pub(crate) fn is_answer_to(message: &Value, id: &Value) -> bool {
     message.get("id") == Some(id)
         && (message.get("result").is_some() || message.get("error").is_some())
 }
 
-/// Why no answer could be read.
+/// Why no answer could be read: the body ended, broke off or grew past the limit without an
+/// answer to the request.
 #[derive(Debug)]
-pub(crate) enum Unreadable {
-    /// The body ended, broke off or grew past the limit without an answer to the request.
-    NoAnswer(&'static str),
-}
-
-impl Unreadable {
-    pub(crate) fn reason(&self) -> &'static str {
-        match self {
-            Self::NoAnswer(reason) => reason,
-        }
-    }
-}
+pub(crate) struct Unreadable(pub(crate) &'static str);
 
 /// A body error as a `std::error::Error`, which the SSE reader asks for.
 #[derive(Debug)]
@@ -107,27 +97,25 @@ where
             }) = event
             else {
                 if event.is_err() {
-                    return Err(Unreadable::NoAnswer("the event stream broke off"));
+                    return Err(Unreadable("the event stream broke off"));
                 }
                 continue;
             };
             if let Ok(message) = serde_json::from_str::<Value>(&data) {
-                if answers(&message, id) {
+                if is_answer_to(&message, id) {
                     return Ok(message);
                 }
             }
         }
-        return Err(Unreadable::NoAnswer(
-            "the event stream ended without the answer",
-        ));
+        return Err(Unreadable("the event stream ended without the answer"));
     }
     let bytes = match Limited::new(body, limit).collect().await {
         Ok(collected) => collected.to_bytes(),
-        Err(_) => return Err(Unreadable::NoAnswer("the answer could not be read")),
+        Err(_) => return Err(Unreadable("the answer could not be read")),
     };
     match serde_json::from_slice::<Value>(&bytes) {
-        Ok(message) if answers(&message, id) => Ok(message),
-        _ => Err(Unreadable::NoAnswer(
+        Ok(message) if is_answer_to(&message, id) => Ok(message),
+        _ => Err(Unreadable(
             "the answer was not a JSON-RPC response to the call",
         )),
     }

@@ -307,10 +307,7 @@ where
         let clone = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, clone);
         if status::asks_status(&self.shared.settings, &request) {
-            let shared = Arc::clone(&self.shared);
-            let (parts, _) = request.into_parts();
-            let answer = status::answer_status_request(shared, parts);
-            return ResponseFuture::layered(async move { Ok(answer.await) });
+            return status::respond(&self.shared, request);
         }
         let protected = self
             .shared
@@ -551,7 +548,7 @@ impl<St: Store> Endpoint<St> {
             return Response::from_parts(parts, ResponseBody::full(head));
         };
         match what {
-            Discovery::ToolsList => self.policy.learn(&Value::Object(result.clone())),
+            Discovery::ToolsList => self.policy.learn(result),
             Discovery::Initialize => {}
         }
         if !self.tasks {
@@ -652,7 +649,6 @@ fn task_created(
         created_at_ms: now.saturating_sub(started_s_ago * 1000),
         updated_at_ms: now,
         ttl,
-        poll: Duration::from_secs(1),
     })
 }
 

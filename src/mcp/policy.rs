@@ -4,7 +4,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::{PoisonError, RwLock};
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::settings::Timing;
 
@@ -66,7 +66,7 @@ impl ToolPolicy {
 
     /// Learns the annotations of a `tools/list` result: each listed tool is read-only or
     /// not as it now declares. A paginated listing only updates the tools it lists.
-    pub(crate) fn learn(&self, result: &Value) {
+    pub(crate) fn learn(&self, result: &Map<String, Value>) {
         let Some(tools) = result.get("tools").and_then(Value::as_array) else {
             return;
         };
@@ -108,7 +108,7 @@ mod tests {
     fn declared_read_only_tools_pass_through_and_the_rest_are_protected() {
         let policy = ToolPolicy::default();
         assert!(!policy.passes_through("search"));
-        policy.learn(&listing());
+        policy.learn(listing().as_object().unwrap());
         assert!(policy.passes_through("search"));
         assert!(!policy.passes_through("send_email"));
         assert!(!policy.passes_through("pay"));
@@ -119,7 +119,7 @@ mod tests {
         let mut policy = ToolPolicy::default();
         policy.rule_mut("search").pass_through = Some(false);
         policy.rule_mut("pay").pass_through = Some(true);
-        policy.learn(&listing());
+        policy.learn(listing().as_object().unwrap());
         assert!(!policy.passes_through("search"));
         assert!(policy.passes_through("pay"));
     }
@@ -127,8 +127,8 @@ mod tests {
     #[test]
     fn a_tool_no_longer_declared_read_only_is_protected_again() {
         let policy = ToolPolicy::default();
-        policy.learn(&listing());
-        policy.learn(&json!({"tools": [{"name": "search"}]}));
+        policy.learn(listing().as_object().unwrap());
+        policy.learn(json!({"tools": [{"name": "search"}]}).as_object().unwrap());
         assert!(!policy.passes_through("search"));
     }
 }

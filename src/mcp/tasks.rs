@@ -7,12 +7,17 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use serde_json::{json, Map, Value};
 
+use super::answers;
 use super::envelope::TaskQuery;
 use crate::answer::Failure;
 use crate::clock::now_ms;
 use crate::key::{IntentKey, ScopeHash};
 use crate::layer::Shared;
-use crate::store::{Entry, Record, Store};
+use crate::status::{self, Seen};
+use crate::store::{Record, Store};
+
+/// How often a requestor is asked to poll a task.
+const POLL_INTERVAL: Duration = Duration::from_secs(1);
 
 /// The `_meta` member that ties a result to its task.
 const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
@@ -62,7 +67,6 @@ pub(crate) struct TaskView {
     pub(crate) created_at_ms: u64,
     pub(crate) updated_at_ms: u64,
     pub(crate) ttl: Duration,
-    pub(crate) poll: Duration,
 }
 
 impl TaskView {
@@ -75,54 +79,26 @@ impl TaskView {
             "createdAt": timestamp(self.created_at_ms),
             "lastUpdatedAt": timestamp(self.updated_at_ms),
             "ttl": millis(self.ttl),
-            "pollInterval": millis(self.poll),
+            "pollInterval": millis(POLL_INTERVAL),
         })
     }
 
     /// The answer to the call that created the task.
     pub(crate) fn created(&self, id: &Value) -> Value {
-        json!({ "jsonrpc": "2.0", "id": id, "result": { "task": self.to_value() } })
+        answers::result(id, json!({ "task": self.to_value() }))
     }
 }
 
 /// The JSON-RPC error for a task this caller cannot see: unknown, expired, or another
 /// session's (one answer for all three, so that nothing leaks).
 fn unknown_task(id: &Value) -> Value {
-    json!({
-        "jsonrpc": "2.0",
-        "id": id,
-        "error": {
-            "code": -32602,
-            "message": "No such task in this session: it is unknown or has expired. Nothing was \
-                        run; calling the tool again starts it anew.",
-        },
-    })
-}
-
-/// What the store holds of an intent, as far as this scope may see it.
-enum Seen {
-    Running { started_at_ms: u64 },
-    Completed(Arc<Record>),
-    Failed { failure: Failure, failed_at_ms: u64 },
-    Unknown,
-}
-
-async fn look<St: Store>(shared: &Shared<St>, key: &IntentKey, scope: &ScopeHash) -> Seen {
-    match shared.store.get(key).await {
-        Ok(Some(Entry::Running(info))) if info.scope == *scope => Seen::Running {
-            started_at_ms: info.started_at_ms,
-        },
-        Ok(Some(Entry::Completed(record))) if record.scope == *scope => Seen::Completed(record),
-        Ok(Some(Entry::Failed(tombstone))) if tombstone.scope == *scope => Seen::Failed {
-            failure: Failure::of(&tombstone),
-            failed_at_ms: tombstone.failed_at_ms,
-        },
-        Ok(_) => Seen::Unknown,
-        Err(error) => {
-            tracing::warn!(%error, "the store could not answer a task query");
-            Seen::Unknown
-        }
-    }
+    answers::error(
+        id,
+        answers::INVALID_PARAMS,
+        "No such task in this session: it is unknown or has expired. Nothing was run; calling \
+         the tool again starts it anew.",
+        None,
+    )
 }
 
 /// Answers `tasks/get`, or `tasks/result` (which waits for the task up to `wait`; still
@@ -143,7 +119,12 @@ pub(crate) async fn answer<St: Store>(
     let give_up = tokio::time::Instant::now() + wait;
     let mut pause = Duration::from_millis(10);
     loop {
-        let seen = look(shared, &key, &scope).await;
+        let seen = status::seen(shared, &key, &scope)
+            .await
+            .unwrap_or_else(|error| {
+                tracing::warn!(%error, "the store could not answer a task query");
+                Seen::Unknown
+            });
         if !query.result {
             return Some(TaskAnswer::Message(get(&query.id, key, &seen, ttl)));
         }
@@ -156,8 +137,9 @@ pub(crate) async fn answer<St: Store>(
                 return Some(TaskAnswer::StillRunning { started_at_ms })
             }
             Seen::Completed(record) => return Some(TaskAnswer::Result(record)),
-            Seen::Failed { failure, .. } => {
-                return Some(TaskAnswer::Message(failed(&query.id, &key, failure)))
+            Seen::Failed(tombstone) => {
+                let failure = Failure::of(&tombstone);
+                return Some(TaskAnswer::Message(failed(&query.id, &key, failure)));
             }
             Seen::Unknown => return Some(TaskAnswer::Message(unknown_task(&query.id))),
         }
@@ -182,7 +164,10 @@ fn get(id: &Value, key: IntentKey, seen: &Seen, ttl: Duration) -> Value {
             record.started_at_ms,
             record.completed_at_ms,
         ),
-        Seen::Failed { failed_at_ms, .. } => (TaskStatus::Failed, *failed_at_ms, *failed_at_ms),
+        Seen::Failed(tombstone) => {
+            let at = tombstone.failed_at_ms;
+            (TaskStatus::Failed, at, at)
+        }
         Seen::Unknown => return unknown_task(id),
     };
     let view = TaskView {
@@ -191,25 +176,18 @@ fn get(id: &Value, key: IntentKey, seen: &Seen, ttl: Duration) -> Value {
         created_at_ms: created,
         updated_at_ms: updated,
         ttl,
-        poll: Duration::from_secs(1),
     };
-    json!({ "jsonrpc": "2.0", "id": id, "result": view.to_value() })
+    answers::result(id, view.to_value())
 }
 
 fn failed(id: &Value, key: &IntentKey, failure: Failure) -> Value {
-    json!({
-        "jsonrpc": "2.0",
-        "id": id,
-        "error": {
-            "code": -32603,
-            "message": format!(
-                "This action failed {} and its result was not kept. Calling the tool again with \
-                 the same arguments runs it again.",
-                failure.described()
-            ),
-            "data": { "outcome": "failed", "retryable": true, "intent": key.to_hex() },
-        },
-    })
+    let message = format!(
+        "This action failed {} and its result was not kept. Calling the tool again with the \
+         same arguments runs it again.",
+        failure.described()
+    );
+    let data = json!({ "outcome": "failed", "retryable": true, "intent": key.to_hex() });
+    answers::error(id, answers::INTERNAL_ERROR, &message, Some(data))
 }
 
 /// Ties a `tasks/result` answer to its task.
@@ -280,7 +258,6 @@ mod tests {
             created_at_ms: 0,
             updated_at_ms: 0,
             ttl: Duration::from_secs(60),
-            poll: Duration::from_secs(1),
         };
         let created = view.created(&json!(3));
         assert_eq!(created["id"], 3);

@@ -12,6 +12,7 @@ use http_body_util::{BodyExt, Full, Limited};
 use serde_json::{json, Value};
 use tower_service::Service;
 
+use super::answers;
 use super::envelope::ToolCall;
 use super::message::{read_answer, Unreadable};
 use crate::BoxError;
@@ -113,19 +114,13 @@ where
 
 /// The JSON-RPC error for a call whose answer never came: whether the tool ran is unknown.
 fn unanswered(id: &Value, unreadable: &Unreadable) -> Value {
-    json!({
-        "jsonrpc": "2.0",
-        "id": id,
-        "error": {
-            "code": -32603,
-            "message": format!(
-                "The tool's answer was lost ({}): the action may or may not have run. \
-                 Calling again with the same arguments runs it again.",
-                unreadable.reason()
-            ),
-            "data": { "outcome": "unknown", "retryable": true },
-        },
-    })
+    let message = format!(
+        "The tool's answer was lost ({}): the action may or may not have run. Calling again \
+         with the same arguments runs it again.",
+        unreadable.0
+    );
+    let data = json!({ "outcome": "unknown", "retryable": true });
+    answers::error(id, answers::INTERNAL_ERROR, &message, Some(data))
 }
 
 fn marked(
