@@ -6,8 +6,11 @@
 //! ```
 //!
 //! Tools: `send_email` (`to`, `subject`, `body`, optional `delay_ms`), `generate_report`
-//! (`topic`, `seconds`) and `search` (`q`, annotated read-only, so never stored). `GET /stats`
-//! counts the executions of each tool in this process.
+//! (`topic`, `seconds`) and `search` (`q`, optional `delay_ms`; annotated read-only, so never
+//! stored). `GET /stats` counts the executions of each tool in this process, and the calls
+//! that the server saw cancelled (`cancelled`): `send_email` and `search` honour a client's
+//! `notifications/cancelled` while they wait, as servers that support cancellation do, and
+//! answer it with the error some SDK servers send ("Request cancelled").
 //!
 //! Environment: `ADDR` (default `127.0.0.1:3001`), `DEADLINE_MS` (default 25000: how long a
 //! call waits before it is told "in progress"), `IDEMPOTENCY` (`on` by default; `off` serves
@@ -23,13 +26,14 @@ use std::time::Duration;
 use axum::routing::get;
 use axum::{Json, Router};
 use rmcp::handler::server::{router::tool::ToolRouter, wrapper::Parameters};
-use rmcp::model::{ServerCapabilities, ServerConfig};
+use rmcp::model::{ErrorCode, ServerCapabilities, ServerConfig};
 use rmcp::transport::streamable_http_server::{
     session::local::LocalSessionManager, StreamableHttpServerConfig, StreamableHttpService,
 };
-use rmcp::{schemars, tool, tool_handler, tool_router, ServerHandler};
+use rmcp::{schemars, tool, tool_handler, tool_router, ErrorData, ServerHandler};
 use serde::Deserialize;
 use serde_json::{json, Value};
+use tokio_util::sync::CancellationToken;
 use tower_idempotency::store::Store;
 use tower_idempotency::IdempotencyLayer;
 use tower_layer::Layer;
@@ -40,6 +44,7 @@ struct Stats {
     send_email: AtomicU64,
     generate_report: AtomicU64,
     search: AtomicU64,
+    cancelled: AtomicU64,
 }
 
 fn bump(counter: &AtomicU64) -> u64 {
@@ -68,6 +73,9 @@ struct Report {
 #[derive(Deserialize, schemars::JsonSchema)]
 struct Search {
     q: String,
+    /// How long searching takes, in milliseconds.
+    #[serde(default)]
+    delay_ms: u64,
 }
 
 #[derive(Clone)]
@@ -79,17 +87,19 @@ struct Tools {
 #[tool_router]
 impl Tools {
     #[tool(description = "Send an e-mail. Sending twice sends two e-mails.")]
-    async fn send_email(&self, Parameters(email): Parameters<Email>) -> String {
+    async fn send_email(
+        &self,
+        Parameters(email): Parameters<Email>,
+        cancelled: CancellationToken,
+    ) -> Result<String, ErrorData> {
         let n = bump(&self.stats.send_email);
-        if email.delay_ms > 0 {
-            tokio::time::sleep(Duration::from_millis(email.delay_ms)).await;
-        }
-        format!(
+        self.wait(email.delay_ms, &cancelled).await?;
+        Ok(format!(
             "Sent e-mail #{n} to {} ({:?}, {} characters).",
             email.to,
             email.subject,
             email.body.chars().count()
-        )
+        ))
     }
 
     #[tool(description = "Write a report on a topic; it takes a while.")]
@@ -105,9 +115,27 @@ impl Tools {
         description = "Search the archive.",
         annotations(read_only_hint = true)
     )]
-    async fn search(&self, Parameters(search): Parameters<Search>) -> String {
+    async fn search(
+        &self,
+        Parameters(search): Parameters<Search>,
+        cancelled: CancellationToken,
+    ) -> Result<String, ErrorData> {
         let n = bump(&self.stats.search);
-        format!("Search #{n}: no results for {:?}.", search.q)
+        self.wait(search.delay_ms, &cancelled).await?;
+        Ok(format!("Search #{n}: no results for {:?}.", search.q))
+    }
+}
+
+impl Tools {
+    /// Waits `delay_ms`, unless the client cancels the call first.
+    async fn wait(&self, delay_ms: u64, cancelled: &CancellationToken) -> Result<(), ErrorData> {
+        tokio::select! {
+            () = tokio::time::sleep(Duration::from_millis(delay_ms)) => Ok(()),
+            () = cancelled.cancelled() => {
+                bump(&self.stats.cancelled);
+                Err(ErrorData::new(ErrorCode(0), "Request cancelled", None))
+            }
+        }
     }
 }
 
@@ -161,6 +189,7 @@ async fn serve<St: Store>(addr: SocketAddr, layer: Option<IdempotencyLayer<St>>)
                 "send_email": read(&counts.send_email),
                 "generate_report": read(&counts.generate_report),
                 "search": read(&counts.search),
+                "cancelled": read(&counts.cancelled),
             }));
             std::future::ready(stats)
         }),

@@ -588,3 +588,170 @@ async fn an_internal_error_releases_the_call_and_a_tools_own_error_is_kept() {
         "the tool's refusal is kept"
     );
 }
+
+const SLOW_EMAIL: &str = r#"{"jsonrpc":"2.0","id":"c-1","method":"tools/call","params":{"name":"send_email","arguments":{"to":"k@example.com","subject":"s","body":"b","delay_ms":900}}}"#;
+
+#[tokio::test]
+async fn a_cancelled_protected_call_runs_on_and_its_retry_gets_the_result() {
+    let server = start(&[("DEADLINE_MS", "5000")]);
+    let session = raw_session(&server).await;
+    let accept = "application/json, text/event-stream";
+    let first = server.post(&session, accept, SLOW_EMAIL);
+    let cancel_then_retry = async {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        // What an SDK client sends when its own timeout for the request fires.
+        let cancel = r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"c-1","reason":"timed out"}}"#;
+        let (status, _, body) = server.post(&session, accept, cancel).await;
+        assert_eq!(
+            (status, body.as_str()),
+            (202, ""),
+            "accepted, as a notification"
+        );
+        server
+            .post(&session, accept, &SLOW_EMAIL.replace("c-1", "c-2"))
+            .await
+    };
+    let ((_, _, first), (_, _, retry)) = tokio::join!(first, cancel_then_retry);
+    for (answer, id) in [(&first, "c-1"), (&retry, "c-2")] {
+        let message: Value = serde_json::from_str(
+            answer
+                .lines()
+                .find_map(|l| l.strip_prefix("data: "))
+                .unwrap_or(answer),
+        )
+        .unwrap();
+        assert_eq!(message["id"], id);
+        let text = message["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or("");
+        assert!(text.starts_with("Sent e-mail #1"), "{message}");
+    }
+    let stats = server.stats().await;
+    assert_eq!(
+        (stats["send_email"].clone(), stats["cancelled"].clone()),
+        (json!(1), json!(0))
+    );
+}
+
+#[tokio::test]
+async fn a_cancellation_of_a_call_forwarded_unprotected_reaches_the_server() {
+    let server = start(&[]);
+    let session = raw_session(&server).await;
+    let accept = "application/json, text/event-stream";
+    // `search` is read-only: forwarded as it is, so its cancellation is the server's.
+    let search = r#"{"jsonrpc":"2.0","id":41,"method":"tools/call","params":{"name":"search","arguments":{"q":"x","delay_ms":3000}}}"#;
+    let list = r#"{"jsonrpc":"2.0","id":40,"method":"tools/list"}"#;
+    server.post(&session, accept, list).await;
+    let searching = server.post(&session, accept, search);
+    let cancel = async {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let cancel =
+            r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":41}}"#;
+        server.post(&session, accept, cancel).await
+    };
+    let (_, (status, _, _)) = tokio::join!(searching, cancel);
+    assert_eq!(status, 202);
+    assert_eq!(server.stats().await["cancelled"], 1);
+}
+
+#[tokio::test]
+async fn a_client_that_closes_its_stream_does_not_stop_the_call() {
+    use tokio::io::AsyncWriteExt;
+    let server = start(&[("DEADLINE_MS", "5000")]);
+    let session = raw_session(&server).await;
+    let accept = "application/json, text/event-stream";
+    let body = SLOW_EMAIL.replace("k@example.com", "closed@example.com");
+    let host = server
+        .endpoint
+        .trim_start_matches("http://")
+        .split('/')
+        .next()
+        .unwrap()
+        .to_owned();
+    // The 2026 revision cancels a call by closing its POST's stream.
+    let mut stream = tokio::net::TcpStream::connect(&host).await.unwrap();
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nhost: {host}\r\ncontent-type: application/json\r\naccept: {accept}\r\nmcp-session-id: {session}\r\nmcp-protocol-version: 2025-11-25\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    drop(stream);
+    let (_, _, retry) = server
+        .post(&session, accept, &body.replace("c-1", "c-3"))
+        .await;
+    let message: Value = serde_json::from_str(
+        retry
+            .lines()
+            .find_map(|l| l.strip_prefix("data: "))
+            .unwrap_or(&retry),
+    )
+    .unwrap();
+    assert!(
+        message["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or("")
+            .starts_with("Sent e-mail #1"),
+        "{message}"
+    );
+    let stats = server.stats().await;
+    assert_eq!(
+        (stats["send_email"].clone(), stats["cancelled"].clone()),
+        (json!(1), json!(0))
+    );
+}
+
+/// A session id and the first text answer of one call, with `x-user` set to `user`.
+async fn call_as(server: &Server, user: &str, session: &str, id: u32) -> (u16, Value) {
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"send_email","arguments":{{"to":"p@example.com","subject":"s","body":"b"}}}}}}"#
+    );
+    let mut request = server.process.client.http.post(&server.endpoint);
+    if !user.is_empty() {
+        request = request.header("x-user", user);
+    }
+    let response = request
+        .header("mcp-session-id", session)
+        .header("mcp-protocol-version", "2025-11-25")
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    let text = response.text().await.unwrap();
+    let data = text
+        .lines()
+        .find_map(|l| l.strip_prefix("data: "))
+        .unwrap_or(&text);
+    (status, serde_json::from_str(data).unwrap())
+}
+
+#[tokio::test]
+async fn a_session_id_never_replaces_the_configured_principal() {
+    let server = start(&[("PRINCIPAL_HEADER", "x-user")]);
+    let session = raw_session(&server).await;
+    let text = |answer: &Value| {
+        answer["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or("")
+            .to_owned()
+    };
+    let (_, alice) = call_as(&server, "alice", &session, 1).await;
+    assert!(text(&alice).starts_with("Sent e-mail #1"), "{alice}");
+    // Mallory reuses Alice's session id: she neither reads Alice's result nor plants her own.
+    let (_, mallory) = call_as(&server, "mallory", &session, 2).await;
+    assert!(text(&mallory).starts_with("Sent e-mail #2"), "{mallory}");
+    let (_, again) = call_as(&server, "alice", &session, 3).await;
+    assert_eq!(text(&again), text(&alice));
+    // Without the principal nothing runs, and the answer says what to send.
+    let (_, anonymous) = call_as(&server, "", &session, 4).await;
+    assert_eq!(anonymous["result"]["isError"], true, "{anonymous}");
+    assert!(
+        text(&anonymous).starts_with("The action was not executed"),
+        "{anonymous}"
+    );
+    assert!(text(&anonymous).contains("x-user"), "{anonymous}");
+    assert_eq!(server.stats().await["send_email"], 2);
+}

@@ -119,3 +119,40 @@ async fn with_idempotency_off_every_call_runs() {
     assert_eq!(second.json()["message_id"], "msg_2");
     assert_eq!(stats(c).await["send_email"], 2);
 }
+
+#[tokio::test]
+async fn behind_an_authenticating_proxy_the_principal_scopes_and_the_session_only_narrows() {
+    let gateway = start(&[("PRINCIPAL_HEADER", "x-user")]);
+    let c = &gateway.client;
+    let email = r#"{"to":"p@example.com","subject":"hi","body":"x"}"#;
+    let as_user = |user: &'static str, session: Option<&'static str>| async move {
+        let mut headers = vec![("content-type", "application/json"), ("x-user", user)];
+        if let Some(session) = session {
+            headers.push(("x-session-id", session));
+        }
+        c.post_with("/tools/send_email", &headers, email).await
+    };
+    let alice = as_user("alice", Some("s1")).await;
+    assert_eq!(alice.status, StatusCode::OK);
+    // Mallory sends Alice's session id: her own principal still scopes the call.
+    let mallory = as_user("mallory", Some("s1")).await;
+    assert!(!mallory.replayed());
+    assert_ne!(mallory.body, alice.body);
+    // Another conversation of Alice's is its own scope; the same one replays.
+    assert!(!as_user("alice", Some("s2")).await.replayed());
+    assert!(as_user("alice", Some("s1")).await.replayed());
+    // No principal: refused, whatever session is sent.
+    let anonymous = c
+        .post_with(
+            "/tools/send_email",
+            &[("content-type", "application/json"), ("x-session-id", "s1")],
+            email,
+        )
+        .await;
+    assert_eq!(anonymous.status, StatusCode::BAD_REQUEST);
+    assert!(anonymous.json()["detail"]
+        .as_str()
+        .unwrap()
+        .contains("x-user"));
+    assert_eq!(stats(c).await["send_email"], 3);
+}
