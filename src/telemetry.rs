@@ -179,6 +179,13 @@ pub(crate) fn unprotected(op: &Op, reason: &'static str) {
     tracing::Span::current().record("outcome", "unprotected");
 }
 
+/// A client's cancellation of a protected call, answered by the layer instead of the server.
+#[cfg(feature = "mcp")]
+pub(crate) fn cancellation_absorbed() {
+    counter!("idempotency_cancellations_absorbed_total").increment(1);
+    tracing::debug!("absorbed a cancellation: the protected call goes on");
+}
+
 pub(crate) fn not_executed(op: &Op, reason: &'static str) {
     counter!("idempotency_not_executed_total", "operation" => op.value(), "reason" => reason)
         .increment(1);

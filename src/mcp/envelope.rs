@@ -13,6 +13,8 @@ pub(crate) const INITIALIZE: &str = "initialize";
 pub(crate) const TASKS_GET: &str = "tasks/get";
 /// The JSON-RPC method that asks for a task's result.
 pub(crate) const TASKS_RESULT: &str = "tasks/result";
+/// The notification a client sends when it gives up on one of its requests.
+pub(crate) const CANCELLED: &str = "notifications/cancelled";
 
 /// One POST body, classified.
 #[derive(Debug)]
@@ -26,9 +28,12 @@ pub(crate) enum Envelope {
     TaskQuery(TaskQuery),
     /// A `tools/call` the layer will not run: answered at once, nothing executed.
     Refused(Refusal),
+    /// `notifications/cancelled`: the client gave up on the request `request_id` (`None`
+    /// when the notification names none).
+    Cancellation { request_id: Option<Value> },
     /// Anything else (other methods, notifications, responses, bodies that are not JSON):
-    /// passed through untouched.
-    Other,
+    /// passed through untouched. `id` is the id of a request, where it is one.
+    Other { id: Option<Value> },
 }
 
 /// The parts of a `tools/call` request the layer answers with.
@@ -78,7 +83,7 @@ pub(crate) fn read(body: &[u8]) -> Envelope {
         Ok(Value::Array(batch)) if batch.iter().any(is_tool_call) => {
             Envelope::Refused(Refusal::Batch)
         }
-        _ => Envelope::Other,
+        _ => Envelope::Other { id: None },
     }
 }
 
@@ -89,9 +94,17 @@ fn is_tool_call(message: &Value) -> bool {
 fn read_message(mut message: Map<String, Value>) -> Envelope {
     let method = match message.get("method").and_then(Value::as_str) {
         Some(method) => method.to_owned(),
-        None => return Envelope::Other,
+        None => return Envelope::Other { id: None },
     };
     let method = method.as_str();
+    if method == CANCELLED && !message.contains_key("id") {
+        let request_id = message
+            .get("params")
+            .and_then(|params| params.get("requestId"))
+            .filter(|id| id.is_string() || id.is_number())
+            .cloned();
+        return Envelope::Cancellation { request_id };
+    }
     let discovery = match method {
         TOOLS_LIST => Some(Discovery::ToolsList),
         INITIALIZE => Some(Discovery::Initialize),
@@ -100,14 +113,17 @@ fn read_message(mut message: Map<String, Value>) -> Envelope {
     let query = matches!(method, TASKS_GET | TASKS_RESULT);
     let result = method == TASKS_RESULT;
     if method != TOOLS_CALL && discovery.is_none() && !query {
-        return Envelope::Other;
+        let id = message
+            .remove("id")
+            .filter(|id| id.is_string() || id.is_number());
+        return Envelope::Other { id };
     }
     let id = match message.remove("id") {
         Some(id @ (Value::String(_) | Value::Number(_))) => id,
         // Only a tool call is the layer's to refuse; the server answers the rest.
         None if method == TOOLS_CALL => return Envelope::Refused(Refusal::Notification),
         Some(_) if method == TOOLS_CALL => return Envelope::Refused(Refusal::BadId),
-        _ => return Envelope::Other,
+        _ => return Envelope::Other { id: None },
     };
     if let Some(what) = discovery {
         return Envelope::Discovery { id, what };
@@ -121,7 +137,7 @@ fn read_message(mut message: Map<String, Value>) -> Envelope {
                 result,
                 task_id: task_id.to_owned(),
             }),
-            None => Envelope::Other,
+            None => Envelope::Other { id: Some(id) },
         };
     }
     let name = params.and_then(|p| p.get("name")).and_then(Value::as_str);
@@ -173,8 +189,33 @@ mod tests {
             "not json",
             "",
         ] {
-            assert!(matches!(read_str(body), Envelope::Other), "{body}");
+            assert!(matches!(read_str(body), Envelope::Other { .. }), "{body}");
         }
+    }
+
+    #[test]
+    fn other_requests_carry_their_id_and_notifications_none() {
+        let Envelope::Other { id } = read_str(r#"{"jsonrpc":"2.0","id":"p","method":"ping"}"#)
+        else {
+            panic!("not passed through")
+        };
+        assert_eq!(id, Some(Value::from("p")));
+        let body = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+        assert!(matches!(read_str(body), Envelope::Other { id: None }));
+    }
+
+    #[test]
+    fn a_cancellation_names_the_request_it_cancels() {
+        let body = r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7,"reason":"timeout"}}"#;
+        let Envelope::Cancellation { request_id } = read_str(body) else {
+            panic!("not a cancellation")
+        };
+        assert_eq!(request_id, Some(Value::from(7)));
+        let body = r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{}}"#;
+        assert!(matches!(
+            read_str(body),
+            Envelope::Cancellation { request_id: None }
+        ));
     }
 
     #[test]

@@ -8,6 +8,11 @@
 //!   scope), and the canonical JSON of the request without its `id`, `params._meta` and
 //!   `params.task`: the tool's name and its arguments. A retry with a new JSON-RPC id, or
 //!   with a new progress token, is the same intent; two sessions never share one;
+//! - **cancellations stay with the layer**: a client's `notifications/cancelled` for a
+//!   protected call is answered (202) and not passed on, so the execution goes on for every
+//!   caller waiting on it and its retry gets the result; only a request this instance
+//!   forwarded unprotected in that session is the server's to cancel. A client that closes
+//!   its stream cannot stop the execution either: it runs detached;
 //! - **answers carry the caller's id**: the kept JSON-RPC response is replayed with the id of
 //!   the request it answers, as `application/json` or, for a client that accepts only that,
 //!   as an SSE stream of one event. An SSE answer from the server is kept as its final
@@ -54,6 +59,7 @@
 //! ```
 
 mod answers;
+mod cancellation;
 mod envelope;
 mod message;
 mod policy;
@@ -73,6 +79,7 @@ use serde_json::{Map, Value};
 use tower_layer::Layer;
 use tower_service::Service;
 
+use self::cancellation::ForwardedRequests;
 use self::envelope::{Discovery, Envelope, Refusal, TaskQuery, ToolCall};
 use self::message::Form;
 use self::policy::ToolPolicy;
@@ -110,13 +117,13 @@ impl<St: Store> IdempotencyLayer<St> {
         let settings = &mut shared.settings;
         let pointers = LEFT_OUT.iter().map(|pointer| parse_pointer(pointer));
         settings.fingerprint.ignored.extend(pointers);
-        let otherwise = std::mem::replace(
+        let configured = std::mem::replace(
             &mut settings.scope,
             ScopeSource::Header(HeaderName::from_static(MCP_SESSION_HEADER)),
         );
         settings.scope = ScopeSource::Preferred(
             HeaderName::from_static(MCP_SESSION_HEADER),
-            Box::new(otherwise),
+            Box::new(configured),
         );
         settings.classify = Arc::new(|status: StatusCode, _: &http::HeaderMap| {
             if status.is_success() {
@@ -131,6 +138,7 @@ impl<St: Store> IdempotencyLayer<St> {
         McpLayer {
             shared: self.shared,
             policy: Arc::default(),
+            forwarded: ForwardedRequests::default(),
             tasks: false,
         }
     }
@@ -159,6 +167,7 @@ fn tool_label(parts: &Parts) -> String {
 pub struct McpLayer<St = MemoryStore> {
     shared: Arc<Shared<St>>,
     policy: Arc<ToolPolicy>,
+    forwarded: ForwardedRequests,
     tasks: bool,
 }
 
@@ -168,6 +177,7 @@ impl<St> Clone for McpLayer<St> {
         Self {
             shared: Arc::clone(&self.shared),
             policy: Arc::clone(&self.policy),
+            forwarded: self.forwarded.clone(),
             tasks: self.tasks,
         }
     }
@@ -249,6 +259,7 @@ impl<S, St> Layer<S> for McpLayer<St> {
             inner,
             shared: Arc::clone(&self.shared),
             policy: Arc::clone(&self.policy),
+            forwarded: self.forwarded.clone(),
             tasks: self.tasks,
         }
     }
@@ -259,6 +270,7 @@ pub struct McpService<S, St = MemoryStore> {
     inner: S,
     shared: Arc<Shared<St>>,
     policy: Arc<ToolPolicy>,
+    forwarded: ForwardedRequests,
     tasks: bool,
 }
 
@@ -269,6 +281,7 @@ impl<S: Clone, St> Clone for McpService<S, St> {
             inner: self.inner.clone(),
             shared: Arc::clone(&self.shared),
             policy: Arc::clone(&self.policy),
+            forwarded: self.forwarded.clone(),
             tasks: self.tasks,
         }
     }
@@ -320,6 +333,7 @@ where
         let endpoint = Endpoint {
             shared: Arc::clone(&self.shared),
             policy: Arc::clone(&self.policy),
+            forwarded: self.forwarded.clone(),
             tasks: self.tasks,
         };
         ResponseFuture::layered(endpoint.post(inner, request))
@@ -332,6 +346,7 @@ type Answered<B, E> = Result<Response<ResponseBody<B>>, E>;
 struct Endpoint<St> {
     shared: Arc<Shared<St>>,
     policy: Arc<ToolPolicy>,
+    forwarded: ForwardedRequests,
     tasks: bool,
 }
 
@@ -357,9 +372,11 @@ impl<St: Store> Endpoint<St> {
         let form = Form::of(&parts.headers);
         match envelope::read(&bytes) {
             Envelope::ToolCall(call) if !self.policy.passes_through(&call.name) => {
+                self.forwarded.protected(&parts.headers, &call.id);
                 self.call_tool(inner, parts, bytes, call, form).await
             }
             Envelope::Discovery { id, what } => {
+                self.forwarded.forwarded(&parts.headers, &id);
                 let response = inner
                     .call(Request::from_parts(parts, B::from(bytes)))
                     .await?;
@@ -369,22 +386,48 @@ impl<St: Store> Endpoint<St> {
                 match self.answer_task_query(&parts, &query).await {
                     Some(message) => Ok(message::write(&message, form, http::HeaderMap::new())
                         .map(ResponseBody::full)),
-                    None => {
-                        let response = inner
-                            .call(Request::from_parts(parts, B::from(bytes)))
-                            .await?;
-                        Ok(response.map(ResponseBody::inner))
-                    }
+                    None => self.forward(inner, parts, bytes, Some(query.id)).await,
                 }
             }
             Envelope::Refused(refusal) => Ok(self.refuse(&parts, &refusal, form)),
-            Envelope::ToolCall(_) | Envelope::TaskQuery(_) | Envelope::Other => {
-                let response = inner
-                    .call(Request::from_parts(parts, B::from(bytes)))
-                    .await?;
-                Ok(response.map(ResponseBody::inner))
+            Envelope::Cancellation { request_id } => {
+                let passes_on = request_id
+                    .as_ref()
+                    .is_some_and(|id| self.forwarded.passes_on(&parts.headers, id));
+                if !passes_on {
+                    crate::telemetry::cancellation_absorbed();
+                    return Ok(accepted());
+                }
+                self.forward(inner, parts, bytes, None).await
             }
+            Envelope::ToolCall(ToolCall { id, .. }) | Envelope::TaskQuery(TaskQuery { id, .. }) => {
+                self.forward(inner, parts, bytes, Some(id)).await
+            }
+            Envelope::Other { id } => self.forward(inner, parts, bytes, id).await,
         }
+    }
+
+    /// Passes a message on to the server unprotected, remembering the id of a request so
+    /// that the client can still cancel it.
+    async fn forward<S, B, ResBody>(
+        &self,
+        mut inner: S,
+        parts: Parts,
+        bytes: Bytes,
+        id: Option<Value>,
+    ) -> Answered<ResBody, S::Error>
+    where
+        S: Tool<B, ResBody>,
+        B: Bufferable,
+        ResBody: Keepable<Error: Into<BoxError>>,
+    {
+        if let Some(id) = id {
+            self.forwarded.forwarded(&parts.headers, &id);
+        }
+        let response = inner
+            .call(Request::from_parts(parts, B::from(bytes)))
+            .await?;
+        Ok(response.map(ResponseBody::inner))
     }
 
     /// A protected tool call, run once per intent; run as a task where one is asked for and
@@ -650,6 +693,13 @@ fn task_created(
         updated_at_ms: now,
         ttl,
     })
+}
+
+/// What Streamable HTTP answers to a notification the server accepts: 202, no body.
+fn accepted<B>() -> Response<ResponseBody<B>> {
+    let mut response = Response::new(ResponseBody::full(Bytes::new()));
+    *response.status_mut() = StatusCode::ACCEPTED;
+    response
 }
 
 /// The answer to a call, in `form`, with the headers the layer set (less its HTTP framing:

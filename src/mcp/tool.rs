@@ -29,13 +29,26 @@ pub(crate) const MARK_VERBATIM: &str = "verbatim";
 /// is the tool's own answer. So are the deterministic refusals (an invalid request, an
 /// unknown method, invalid params) and every code outside JSON-RPC's reserved range, which
 /// servers define for their own refusals. The other reserved codes (internal error, parse
-/// error, the -32000 to -32099 server errors) release the key for a retry.
+/// error, the -32000 to -32099 server errors) release the key for a retry, and so does a
+/// server's answer to a call it cancelled: it says nothing of what the tool would answer.
 pub(crate) fn keeps(answer: &Value) -> bool {
     let Some(error) = answer.get("error") else {
         return true;
     };
+    if is_cancelled(error) {
+        return false;
+    }
     let code = error.get("code").and_then(Value::as_i64).unwrap_or(-32603);
     (-32602..=-32600).contains(&code) || !(-32768..=-32000).contains(&code)
+}
+
+/// Whether a JSON-RPC error is a server's answer to a cancelled call. Servers built on some
+/// SDKs answer one with code 0 (a code JSON-RPC does not define) and "Request cancelled".
+fn is_cancelled(error: &Value) -> bool {
+    let code = error.get("code").and_then(Value::as_i64);
+    let message = error.get("message").and_then(Value::as_str).unwrap_or("");
+    let message = message.trim().trim_end_matches('.').to_ascii_lowercase();
+    code == Some(0) || matches!(message.as_str(), "request cancelled" | "request canceled")
 }
 
 /// The inner service, answering the protected path.
@@ -156,6 +169,8 @@ mod tests {
             json!({"id":1,"error":{"code":-32000,"message":"server error"}}),
             json!({"id":1,"error":{"code":-32700,"message":"parse error"}}),
             json!({"id":1,"error":{"message":"no code"}}),
+            json!({"id":1,"error":{"code":0,"message":"Request cancelled"}}),
+            json!({"id":1,"error":{"code":4002,"message":"Request canceled."}}),
         ];
         for answer in released {
             assert!(!keeps(&answer), "{answer}");
