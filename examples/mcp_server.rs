@@ -15,7 +15,9 @@
 //! Environment: `ADDR` (default `127.0.0.1:3001`), `DEADLINE_MS` (default 25000: how long a
 //! call waits before it is told "in progress"), `IDEMPOTENCY` (`on` by default; `off` serves
 //! the bare server), `MCP_TASKS` (`on` serves MCP tasks, an experimental part of the
-//! specification: off by default). With the `redis` feature, `REDIS_URL` puts the tiered Redis
+//! specification: off by default), `PRINCIPAL_HEADER` (the header that an authenticating
+//! proxy in front sets, such as `x-user`: the scope is then that principal, narrowed by the
+//! MCP session; without it, the session alone). With the `redis` feature, `REDIS_URL` puts the tiered Redis
 //! store behind the layer, shared by every instance pointed at it.
 
 use std::net::SocketAddr;
@@ -210,7 +212,11 @@ async fn serve<St: Store>(addr: SocketAddr, layer: Option<IdempotencyLayer<St>>)
 /// The layer as `DEADLINE_MS` sets it up, over `store`.
 fn layer<St: Store>(store: St) -> IdempotencyLayer<St> {
     let deadline = Duration::from_millis(env_or("DEADLINE_MS", 25_000));
-    IdempotencyLayer::with_store(store).deadline(deadline)
+    let layer = IdempotencyLayer::with_store(store).deadline(deadline);
+    match std::env::var("PRINCIPAL_HEADER") {
+        Ok(name) => layer.scope_header(name.parse().expect("PRINCIPAL_HEADER is a header name")),
+        Err(_) => layer,
+    }
 }
 
 #[tokio::main]

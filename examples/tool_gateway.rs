@@ -13,7 +13,9 @@
 //!
 //! Environment: `ADDR` (default `127.0.0.1:3000`), `DEADLINE_MS` (default 25000),
 //! `IDEMPOTENCY` (`on` by default; `off` serves the same routes with no layer), `LEASE_MS`
-//! (default 30000). With the `redis` feature, `REDIS_URL` (one node) or `REDIS_CLUSTER_URLS`
+//! (default 30000), `PRINCIPAL_HEADER` (the header that an authenticating proxy in front sets,
+//! such as `x-user`: the scope is then that principal, narrowed by `x-session-id` where a
+//! request sends one; without it, the client-chosen `x-session-id` alone is the scope). With the `redis` feature, `REDIS_URL` (one node) or `REDIS_CLUSTER_URLS`
 //! (comma-separated node URLs) put the tiered Redis store behind the layer; without either, the
 //! in-process memory store is used.
 //!
@@ -176,7 +178,17 @@ fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
 
 /// The layer as the contract sets it up, over `store`.
 fn layer<St: Store>(store: St, deadline: Duration, lease: Duration) -> IdempotencyLayer<St> {
-    IdempotencyLayer::with_store(store)
+    let layer = match std::env::var("PRINCIPAL_HEADER") {
+        Ok(principal) => IdempotencyLayer::with_store(store)
+            .scope_header(
+                principal
+                    .parse()
+                    .expect("PRINCIPAL_HEADER is a header name"),
+            )
+            .narrow_scope_by(axum::http::HeaderName::from_static("x-session-id")),
+        Err(_) => IdempotencyLayer::with_store(store),
+    };
+    layer
         .ignore_field("/tool_call_id")
         .idempotency_key_header()
         .status_path("/_idempotency")

@@ -162,9 +162,14 @@ impl<St> IdempotencyLayer<St> {
         self.shared.detached.handle()
     }
 
-    /// Takes the scope from this header (default `x-session-id`).
+    /// Takes the scope from this header (default `x-session-id`). A header that a client
+    /// chooses is no authentication: behind an authenticating proxy, name the header the
+    /// proxy sets (`x-user`), or take the principal with [`scope_fn`](Self::scope_fn).
     pub fn scope_header(self, name: HeaderName) -> Self {
-        self.set(|s| s.scope = ScopeSource::Header(name))
+        self.set(|s| {
+            s.scope = ScopeSource::Header(name);
+            s.scope_configured = true;
+        })
     }
 
     /// Takes the scope from the request parts: an authenticated principal from the
@@ -173,7 +178,35 @@ impl<St> IdempotencyLayer<St> {
     where
         F: Fn(&Parts) -> Option<String> + Send + Sync + 'static,
     {
-        self.set(|s| s.scope = ScopeSource::Extract(Arc::new(extract)))
+        self.set(|s| {
+            s.scope = ScopeSource::Extract(Arc::new(extract));
+            s.scope_configured = true;
+        })
+    }
+
+    /// Narrows the configured scope by this header where a request has one: the
+    /// conversation within an authenticated principal, so that two parallel conversations
+    /// never share a result. The header only narrows: a request without it is scoped by the
+    /// principal alone, and no value of it can reach another principal's records.
+    ///
+    /// ```
+    /// use http::HeaderName;
+    /// use tower_idempotency::IdempotencyLayer;
+    ///
+    /// let layer = IdempotencyLayer::new()
+    ///     .scope_header(HeaderName::from_static("x-user")) // set by the authenticating proxy
+    ///     .narrow_scope_by(HeaderName::from_static("x-conversation-id"));
+    /// ```
+    pub fn narrow_scope_by(self, name: HeaderName) -> Self {
+        self.set(|s| {
+            let principal = std::mem::replace(&mut s.scope, ScopeSource::Header(name.clone()));
+            s.scope = ScopeSource::Narrowed {
+                principal: Some(Box::new(principal)),
+                by: name,
+                narrowed: true,
+            };
+            s.scope_configured = true;
+        })
     }
 
     /// Names each request's operation in metrics and traces. The default is the method and the

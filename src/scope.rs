@@ -1,4 +1,8 @@
 //! Where a request's scope comes from: a session header, or a function over the request.
+//!
+//! A scope is encoded as tagged, length-prefixed parts: the tag names the source (a header and
+//! its name, a user function, an MCP session), so no header value can ever encode like a
+//! principal, and a principal narrowed by a session can never encode like another pair.
 
 use std::fmt;
 use std::sync::Arc;
@@ -12,31 +16,71 @@ pub const DEFAULT_SCOPE_HEADER: &str = "x-session-id";
 /// A user function that names the scope of a request.
 pub(crate) type ScopeFn = Arc<dyn Fn(&Parts) -> Option<String> + Send + Sync>;
 
+/// Tags of the scope's parts, one per source.
+const HEADER: u8 = b'H';
+const FUNCTION: u8 = b'F';
+const NARROWED: u8 = b'N';
+
 /// Finds the caller's scope: whose duplicates these are. Two scopes never share an outcome.
 #[derive(Clone)]
 pub(crate) enum ScopeSource {
     Header(HeaderName),
     Extract(ScopeFn),
-    /// This header where the request has it, else the other source.
-    #[cfg(feature = "mcp")]
-    Preferred(HeaderName, Box<ScopeSource>),
+    /// The configured principal (required, where there is one), narrowed by a header where
+    /// the request has one: in MCP mode the session. A client-chosen header only ever
+    /// narrows the principal, never replaces it. Without a principal (MCP mode with no
+    /// configured scope), the header alone is the scope.
+    Narrowed {
+        principal: Option<Box<ScopeSource>>,
+        by: HeaderName,
+        /// Whether the header narrows the principal; off, the principal alone is the scope.
+        narrowed: bool,
+    },
 }
 
 impl ScopeSource {
-    /// The scope's bytes, or `None` when the request has none (an empty header has none).
+    /// The scope's bytes, or `None` when the request has none (an empty value is none).
     pub(crate) fn scope_of(&self, parts: &Parts) -> Option<Vec<u8>> {
-        let scope = match self {
-            Self::Header(name) => parts.headers.get(name).map(|v| v.as_bytes().to_vec()),
-            Self::Extract(extract) => extract(parts).map(String::into_bytes),
-            #[cfg(feature = "mcp")]
-            Self::Preferred(name, otherwise) => {
-                match parts.headers.get(name).filter(|v| !v.is_empty()) {
-                    Some(value) => Some(value.as_bytes().to_vec()),
-                    None => return otherwise.scope_of(parts),
+        let mut scope = Vec::with_capacity(64);
+        self.write(parts, &mut scope)?;
+        Some(scope)
+    }
+
+    fn write(&self, parts: &Parts, out: &mut Vec<u8>) -> Option<()> {
+        match self {
+            Self::Header(name) => {
+                let value = parts.headers.get(name).map(|v| v.as_bytes())?;
+                put(out, HEADER, name.as_str().as_bytes());
+                put_nonempty(out, value)
+            }
+            Self::Extract(extract) => {
+                let value = extract(parts)?;
+                out.push(FUNCTION);
+                put_nonempty(out, value.as_bytes())
+            }
+            Self::Narrowed {
+                principal,
+                by,
+                narrowed,
+            } => {
+                let value = parts.headers.get(by).map(|v| v.as_bytes());
+                let value = value.filter(|v| !v.is_empty());
+                match principal {
+                    Some(principal) => {
+                        principal.write(parts, out)?;
+                        if let (Some(value), true) = (value, *narrowed) {
+                            put(out, NARROWED, by.as_str().as_bytes());
+                            put_nonempty(out, value)?;
+                        }
+                        Some(())
+                    }
+                    None => {
+                        put(out, NARROWED, by.as_str().as_bytes());
+                        put_nonempty(out, value?)
+                    }
                 }
             }
-        };
-        scope.filter(|s| !s.is_empty())
+        }
     }
 
     /// What to tell a caller that sent no scope.
@@ -44,12 +88,30 @@ impl ScopeSource {
         match self {
             Self::Header(name) => format!("the `{name}` header"),
             Self::Extract(_) => "a session or caller identity".to_owned(),
-            #[cfg(feature = "mcp")]
-            Self::Preferred(name, otherwise) => {
-                format!("the `{name}` header or {}", otherwise.describe())
-            }
+            Self::Narrowed {
+                principal: Some(principal),
+                ..
+            } => principal.describe(),
+            Self::Narrowed { by, .. } => format!("the `{by}` header"),
         }
     }
+}
+
+/// Appends a tag and one length-prefixed part.
+fn put(out: &mut Vec<u8>, tag: u8, part: &[u8]) {
+    out.push(tag);
+    out.extend_from_slice(&(part.len() as u64).to_be_bytes());
+    out.extend_from_slice(part);
+}
+
+/// Appends one length-prefixed part; an empty one means the request has no scope.
+fn put_nonempty(out: &mut Vec<u8>, part: &[u8]) -> Option<()> {
+    if part.is_empty() {
+        return None;
+    }
+    out.extend_from_slice(&(part.len() as u64).to_be_bytes());
+    out.extend_from_slice(part);
+    Some(())
 }
 
 impl fmt::Debug for ScopeSource {
@@ -57,12 +119,103 @@ impl fmt::Debug for ScopeSource {
         match self {
             Self::Header(name) => f.debug_tuple("Header").field(name).finish(),
             Self::Extract(_) => f.write_str("Extract(..)"),
-            #[cfg(feature = "mcp")]
-            Self::Preferred(name, otherwise) => f
-                .debug_tuple("Preferred")
-                .field(name)
-                .field(otherwise)
+            Self::Narrowed {
+                principal,
+                by,
+                narrowed,
+            } => f
+                .debug_struct("Narrowed")
+                .field("principal", principal)
+                .field("by", by)
+                .field("narrowed", narrowed)
                 .finish(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parts(headers: &[(&'static str, &'static str)]) -> Parts {
+        let mut request = http::Request::builder();
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        request.body(()).unwrap().into_parts().0
+    }
+
+    fn header(name: &'static str) -> ScopeSource {
+        ScopeSource::Header(HeaderName::from_static(name))
+    }
+
+    #[test]
+    fn a_header_value_never_encodes_like_a_principal_or_another_header() {
+        let from_header = header("x-user").scope_of(&parts(&[("x-user", "alice")]));
+        let from_other = header("x-tenant").scope_of(&parts(&[("x-tenant", "alice")]));
+        let principal = ScopeSource::Extract(Arc::new(|_| Some("alice".to_owned())));
+        let from_function = principal.scope_of(&parts(&[]));
+        assert!(from_header.is_some() && from_other.is_some() && from_function.is_some());
+        assert_ne!(from_header, from_other);
+        assert_ne!(from_header, from_function);
+        assert_ne!(from_other, from_function);
+    }
+
+    #[test]
+    fn an_empty_value_is_no_scope() {
+        assert_eq!(header("x-user").scope_of(&parts(&[("x-user", "")])), None);
+        let empty = ScopeSource::Extract(Arc::new(|_| Some(String::new())));
+        assert_eq!(empty.scope_of(&parts(&[])), None);
+    }
+
+    fn mcp(principal: Option<ScopeSource>, narrowed: bool) -> ScopeSource {
+        ScopeSource::Narrowed {
+            principal: principal.map(Box::new),
+            by: HeaderName::from_static("mcp-session-id"),
+            narrowed,
+        }
+    }
+
+    #[test]
+    fn a_session_narrows_a_configured_principal_and_never_replaces_it() {
+        let scope = mcp(Some(header("x-user")), true);
+        let alice = scope.scope_of(&parts(&[("x-user", "alice"), ("mcp-session-id", "s1")]));
+        let alice_other = scope.scope_of(&parts(&[("x-user", "alice"), ("mcp-session-id", "s2")]));
+        let bob = scope.scope_of(&parts(&[("x-user", "bob"), ("mcp-session-id", "s1")]));
+        assert!(alice.is_some() && alice != alice_other && alice != bob);
+        // The principal is required: a session alone is no scope.
+        assert_eq!(scope.scope_of(&parts(&[("mcp-session-id", "s1")])), None);
+        // A session id that spells another principal's scope is still narrowed by the sender's own.
+        let planted = scope.scope_of(&parts(&[
+            ("x-user", "mallory"),
+            ("mcp-session-id", "alice"),
+        ]));
+        assert_ne!(
+            planted,
+            header("x-user").scope_of(&parts(&[("x-user", "alice")]))
+        );
+        assert_ne!(planted, alice);
+    }
+
+    #[test]
+    fn principal_pairs_are_framed_so_no_two_encode_alike() {
+        let scope = mcp(Some(header("x-user")), true);
+        let a = scope.scope_of(&parts(&[("x-user", "a:b"), ("mcp-session-id", "c")]));
+        let b = scope.scope_of(&parts(&[("x-user", "a"), ("mcp-session-id", "b:c")]));
+        assert_ne!(a, b);
+    }
+
+    #[test]
+    fn without_a_configured_principal_the_session_alone_is_the_scope() {
+        let scope = mcp(None, true);
+        assert!(scope
+            .scope_of(&parts(&[("mcp-session-id", "s1")]))
+            .is_some());
+        assert_eq!(scope.scope_of(&parts(&[])), None);
+        let by_principal = mcp(Some(header("x-user")), false);
+        assert_eq!(
+            by_principal.scope_of(&parts(&[("x-user", "a"), ("mcp-session-id", "s1")])),
+            by_principal.scope_of(&parts(&[("x-user", "a"), ("mcp-session-id", "s2")])),
+        );
     }
 }

@@ -35,6 +35,9 @@ pub(crate) struct Timing {
 #[derive(Clone)]
 pub(crate) struct Settings {
     pub(crate) scope: ScopeSource,
+    /// Whether the user chose the scope source (`scope_header`, `scope_fn`): in MCP mode it
+    /// is then the principal that the session narrows.
+    pub(crate) scope_configured: bool,
     pub(crate) refuse_without_scope: bool,
     pub(crate) paths: PathRules,
     pub(crate) fingerprint: FingerprintRules,
@@ -55,6 +58,7 @@ impl Default for Settings {
     fn default() -> Self {
         Self {
             scope: ScopeSource::Header(HeaderName::from_static(DEFAULT_SCOPE_HEADER)),
+            scope_configured: false,
             refuse_without_scope: true,
             paths: PathRules::new(DEFAULT_DEADLINE, DEFAULT_RETENTION),
             fingerprint: FingerprintRules::default(),

@@ -4,10 +4,14 @@
 //! [`IdempotencyLayer::mcp`] turns a configured layer into an [`McpLayer`]. For a
 //! `tools/call`:
 //!
-//! - **the key** is the scope (the `Mcp-Session-Id` header, else the layer's configured
-//!   scope), and the canonical JSON of the request without its `id`, `params._meta` and
-//!   `params.task`: the tool's name and its arguments. A retry with a new JSON-RPC id, or
-//!   with a new progress token, is the same intent; two sessions never share one;
+//! - **the key** is the scope and the canonical JSON of the request without its `id`,
+//!   `params._meta` and `params.task`: the tool's name and its arguments. A retry with a new
+//!   JSON-RPC id, or with a new progress token, is the same intent; two sessions never share
+//!   one. The scope is the `Mcp-Session-Id` session; where the layer was given a principal
+//!   ([`IdempotencyLayer::scope_header`], [`IdempotencyLayer::scope_fn`]) that principal is
+//!   required and the session only narrows it, so a session id that a client chooses can
+//!   never reach another principal's results ([`McpLayer::scope_by_principal`] leaves the
+//!   session out);
 //! - **cancellations stay with the layer**: a client's `notifications/cancelled` for a
 //!   protected call is answered (202) and not passed on, so the execution goes on for every
 //!   caller waiting on it and its retry gets the result; only a request this instance
@@ -121,10 +125,11 @@ impl<St: Store> IdempotencyLayer<St> {
             &mut settings.scope,
             ScopeSource::Header(HeaderName::from_static(MCP_SESSION_HEADER)),
         );
-        settings.scope = ScopeSource::Preferred(
-            HeaderName::from_static(MCP_SESSION_HEADER),
-            Box::new(configured),
-        );
+        settings.scope = ScopeSource::Narrowed {
+            principal: settings.scope_configured.then(|| Box::new(configured)),
+            by: HeaderName::from_static(MCP_SESSION_HEADER),
+            narrowed: true,
+        };
         settings.classify = Arc::new(|status: StatusCode, _: &http::HeaderMap| {
             if status.is_success() {
                 Verdict::Keep
@@ -218,6 +223,30 @@ impl<St> McpLayer<St> {
     /// How long the outcome of a call of this tool is kept for replay.
     pub fn retention_for_tool(self, name: &str, retention: Duration) -> Self {
         self.tool(name, |rule| rule.timing.retention = Some(retention))
+    }
+
+    /// Scopes calls by the configured principal alone ([`IdempotencyLayer::scope_header`],
+    /// [`IdempotencyLayer::scope_fn`]), not narrowed by the session: a client that crashes
+    /// and reconnects with a new session still gets the results of its earlier calls. The
+    /// trade-off: two conversations of one principal that make the same call share its result.
+    ///
+    /// # Panics
+    ///
+    /// If no principal was configured before [`IdempotencyLayer::mcp`].
+    pub fn scope_by_principal(mut self) -> Self {
+        let settings = &mut Arc::make_mut(&mut self.shared).settings;
+        match &mut settings.scope {
+            ScopeSource::Narrowed {
+                principal: Some(_),
+                narrowed,
+                ..
+            } => *narrowed = false,
+            _ => panic!(
+                "McpLayer::scope_by_principal: configure a principal first \
+                 (IdempotencyLayer::scope_header or scope_fn, before .mcp())"
+            ),
+        }
+        self
     }
 
     /// Serves MCP tasks (specification 2025-11-25, experimental, so off by default): a
