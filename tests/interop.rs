@@ -1,0 +1,110 @@
+//! The MCP mode against a client we did not write: the official Python MCP SDK
+//! (`tests/interop/python_client.py`), driving the `mcp_server` example with the SDK's own
+//! request timeout, so the cancellations are the ones the SDK sends by itself.
+//!
+//! The SDK lives in a virtual environment outside the repository: `MCP_PYTHON` names its
+//! interpreter (default `~/.cache/tower-idempotency/venv/bin/python`); `bash .ci/run` makes
+//! it. Without it these tests say so and pass, except under `CI=true`, where they fail.
+#![cfg(feature = "mcp")]
+
+mod support;
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use serde_json::Value;
+use support::gateway::start_example;
+
+/// The interpreter of the environment that holds the SDK, or `None` where it is missing
+/// outside CI.
+fn python() -> Option<PathBuf> {
+    let python = std::env::var_os("MCP_PYTHON").map_or_else(
+        || {
+            let home = std::env::var_os("HOME").unwrap_or_default();
+            PathBuf::from(home).join(".cache/tower-idempotency/venv/bin/python")
+        },
+        PathBuf::from,
+    );
+    let has_sdk = Command::new(&python)
+        .args(["-c", "import mcp.client.streamable_http"])
+        .output()
+        .is_ok_and(|output| output.status.success());
+    if has_sdk {
+        return Some(python);
+    }
+    let missing = format!(
+        "the official Python MCP SDK is not installed at {} (set MCP_PYTHON, or run \
+         `python3 -m venv ~/.cache/tower-idempotency/venv && \
+         ~/.cache/tower-idempotency/venv/bin/pip install mcp==2.3.0`)",
+        python.display()
+    );
+    assert!(std::env::var("CI").as_deref() != Ok("true"), "{missing}");
+    eprintln!("skipped: {missing}");
+    None
+}
+
+/// Runs one scenario of the Python client against a fresh `mcp_server` with a 500 ms
+/// deadline, and returns what it reported.
+fn scenario(python: &PathBuf, name: &str) -> Value {
+    let server = start_example("mcp_server", &[("DEADLINE_MS", "500")]);
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/interop/python_client.py"
+    );
+    let output = Command::new(python)
+        .args([script, "--url", &server.client.base, "--scenario", name])
+        .output()
+        .expect("the Python client runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{name} could not run:\n{stderr}");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let line = stdout.lines().last().unwrap_or_default();
+    serde_json::from_str(line).unwrap_or_else(|e| panic!("{name}: {e}: {stdout}\n{stderr}"))
+}
+
+fn text(value: &Value) -> &str {
+    value.as_str().unwrap_or_default()
+}
+
+#[test]
+fn an_sdk_client_whose_timeout_is_shorter_than_the_tool_retries_until_answered_and_it_runs_once() {
+    let Some(python) = python() else { return };
+    let report = scenario(&python, "timeout_retry");
+    let final_text = text(&report["final_text"]);
+    assert!(final_text.starts_with("Sent e-mail #1"), "{report}");
+    assert!(
+        report["attempts"].as_u64().unwrap() >= 2,
+        "the SDK timed out and cancelled at least once: {report}"
+    );
+    assert_eq!(report["stats"]["send_email"], 1, "{report}");
+    assert_eq!(report["stats"]["cancelled"], 0, "{report}");
+}
+
+#[test]
+fn an_sdk_client_retrying_with_a_fresh_id_gets_the_replay() {
+    let Some(python) = python() else { return };
+    let report = scenario(&python, "fresh_id_replay");
+    let texts = report["texts"].as_array().unwrap();
+    assert!(text(&texts[0]).starts_with("Sent e-mail #1"), "{report}");
+    assert_eq!(texts[0], texts[1], "{report}");
+    assert_eq!(report["stats"]["send_email"], 1, "{report}");
+}
+
+#[test]
+fn an_sdk_client_calling_a_slow_tool_is_told_in_progress_then_gets_the_result() {
+    let Some(python) = python() else { return };
+    let report = scenario(&python, "slow_in_progress");
+    let texts = report["texts"].as_array().unwrap();
+    assert!(
+        text(&texts[0]).starts_with("This action is already running"),
+        "{report}"
+    );
+    assert_eq!(report["first_is_error"], false, "{report}");
+    assert_eq!(
+        report["first_structured_content"]["outcome"], "in_progress",
+        "{report}"
+    );
+    let last = text(texts.last().unwrap());
+    assert!(last.starts_with("Report #1 on"), "{report}");
+    assert_eq!(report["stats"]["generate_report"], 1, "{report}");
+}
