@@ -755,3 +755,43 @@ async fn a_session_id_never_replaces_the_configured_principal() {
     assert!(text(&anonymous).contains("x-user"), "{anonymous}");
     assert_eq!(server.stats().await["send_email"], 2);
 }
+
+#[tokio::test]
+async fn a_task_and_the_plain_call_of_the_same_arguments_are_one_intent_for_any_number() {
+    let server = start(&[("MCP_TASKS", "on")]);
+    let session = raw_session(&server).await;
+    let accept = "application/json, text/event-stream";
+    // Numbers no f64 holds exactly, and a double that looks like an integer.
+    let plain = r#"{"jsonrpc":"2.0","id":50,"method":"tools/call","params":{"name":"generate_report","arguments":{"topic":"n","seconds":0.0,"ref":123456789012345678901234567890,"rate":1.10}}}"#;
+    let (_, _, first) = server.post(&session, accept, plain).await;
+    let first: Value = serde_json::from_str(&first).unwrap();
+    assert!(first["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .starts_with("Report #1"));
+    let as_task = plain
+        .replace(r#""id":50"#, r#""id":51"#)
+        .replace(r#""rate":1.10}"#, r#""rate":1.10},"task":{"ttl":60000}"#);
+    let (_, _, task) = server.post(&session, accept, &as_task).await;
+    let task: Value = serde_json::from_str(&task).unwrap();
+    assert_eq!(task["result"]["task"]["status"], "completed", "{task}");
+    assert_eq!(server.stats().await["generate_report"], 1);
+}
+
+#[tokio::test]
+async fn a_call_whose_arguments_name_a_member_twice_is_refused_as_invalid_params() {
+    let server = start(&[]);
+    let session = raw_session(&server).await;
+    let accept = "application/json, text/event-stream";
+    let twice = r#"{"jsonrpc":"2.0","id":60,"method":"tools/call","params":{"name":"send_email","arguments":{"to":"a@example.com","to":"b@example.com","subject":"s","body":"b"}}}"#;
+    let (status, _, answer) = server.post(&session, accept, twice).await;
+    let answer: Value = serde_json::from_str(&answer).unwrap();
+    assert_eq!((status, &answer["id"]), (200, &json!(60)));
+    assert_eq!(answer["error"]["code"], -32602, "{answer}");
+    assert_eq!(answer["error"]["data"]["outcome"], "not_executed");
+    assert!(answer["error"]["message"]
+        .as_str()
+        .unwrap()
+        .starts_with("Nothing was executed"));
+    assert_eq!(server.stats().await["send_email"], 0);
+}
