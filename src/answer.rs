@@ -118,6 +118,21 @@ impl Answer {
     }
 }
 
+/// A JSON body has fields to leave out of its key but no canonical form to find them in.
+pub(crate) fn unkeyable(why: &crate::canonical::CanonicalError) -> Answer {
+    Answer::new(
+        StatusCode::BAD_REQUEST,
+        "unkeyable",
+        "Body cannot be keyed",
+        "not_executed",
+        false,
+        format!(
+            "The action was not executed: the request body cannot be recognised when it is \
+             repeated ({why}). Send it as plain JSON, with each member named once."
+        ),
+    )
+}
+
 /// A protected request came without a scope.
 pub(crate) fn missing_scope(what: &str) -> Answer {
     Answer::new(

@@ -30,6 +30,16 @@ pub(crate) struct Shared<St> {
     pub(crate) recent: Arc<RecentBodies>,
 }
 
+impl<St> Shared<St> {
+    /// The settings, to change. The recent-body table goes with the rules it was filled by:
+    /// a layer whose rules change starts a table of its own, so it never takes a fingerprint
+    /// that other rules computed.
+    pub(crate) fn settings_mut(&mut self) -> &mut Settings {
+        self.recent = Arc::default();
+        &mut self.settings
+    }
+}
+
 // Written by hand: a derive would require `St: Clone`, but the store is shared through an Arc.
 impl<St> Clone for Shared<St> {
     fn clone(&self) -> Self {
@@ -144,7 +154,7 @@ impl<St: Store> IdempotencyLayer<St> {
 
 impl<St> IdempotencyLayer<St> {
     fn settings_mut(&mut self) -> &mut Settings {
-        &mut Arc::make_mut(&mut self.shared).settings
+        Arc::make_mut(&mut self.shared).settings_mut()
     }
 
     fn set(mut self, change: impl FnOnce(&mut Settings)) -> Self {
@@ -269,6 +279,14 @@ impl<St> IdempotencyLayer<St> {
         F: Fn(&mut serde_json::Value) + Send + Sync + 'static,
     {
         self.set(|s| s.fingerprint.normalizer = Some(Arc::new(normalize)))
+    }
+
+    /// Writes numbers as RFC 8785 does, for upstreams that cannot tell an integer from a
+    /// number with a fraction (JavaScript): `1`, `1.0` and `1e0` are then one intent, and so
+    /// are `0` and `-0`. By default they are two, as typed parsers (serde_json, Python's
+    /// `json`) read them. Integers beyond ±2^53 keep their exact digits either way.
+    pub fn rfc8785_numbers(self) -> Self {
+        self.set(|s| s.fingerprint.numbers = crate::canonical::NumberKinds::Merged)
     }
 
     /// Honours the `Idempotency-Key` header (IETF draft) as an explicit key.

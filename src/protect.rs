@@ -167,6 +167,9 @@ fn derive_intent<St>(
         .fingerprint(&scope_hash, content_type, body, || {
             settings.fingerprint.fingerprint(content_type, body)
         });
+    if let Some(why) = &printed.unkeyable {
+        return Err(answer::unkeyable(why));
+    }
     let field_key = match (printed.key_field, &settings.fingerprint.key_field) {
         (Some(Err(_)), Some(pointer)) => {
             return Err(answer::malformed_key(&format!("the `{pointer}` field")))

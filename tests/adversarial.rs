@@ -106,22 +106,25 @@ async fn extreme_numbers_keep_their_identity() {
         intents.insert(answer.intent().to_owned());
     }
     assert_eq!(intents.len(), cases.len(), "no two of these are one intent");
-    // -0 and 0 mean the same number: one intent.
-    assert!(client
-        .post("/tools/raw", "s", r#"{"n":0}"#)
-        .await
-        .replayed());
-    assert!(client
-        .post("/tools/raw", "s", r#"{"n":0.0}"#)
-        .await
-        .replayed());
+    // A typed parser tells -0, 0 and 0.0 apart: three intents, unless numbers merge.
+    for zero in [r#"{"n":0}"#, r#"{"n":0.0}"#] {
+        assert!(
+            !client.post("/tools/raw", "s", zero).await.replayed(),
+            "{zero}"
+        );
+    }
+    let (merging, merged) = start(IdempotencyLayer::new().rfc8785_numbers()).await;
+    for zero in [r#"{"n":-0}"#, r#"{"n":0}"#, r#"{"n":0.0}"#, r#"{"n":-0e3}"#] {
+        merging.post("/tools/raw", "s", zero).await;
+    }
+    assert_eq!(merged.get("raw"), 1, "RFC 8785: every zero is 0");
     // With an exponent, RFC 8785 applies: a literal that rounds to the smallest subnormal is
     // that number, as for any upstream that reads it as a double.
     let rounded = client
         .post("/tools/raw", "s", r#"{"n":2.4703282292062328e-324}"#)
         .await;
     assert!(rounded.replayed());
-    assert_eq!(counts.get("raw"), cases.len());
+    assert_eq!(counts.get("raw"), cases.len() + 2);
 }
 
 #[tokio::test]

@@ -1,18 +1,18 @@
 //! Serialising a parsed tree in canonical form.
 
-use super::number::{write_double, write_integer};
+use super::number::{write_double, write_integer, NumberKinds};
 use super::{Node, Sink, Text};
 
 /// Writes `node` in canonical form. Doubles in a tree are finite by construction.
-pub(crate) fn emit(node: &Node<'_>, out: &mut impl Sink) {
+pub(crate) fn emit(node: &Node<'_>, kinds: NumberKinds, out: &mut impl Sink) {
     match node {
         Node::Null => out.put(b"null"),
         Node::Bool(true) => out.put(b"true"),
         Node::Bool(false) => out.put(b"false"),
-        Node::Integer(digits) => write_integer(digits, out),
+        Node::Integer(digits) => write_integer(digits, kinds, out),
         Node::Double(value) => {
             // Trees are built only from finite values, so this cannot fail.
-            let _ = write_double(*value, out);
+            let _ = write_double(*value, kinds, out);
         }
         Node::String(text) => write_text(text, out),
         Node::Array(items) => {
@@ -21,7 +21,7 @@ pub(crate) fn emit(node: &Node<'_>, out: &mut impl Sink) {
                 if i > 0 {
                     out.put(b",");
                 }
-                emit(item, out);
+                emit(item, kinds, out);
             }
             out.put(b"]");
         }
@@ -33,7 +33,7 @@ pub(crate) fn emit(node: &Node<'_>, out: &mut impl Sink) {
                 }
                 write_text(name, out);
                 out.put(b":");
-                emit(value, out);
+                emit(value, kinds, out);
             }
             out.put(b"}");
         }

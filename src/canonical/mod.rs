@@ -1,18 +1,20 @@
 //! RFC 8785 (JCS) canonical JSON, written straight into a hasher.
 //!
 //! Two JSON texts that mean the same document, whatever their member order, whitespace,
-//! escapes or number spelling, produce the same canonical bytes. One deliberate departure from
-//! the RFC keeps two requests an upstream could tell apart from ever sharing a form: integer
-//! literals keep their exact digits instead of being rounded through an f64
-//! (`9007199254740993` stays itself).
+//! escapes or number spelling, produce the same canonical bytes. Two departures from the RFC
+//! keep two requests an upstream could tell apart from ever sharing a form: integer literals
+//! keep their exact digits instead of being rounded through an f64 (`9007199254740993` stays
+//! itself), and by default an integer literal and a number written with a fraction or an
+//! exponent stay different kinds (`1` and `1.0`, `100` and `1e2`, `0` and `-0`), as typed
+//! parsers read them; see [`NumberKinds`].
 //!
 //! ```
 //! use tower_idempotency::canonical::to_canonical_vec;
 //!
-//! let a = to_canonical_vec(br#"{ "b": 1.50, "a": "\u0041" }"#).unwrap();
-//! let b = to_canonical_vec(br#"{"a":"A","b":15e-1}"#).unwrap();
+//! let a = to_canonical_vec(br#"{ "b": 1.50, "a": "\u0041", "c": 1E2 }"#).unwrap();
+//! let b = to_canonical_vec(br#"{"a":"A","c":100.0,"b":15e-1}"#).unwrap();
 //! assert_eq!(a, b);
-//! assert_eq!(a, br#"{"a":"A","b":1.5}"#);
+//! assert_eq!(a, br#"{"a":"A","b":1.5,"c":100.0}"#);
 //! ```
 
 mod digest;
@@ -26,6 +28,7 @@ mod value;
 use std::borrow::Cow;
 use std::fmt;
 
+pub use number::NumberKinds;
 pub use pointer::JsonPointer;
 
 pub(crate) use digest::HashingSink;
@@ -117,12 +120,21 @@ impl fmt::Display for CanonicalError {
 
 impl std::error::Error for CanonicalError {}
 
-/// Writes the canonical form of a JSON text into `sink`.
+/// Writes the canonical form of a JSON text into `sink`, number kinds apart.
 ///
 /// Nothing is written when the text has no canonical form.
 pub fn write_canonical(json: &[u8], sink: &mut impl Sink) -> Result<(), CanonicalError> {
+    write_canonical_with(json, NumberKinds::Distinct, sink)
+}
+
+/// Writes the canonical form of a JSON text into `sink`, numbers as `kinds` says.
+pub fn write_canonical_with(
+    json: &[u8],
+    kinds: NumberKinds,
+    sink: &mut impl Sink,
+) -> Result<(), CanonicalError> {
     let node = parse(json)?;
-    emit(&node, sink);
+    emit(&node, kinds, sink);
     Ok(())
 }
 
@@ -132,21 +144,38 @@ pub fn write_canonical(json: &[u8], sink: &mut impl Sink) -> Result<(), Canonica
 /// use tower_idempotency::canonical::canonical_sha256;
 ///
 /// assert_eq!(
-///     canonical_sha256(br#"{"b":2,"a":1}"#).unwrap(),
-///     canonical_sha256(br#"{ "a": 1.0, "b": 2 }"#).unwrap(),
+///     canonical_sha256(br#"{"b":2,"a":1.5}"#).unwrap(),
+///     canonical_sha256(br#"{ "a": 15e-1, "b": 2 }"#).unwrap(),
+/// );
+/// // An integer and a number with a fraction are two kinds.
+/// assert_ne!(
+///     canonical_sha256(br#"{"n":1}"#).unwrap(),
+///     canonical_sha256(br#"{"n":1.0}"#).unwrap(),
 /// );
 /// ```
 pub fn canonical_sha256(json: &[u8]) -> Result<[u8; 32], CanonicalError> {
     let node = parse(json)?;
     let mut sink = HashingSink::new(b"");
-    emit(&node, &mut sink);
+    emit(&node, NumberKinds::Distinct, &mut sink);
     Ok(sink.finish())
 }
 
-/// Returns the canonical form of a JSON text as bytes.
+/// Returns the canonical form of a JSON text as bytes, number kinds apart.
 pub fn to_canonical_vec(json: &[u8]) -> Result<Vec<u8>, CanonicalError> {
+    to_canonical_vec_with(json, NumberKinds::Distinct)
+}
+
+/// Returns the canonical form of a JSON text as bytes, numbers as `kinds` says.
+///
+/// ```
+/// use tower_idempotency::canonical::{to_canonical_vec_with, NumberKinds};
+///
+/// let merged = to_canonical_vec_with(br#"[1.0, -0, 1e2]"#, NumberKinds::Merged).unwrap();
+/// assert_eq!(merged, b"[1,0,100]"); // RFC 8785 exactly
+/// ```
+pub fn to_canonical_vec_with(json: &[u8], kinds: NumberKinds) -> Result<Vec<u8>, CanonicalError> {
     let mut out = Vec::with_capacity(json.len());
-    write_canonical(json, &mut out)?;
+    write_canonical_with(json, kinds, &mut out)?;
     Ok(out)
 }
 

@@ -4,31 +4,63 @@
 //! digits are already what RFC 8785 prints, and outside it rounding through an f64 would merge
 //! two amounts an upstream can tell apart. Every other number is parsed as an IEEE 754 double
 //! and printed in ECMAScript's shortest round-trip form, as RFC 8785 requires.
+//!
+//! Typed parsers (serde_json, Python's `json`) read `1` as an integer and `1.0` as a float, so
+//! by default the two kinds stay apart: a double whose shortest form looks like an integer is
+//! written with `.0` (`1.0`, `100.0`, `-0.0`), and `-0` stays `-0`. [`NumberKinds::Merged`]
+//! writes both kinds as RFC 8785 does, for upstreams that cannot tell them apart.
 
 use super::{CanonicalError, Sink};
 
-/// Writes an integer literal taken verbatim from the document (`-0` becomes `0`).
-pub(super) fn write_integer(digits: &str, out: &mut impl Sink) {
-    if digits == "-0" {
+/// Whether an integer literal and a number written with a fraction or an exponent can be one
+/// intent.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum NumberKinds {
+    /// `1` and `1.0`, `100` and `1e2`, `0` and `-0` stay apart, as typed parsers read them
+    /// (the default). Numbers with a fraction or an exponent follow RFC 8785 among themselves:
+    /// `1.0`, `1.00` and `10E-1` are one.
+    #[default]
+    Distinct,
+    /// Numbers are written as RFC 8785 writes them: `1`, `1.0` and `1e0` are one, as a
+    /// JavaScript upstream reads them. Integers beyond ±2^53 still keep their digits.
+    Merged,
+}
+
+/// Writes an integer literal taken verbatim from the document; merged, `-0` becomes `0`.
+pub(super) fn write_integer(digits: &str, kinds: NumberKinds, out: &mut impl Sink) {
+    if digits == "-0" && kinds == NumberKinds::Merged {
         out.put(b"0");
     } else {
         out.put(digits.as_bytes());
     }
 }
 
-/// Writes a double in ECMAScript `Number.prototype.toString` form; non-finite values have no
-/// JSON spelling and are refused.
-pub(super) fn write_double(value: f64, out: &mut impl Sink) -> Result<(), CanonicalError> {
+/// Writes a double in ECMAScript `Number.prototype.toString` form, marked as a double where
+/// the kinds stay apart; non-finite values have no JSON spelling and are refused.
+pub(super) fn write_double(
+    value: f64,
+    kinds: NumberKinds,
+    out: &mut impl Sink,
+) -> Result<(), CanonicalError> {
     if !value.is_finite() {
         return Err(CanonicalError::NumberOutOfRange);
     }
+    let distinct = kinds == NumberKinds::Distinct;
     if value == 0.0 {
-        // Both zeros print as "0" in ECMAScript.
-        out.put(b"0");
+        // Both zeros print as "0" in ECMAScript; apart, each keeps its sign.
+        out.put(match (distinct, value.is_sign_negative()) {
+            (false, _) => b"0",
+            (true, false) => b"0.0",
+            (true, true) => b"-0.0",
+        });
         return Ok(());
     }
     let mut buffer = ryu_js::Buffer::new();
-    out.put(buffer.format_finite(value).as_bytes());
+    let text = buffer.format_finite(value);
+    out.put(text.as_bytes());
+    if distinct && !text.bytes().any(|b| b == b'.' || b == b'e') {
+        out.put(b".0");
+    }
     Ok(())
 }
 
@@ -49,8 +81,12 @@ mod tests {
     use super::*;
 
     fn double(bits: u64) -> String {
+        double_as(f64::from_bits(bits), NumberKinds::Merged)
+    }
+
+    fn double_as(value: f64, kinds: NumberKinds) -> String {
         let mut out = Vec::new();
-        write_double(f64::from_bits(bits), &mut out).unwrap();
+        write_double(value, kinds, &mut out).unwrap();
         String::from_utf8(out).unwrap()
     }
 
@@ -92,16 +128,38 @@ mod tests {
     fn non_finite_doubles_are_refused() {
         let mut out = Vec::new();
         assert_eq!(
-            write_double(f64::NAN, &mut out),
+            write_double(f64::NAN, NumberKinds::Distinct, &mut out),
             Err(CanonicalError::NumberOutOfRange)
         );
         assert_eq!(parse_double("1e400"), Err(CanonicalError::NumberOutOfRange));
     }
 
     #[test]
-    fn negative_zero_integer_is_zero() {
+    fn negative_zero_integer_is_zero_only_when_kinds_merge() {
         let mut out = Vec::new();
-        write_integer("-0", &mut out);
+        write_integer("-0", NumberKinds::Merged, &mut out);
         assert_eq!(out, b"0");
+        let mut out = Vec::new();
+        write_integer("-0", NumberKinds::Distinct, &mut out);
+        assert_eq!(out, b"-0");
+    }
+
+    #[test]
+    fn doubles_that_look_like_integers_are_marked_when_kinds_stay_apart() {
+        let cases: &[(f64, &str)] = &[
+            (1.0, "1.0"),
+            (100.0, "100.0"),
+            (0.0, "0.0"),
+            (-0.0, "-0.0"),
+            (1.5, "1.5"),
+            (1e21, "1e+21"),
+            (1e-7, "1e-7"),
+            (9007199254740992.0, "9007199254740992.0"),
+        ];
+        for (value, expected) in cases {
+            assert_eq!(double_as(*value, NumberKinds::Distinct), *expected);
+        }
+        assert_eq!(double_as(100.0, NumberKinds::Merged), "100");
+        assert_eq!(double_as(-0.0, NumberKinds::Merged), "0");
     }
 }

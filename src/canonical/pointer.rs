@@ -129,13 +129,13 @@ fn child<'n, 'a>(node: &'n mut Node<'a>, token: &str) -> Option<&'n mut Node<'a>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::canonical::{emit, parse};
+    use crate::canonical::{emit, parse, NumberKinds};
 
     fn without(json: &str, pointer: &str) -> String {
         let mut node = parse(json.as_bytes()).unwrap();
         pointer.parse::<JsonPointer>().unwrap().remove(&mut node);
         let mut out = Vec::new();
-        emit(&node, &mut out);
+        emit(&node, NumberKinds::Distinct, &mut out);
         String::from_utf8(out).unwrap()
     }
 

@@ -7,6 +7,11 @@ fn canonical(json: &str) -> String {
     String::from_utf8(to_canonical_vec(json.as_bytes()).unwrap()).unwrap()
 }
 
+/// The canonical form with numbers merged as RFC 8785 writes them.
+fn rfc8785(json: &str) -> String {
+    String::from_utf8(to_canonical_vec_with(json.as_bytes(), NumberKinds::Merged).unwrap()).unwrap()
+}
+
 /// Input and expected output of the reference test data published with RFC 8785.
 #[test]
 fn matches_the_rfc_8785_reference_test_data() {
@@ -38,8 +43,10 @@ fn matches_the_rfc_8785_reference_test_data() {
         ),
     ];
     for (input, expected) in cases {
-        assert_eq!(canonical(input), *expected);
+        assert_eq!(rfc8785(input), *expected);
     }
+    // Kinds apart, the one double the data writes like an integer keeps its mark.
+    assert!(canonical(cases[2].0).contains(r#""\n":56.0"#));
 }
 
 #[test]
@@ -50,20 +57,32 @@ fn integers_beyond_two_to_the_53_keep_their_digits() {
         canonical("-123456789012345678901234567890"),
         "-123456789012345678901234567890"
     );
+    assert_eq!(rfc8785("9007199254740993"), "9007199254740993");
     // With a fraction the RFC's rounding applies.
-    assert_eq!(canonical("9007199254740993.0"), "9007199254740992");
+    assert_eq!(canonical("9007199254740993.0"), "9007199254740992.0");
+    assert_eq!(rfc8785("9007199254740993.0"), "9007199254740992");
 }
 
 #[test]
-fn number_spellings_of_one_value_agree() {
+fn number_spellings_of_one_value_and_kind_agree() {
     for spelling in ["1.5", "1.50", "15e-1", "0.15E+1", "1.5e0"] {
         assert_eq!(canonical(spelling), "1.5", "{spelling}");
+        assert_eq!(rfc8785(spelling), "1.5", "{spelling}");
     }
-    for spelling in ["100", "100.0", "1e2", "1E+2", "10e1"] {
-        assert_eq!(canonical(spelling), "100", "{spelling}");
+    for spelling in ["100.0", "1e2", "1E+2", "10e1"] {
+        assert_eq!(canonical(spelling), "100.0", "{spelling}");
+        assert_eq!(rfc8785(spelling), "100", "{spelling}");
     }
-    assert_eq!(canonical("-0"), "0");
-    assert_eq!(canonical("-0.0"), "0");
+    assert_eq!(canonical("100"), "100");
+    assert_eq!(rfc8785("100"), "100");
+    assert_eq!((canonical("-0"), canonical("0")), ("-0".into(), "0".into()));
+    assert_eq!(
+        (canonical("-0.0"), canonical("0e0")),
+        ("-0.0".into(), "0.0".into())
+    );
+    for zero in ["-0", "0", "-0.0", "0.0", "0e5"] {
+        assert_eq!(rfc8785(zero), "0", "{zero}");
+    }
 }
 
 #[test]
@@ -98,6 +117,12 @@ pub(crate) fn json_value() -> impl Strategy<Value = Value> {
 /// Writes `value` as JSON with choices driven by `seed`: member order, whitespace, `\u`
 /// escapes and number spellings all vary, the meaning does not.
 pub(crate) fn respell(value: &Value, seed: &mut u64, out: &mut String) {
+    respell_numbers(value, seed, true, out);
+}
+
+/// Like [`respell`]; with `keep_kinds` off, integers may be spelled with a fraction or an
+/// exponent too (the same value to RFC 8785, another kind to a typed parser).
+pub(crate) fn respell_numbers(value: &Value, seed: &mut u64, keep_kinds: bool, out: &mut String) {
     fn next(seed: &mut u64) -> u64 {
         *seed = seed
             .wrapping_mul(6364136223846793005)
@@ -127,6 +152,7 @@ pub(crate) fn respell(value: &Value, seed: &mut u64, out: &mut String) {
     }
     space(seed, out);
     match value {
+        Value::Number(n) if keep_kinds && !n.is_f64() => out.push_str(&n.to_string()),
         Value::Number(n) => {
             let text = n.to_string();
             let spelled = match next(seed) % 3 {
@@ -149,7 +175,7 @@ pub(crate) fn respell(value: &Value, seed: &mut u64, out: &mut String) {
                 if i > 0 {
                     out.push(',');
                 }
-                respell(item, seed, out);
+                respell_numbers(item, seed, keep_kinds, out);
             }
             out.push(']');
         }
@@ -168,7 +194,7 @@ pub(crate) fn respell(value: &Value, seed: &mut u64, out: &mut String) {
                 string(name, seed, out);
                 space(seed, out);
                 out.push(':');
-                respell(member, seed, out);
+                respell_numbers(member, seed, keep_kinds, out);
             }
             space(seed, out);
             out.push('}');
@@ -182,14 +208,18 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(512))]
 
     #[test]
-    fn agrees_with_serde_jcs(value in json_value()) {
-        let ours = to_canonical_vec(&serde_json::to_vec(&value).unwrap()).unwrap();
+    fn merged_numbers_agree_with_serde_jcs(value in json_value()) {
+        let text = serde_json::to_vec(&value).unwrap();
+        let ours = to_canonical_vec_with(&text, NumberKinds::Merged).unwrap();
         let oracle = serde_jcs::to_vec(&value).unwrap();
         prop_assert_eq!(String::from_utf8(ours).unwrap(), String::from_utf8(oracle).unwrap());
     }
 
     #[test]
-    fn any_spelling_of_a_document_has_one_canonical_form(value in json_value(), seed in any::<u64>()) {
+    fn any_spelling_of_a_document_that_keeps_number_kinds_has_one_canonical_form(
+        value in json_value(),
+        seed in any::<u64>(),
+    ) {
         let plain = to_canonical_vec(&serde_json::to_vec(&value).unwrap()).unwrap();
         let mut text = String::new();
         let mut state = seed;
@@ -200,10 +230,36 @@ proptest! {
     }
 
     #[test]
-    fn canonical_form_is_a_fixed_point(value in json_value()) {
-        let once = to_canonical_vec(&serde_json::to_vec(&value).unwrap()).unwrap();
-        let twice = to_canonical_vec(&once).unwrap();
-        prop_assert_eq!(once, twice);
+    fn merged_any_spelling_of_a_value_has_one_canonical_form(
+        value in json_value(),
+        seed in any::<u64>(),
+    ) {
+        let merged = |text: &[u8]| to_canonical_vec_with(text, NumberKinds::Merged).unwrap();
+        let plain = merged(&serde_json::to_vec(&value).unwrap());
+        let mut text = String::new();
+        let mut state = seed;
+        respell_numbers(&value, &mut state, false, &mut text);
+        prop_assert_eq!(plain, merged(text.as_bytes()), "{}", text);
+    }
+
+    #[test]
+    fn an_integer_and_the_same_value_with_a_fraction_or_exponent_are_apart(
+        n in -(1i64 << 53)..=(1i64 << 53),
+        exponent in any::<bool>(),
+    ) {
+        let integer = n.to_string();
+        let double = if exponent { format!("{n}e0") } else { format!("{n}.0") };
+        prop_assert_ne!(canonical(&integer), canonical(&double));
+        prop_assert_eq!(rfc8785(&integer), rfc8785(&double));
+    }
+
+    #[test]
+    fn canonical_form_is_a_fixed_point_in_both_modes(value in json_value()) {
+        for kinds in [NumberKinds::Distinct, NumberKinds::Merged] {
+            let once = to_canonical_vec_with(&serde_json::to_vec(&value).unwrap(), kinds).unwrap();
+            let twice = to_canonical_vec_with(&once, kinds).unwrap();
+            prop_assert_eq!(once, twice);
+        }
     }
 
     #[test]

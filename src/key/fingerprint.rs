@@ -8,9 +8,14 @@ use sha2::{Digest, Sha256};
 
 use super::put_framed;
 use super::{ExplicitKey, InvalidExplicitKey};
-use crate::canonical::{self, emit, from_value, to_value, HashingSink, JsonPointer, Node};
+use crate::canonical::{
+    self, emit, from_value, to_value, CanonicalError, HashingSink, JsonPointer, Node, NumberKinds,
+    Sink,
+};
 
-const CANONICAL_TAG: &[u8] = b"tower-idempotency/canonical/v1";
+/// Tags of canonical fingerprints, one per number rule: the two never share a fingerprint.
+const CANONICAL_TAG: &[u8] = b"tower-idempotency/canonical/v2";
+const CANONICAL_RFC8785_TAG: &[u8] = b"tower-idempotency/canonical-rfc8785/v2";
 const RAW_TAG: &[u8] = b"tower-idempotency/raw/v1";
 
 /// How a fingerprint was taken. The two kinds never produce the same fingerprint.
@@ -42,9 +47,21 @@ impl Fingerprint {
         }
     }
 
-    fn canonical(node: &Node<'_>) -> Self {
-        let mut sink = HashingSink::new(CANONICAL_TAG);
-        emit(node, &mut sink);
+    /// Fingerprints a canonical tree, with the media type's essence (`application/json` and
+    /// `application/merge-patch+json` with one body are two requests).
+    fn canonical(node: &Node<'_>, essence: &str, numbers: NumberKinds) -> Self {
+        let tag = match numbers {
+            NumberKinds::Distinct => CANONICAL_TAG,
+            NumberKinds::Merged => CANONICAL_RFC8785_TAG,
+        };
+        let mut sink = HashingSink::new(tag);
+        sink.put(&(essence.len() as u64).to_be_bytes());
+        if essence.bytes().any(|b| b.is_ascii_uppercase()) {
+            sink.put(essence.to_ascii_lowercase().as_bytes());
+        } else {
+            sink.put(essence.as_bytes());
+        }
+        emit(node, numbers, &mut sink);
         Self {
             kind: FingerprintKind::Canonical,
             digest: sink.finish(),
@@ -102,6 +119,8 @@ pub(crate) struct FingerprintRules {
     pub(crate) normalizer: Option<Normalizer>,
     /// A field that carries an explicit key.
     pub(crate) key_field: Option<JsonPointer>,
+    /// Whether an integer and a number with a fraction or an exponent can be one intent.
+    pub(crate) numbers: NumberKinds,
 }
 
 /// The fingerprint of a body and the explicit key found in it, if one was configured.
@@ -109,6 +128,10 @@ pub(crate) struct FingerprintRules {
 pub(crate) struct BodyFingerprint {
     pub(crate) fingerprint: Fingerprint,
     pub(crate) key_field: Option<Result<ExplicitKey, InvalidExplicitKey>>,
+    /// Why a JSON body cannot be keyed at all: it has fields to leave out of its key (ignored
+    /// fields, a key field) but no canonical form to find them in. Keyed by its raw bytes, each
+    /// retry with a new `tool_call_id` would run again, so such a body is refused.
+    pub(crate) unkeyable: Option<CanonicalError>,
 }
 
 impl FingerprintRules {
@@ -122,26 +145,36 @@ impl FingerprintRules {
         let raw = || BodyFingerprint {
             fingerprint: Fingerprint::raw(content_type.map(HeaderValue::as_bytes), body),
             key_field: None,
+            unkeyable: None,
         };
-        if !content_type.is_some_and(is_json) {
+        let Some(essence) = content_type.and_then(json_essence) else {
             return raw();
-        }
-        let Ok(mut node) = canonical::parse(body) else {
-            return raw();
+        };
+        let mut node = match canonical::parse(body) {
+            Ok(node) => node,
+            Err(error @ (CanonicalError::DuplicateMember | CanonicalError::TooDeep))
+                if self.leaves_fields_out() =>
+            {
+                return BodyFingerprint {
+                    unkeyable: Some(error),
+                    ..raw()
+                };
+            }
+            Err(_) => return raw(),
         };
         let key_field = self.key_field.as_ref().and_then(|pointer| {
             let value = pointer.remove(&mut node)?;
             Some(explicit_key_from(&value))
         });
         let fingerprint = match &self.normalizer {
-            None => self.canonical_without_ignored(node),
+            None => self.canonical_without_ignored(node, essence),
             Some(normalize) => {
                 let Ok(mut value) = to_value(&node) else {
                     return raw();
                 };
                 normalize(&mut value);
                 match from_value(&value) {
-                    Ok(node) => self.canonical_without_ignored(node),
+                    Ok(node) => self.canonical_without_ignored(node, essence),
                     Err(_) => return raw(),
                 }
             }
@@ -149,14 +182,20 @@ impl FingerprintRules {
         BodyFingerprint {
             fingerprint,
             key_field,
+            unkeyable: None,
         }
     }
 
-    fn canonical_without_ignored(&self, mut node: Node<'_>) -> Fingerprint {
+    /// Whether some fields of a body are to be left out of its key.
+    fn leaves_fields_out(&self) -> bool {
+        !self.ignored.is_empty() || self.key_field.is_some()
+    }
+
+    fn canonical_without_ignored(&self, mut node: Node<'_>, essence: &str) -> Fingerprint {
         for pointer in &self.ignored {
             pointer.remove(&mut node);
         }
-        Fingerprint::canonical(&node)
+        Fingerprint::canonical(&node, essence, self.numbers)
     }
 }
 
@@ -170,15 +209,20 @@ fn explicit_key_from(value: &Node<'_>) -> Result<ExplicitKey, InvalidExplicitKey
 
 /// `application/json` or any `+json` media type, parameters ignored.
 pub(crate) fn is_json(content_type: &HeaderValue) -> bool {
-    let Ok(text) = content_type.to_str() else {
-        return false;
-    };
+    json_essence(content_type).is_some()
+}
+
+/// The essence of a JSON media type (`application/json`, `application/merge-patch+json`),
+/// without its parameters; `None` for any other type.
+fn json_essence(content_type: &HeaderValue) -> Option<&str> {
+    let text = content_type.to_str().ok()?;
     let essence = text.split(';').next().unwrap_or("").trim();
-    essence.eq_ignore_ascii_case("application/json")
+    let json = essence.eq_ignore_ascii_case("application/json")
         || essence
             .rsplit_once('+')
             .is_some_and(|(_, suffix)| suffix.eq_ignore_ascii_case("json"))
-            && essence.contains('/')
+            && essence.contains('/');
+    json.then_some(essence)
 }
 
 #[cfg(test)]
@@ -254,8 +298,42 @@ mod tests {
         let rules = FingerprintRules::default();
         assert_eq!(
             print(&rules, r#"{"to":"a@b.c","n":1.0}"#),
-            print(&rules, "{ \"n\" : 1, \"to\" : \"a\\u0040b.c\" }")
+            print(&rules, "{ \"n\" : 10e-1, \"to\" : \"a\\u0040b.c\" }")
         );
+    }
+
+    #[test]
+    fn number_kinds_and_media_types_change_a_json_fingerprint_unless_merged() {
+        let rules = FingerprintRules::default();
+        assert_ne!(print(&rules, r#"{"n":1}"#), print(&rules, r#"{"n":1.0}"#));
+        let merged = FingerprintRules {
+            numbers: NumberKinds::Merged,
+            ..Default::default()
+        };
+        assert_eq!(print(&merged, r#"{"n":1}"#), print(&merged, r#"{"n":1.0}"#));
+        assert_ne!(print(&merged, r#"{"n":1}"#), print(&rules, r#"{"n":1}"#));
+        let patch = HeaderValue::from_static("application/merge-patch+json");
+        let charset = HeaderValue::from_static("Application/JSON; charset=utf-8");
+        let with = |content_type: &HeaderValue| rules.fingerprint(Some(content_type), b"{}");
+        assert_ne!(with(&patch).fingerprint, print(&rules, "{}"));
+        assert_eq!(with(&charset).fingerprint, print(&rules, "{}"));
+    }
+
+    #[test]
+    fn a_body_without_canonical_form_is_unkeyable_only_when_fields_are_left_out() {
+        let plain = FingerprintRules::default();
+        let ignoring = FingerprintRules {
+            ignored: vec!["/id".parse().unwrap()],
+            ..Default::default()
+        };
+        let twice = br#"{"a":1,"a":2}"#;
+        assert!(plain.fingerprint(Some(&JSON), twice).unkeyable.is_none());
+        assert_eq!(
+            ignoring.fingerprint(Some(&JSON), twice).unkeyable,
+            Some(CanonicalError::DuplicateMember)
+        );
+        // Not JSON at all: keyed by its bytes, as any other body.
+        assert!(ignoring.fingerprint(Some(&JSON), b"{").unkeyable.is_none());
     }
 
     #[test]

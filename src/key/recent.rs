@@ -114,6 +114,7 @@ mod tests {
         BodyFingerprint {
             fingerprint: Fingerprint::raw(None, body),
             key_field: None,
+            unkeyable: None,
         }
     }
 

@@ -77,6 +77,7 @@ pub(crate) fn lost(id: &Value) -> Value {
 
 /// The JSON-RPC error answering a refused envelope (the id is null where there is none).
 pub(crate) fn refused(refusal: &Refusal) -> Value {
+    let unkeyable;
     let (id, code, message) = match refusal {
         Refusal::Batch => (
             Value::Null,
@@ -102,8 +103,16 @@ pub(crate) fn refused(refusal: &Refusal) -> Value {
             "Nothing was executed: a tools/call needs params.name, the tool to call. Send it \
              again with the tool's name; doing so is safe.",
         ),
+        Refusal::Unkeyable { id, why } => {
+            unkeyable = format!(
+                "Nothing was executed: this call cannot be recognised when it is repeated \
+                 ({why}). Send it again with each member named once."
+            );
+            (id.clone(), INVALID_PARAMS, unkeyable.as_str())
+        }
     };
-    let data = json!({ "outcome": "not_executed", "retryable": true });
+    // The same message would be refused again: it must change first.
+    let data = json!({ "outcome": "not_executed", "retryable": false });
     error(&id, code, message, Some(data))
 }
 

@@ -74,12 +74,18 @@ pub(crate) enum Refusal {
     BadId,
     /// No `params`, or no string `params.name`.
     NoToolName { id: Value },
+    /// A message whose arguments cannot be told apart from its id and metadata: a member
+    /// named twice, or nesting past the canonical parser's limit.
+    Unkeyable {
+        id: Value,
+        why: crate::canonical::CanonicalError,
+    },
 }
 
 /// Reads a POST body.
 pub(crate) fn read(body: &[u8]) -> Envelope {
     match serde_json::from_slice::<Value>(body) {
-        Ok(Value::Object(message)) => read_message(message),
+        Ok(Value::Object(message)) => read_message(message, body),
         Ok(Value::Array(batch)) if batch.iter().any(is_tool_call) => {
             Envelope::Refused(Refusal::Batch)
         }
@@ -91,7 +97,17 @@ fn is_tool_call(message: &Value) -> bool {
     message.get("method").and_then(Value::as_str) == Some(TOOLS_CALL)
 }
 
-fn read_message(mut message: Map<String, Value>) -> Envelope {
+/// Why a tool call's body has no canonical form to leave its id and metadata out of, if so.
+/// serde_json takes the last of two members of one name; the key must not guess.
+fn unkeyable(body: &[u8]) -> Option<crate::canonical::CanonicalError> {
+    use crate::canonical::CanonicalError;
+    match crate::canonical::parse(body) {
+        Err(why @ (CanonicalError::DuplicateMember | CanonicalError::TooDeep)) => Some(why),
+        _ => None,
+    }
+}
+
+fn read_message(mut message: Map<String, Value>, body: &[u8]) -> Envelope {
     let method = match message.get("method").and_then(Value::as_str) {
         Some(method) => method.to_owned(),
         None => return Envelope::Other { id: None },
@@ -141,6 +157,11 @@ fn read_message(mut message: Map<String, Value>) -> Envelope {
         };
     }
     let name = params.and_then(|p| p.get("name")).and_then(Value::as_str);
+    if name.is_some() {
+        if let Some(why) = unkeyable(body) {
+            return Envelope::Refused(Refusal::Unkeyable { id, why });
+        }
+    }
     match name {
         Some(name) => Envelope::ToolCall(ToolCall {
             name: name.to_owned(),
@@ -154,10 +175,17 @@ fn read_message(mut message: Map<String, Value>) -> Envelope {
 }
 
 /// The body of a tool call asked to run as a task, without `params.task`: the layer runs
-/// it as a task, and the server runs it as a plain call.
+/// it as a task, and the server runs it as a plain call. Every other member keeps its exact
+/// text (a number no f64 holds, `1.10`), so the plain call of the same arguments is the same
+/// intent and the server reads what the client sent.
 pub(crate) fn without_task(body: &[u8]) -> Option<Vec<u8>> {
-    let mut message: Value = serde_json::from_slice(body).ok()?;
-    message.get_mut("params")?.as_object_mut()?.remove("task")?;
+    use serde_json::value::RawValue;
+    type Members = std::collections::BTreeMap<String, Box<RawValue>>;
+    let mut message: Members = serde_json::from_slice(body).ok()?;
+    let mut params: Members = serde_json::from_str(message.get("params")?.get()).ok()?;
+    params.remove("task")?;
+    let params = serde_json::value::to_raw_value(&params).ok()?;
+    message.insert("params".to_owned(), params);
     serde_json::to_vec(&message).ok()
 }
 
@@ -284,5 +312,16 @@ mod tests {
             plain["params"],
             serde_json::json!({"name":"x","arguments":{}})
         );
+    }
+
+    #[test]
+    fn leaving_the_task_out_keeps_every_other_member_as_it_was_written() {
+        let body = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{"n":123456789012345678901234567890,"r":1.10,"e":1E2},"task":{}}}"#;
+        let plain = String::from_utf8(without_task(body.as_bytes()).unwrap()).unwrap();
+        assert!(
+            plain.contains(r#""arguments":{"n":123456789012345678901234567890,"r":1.10,"e":1E2}"#),
+            "{plain}"
+        );
+        assert!(!plain.contains("task"), "{plain}");
     }
 }

@@ -117,8 +117,7 @@ impl<St: Store> IdempotencyLayer<St> {
     /// the layer first; see [`McpLayer`].
     #[cfg_attr(docsrs, doc(cfg(feature = "mcp")))]
     pub fn mcp(mut self) -> McpLayer<St> {
-        let shared = Arc::make_mut(&mut self.shared);
-        let settings = &mut shared.settings;
+        let settings = Arc::make_mut(&mut self.shared).settings_mut();
         let pointers = LEFT_OUT.iter().map(|pointer| parse_pointer(pointer));
         settings.fingerprint.ignored.extend(pointers);
         let configured = std::mem::replace(
@@ -234,7 +233,7 @@ impl<St> McpLayer<St> {
     ///
     /// If no principal was configured before [`IdempotencyLayer::mcp`].
     pub fn scope_by_principal(mut self) -> Self {
-        let settings = &mut Arc::make_mut(&mut self.shared).settings;
+        let settings = Arc::make_mut(&mut self.shared).settings_mut();
         match &mut settings.scope {
             ScopeSource::Narrowed {
                 principal: Some(_),
@@ -272,7 +271,7 @@ impl<St> McpLayer<St> {
         let _: JsonPointer = parse_pointer(pointer);
         let within = parse_pointer(&format!("/params/arguments{pointer}"));
         Arc::make_mut(&mut self.shared)
-            .settings
+            .settings_mut()
             .fingerprint
             .ignored
             .push(within);
@@ -570,7 +569,7 @@ impl<St: Store> Endpoint<St> {
         let error = answers::refused(refusal);
         let (status, form) = match refusal {
             // A request with an id is answered as requests are.
-            Refusal::NoToolName { .. } => (StatusCode::OK, form),
+            Refusal::NoToolName { .. } | Refusal::Unkeyable { .. } => (StatusCode::OK, form),
             // The rest cannot be answered as a request: an HTTP error with the JSON-RPC error.
             _ => (StatusCode::BAD_REQUEST, Form::Json),
         };
