@@ -47,6 +47,7 @@ pub fn tools(counts: Counts) -> Router {
         .route("/tools/echo", post(echo))
         .route("/tools/status/{code}", post(with_status))
         .route("/tools/no_store", post(no_store))
+        .route("/tools/busy", post(busy))
         .route("/tools/panic", post(panics))
         .route("/tools/broken_body", post(broken_body))
         .route("/tools/big", post(big))
@@ -92,6 +93,16 @@ async fn no_store(State(counts): State<Counts>) -> impl IntoResponse {
     let n = counts.bump("no_store");
     (
         [(header::CACHE_CONTROL, "no-store")],
+        Json(json!({ "n": n })),
+    )
+}
+
+/// Too many requests: come back in 7 s.
+async fn busy(State(counts): State<Counts>) -> impl IntoResponse {
+    let n = counts.bump("busy");
+    (
+        StatusCode::TOO_MANY_REQUESTS,
+        [(header::RETRY_AFTER, "7")],
         Json(json!({ "n": n })),
     )
 }
@@ -239,6 +250,7 @@ fn convert(headers: &reqwest::header::HeaderMap) -> HeaderMap {
     out
 }
 
+pub mod faulty;
 pub mod gateway;
 #[cfg(feature = "redis")]
 pub mod redis_server;

@@ -1,0 +1,180 @@
+//! A store that injects one fault into a chosen call: it wraps a real store (`MemoryStore`,
+//! `RedisStore`) and fails, hangs, delays or panics the n-th call of one kind.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tower_idempotency::key::IntentKey;
+use tower_idempotency::store::{
+    Claim, ClaimRequest, Entry, Fence, OwnerToken, Record, Store, StoreError, Tombstone,
+};
+
+/// The store calls a fault can be put into.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Call {
+    Claim,
+    Complete,
+    Release,
+    Extend,
+    Get,
+}
+
+impl Call {
+    pub const ALL: [Call; 5] = [
+        Call::Claim,
+        Call::Complete,
+        Call::Release,
+        Call::Extend,
+        Call::Get,
+    ];
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// What the faulty call does instead of answering.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    /// Answers an error, without reaching the inner store.
+    Fail,
+    /// Reaches the inner store, then answers an error: the effect happened, the answer is lost.
+    FailAfter,
+    /// Never answers within this long, then answers an error.
+    Hang(Duration),
+    /// Answers late, but answers.
+    Delay(Duration),
+    /// Panics, as a custom store with a bug would.
+    Panic,
+}
+
+impl Fault {
+    pub const ALL: [Fault; 5] = [
+        Fault::Fail,
+        Fault::FailAfter,
+        Fault::Hang(Duration::from_secs(3)),
+        Fault::Delay(Duration::from_millis(300)),
+        Fault::Panic,
+    ];
+}
+
+/// One fault: which call, its ordinal among calls of that kind (0 is the first), and what
+/// it does. `every` repeats it on every later call of that kind too.
+#[derive(Debug, Clone, Copy)]
+pub struct Plan {
+    pub call: Call,
+    pub ordinal: usize,
+    pub fault: Fault,
+    pub every: bool,
+}
+
+/// A store with at most one planned fault, counting its calls.
+pub struct FaultyStore<S> {
+    inner: S,
+    plan: Option<Plan>,
+    calls: Arc<[AtomicUsize; 5]>,
+}
+
+impl<S> FaultyStore<S> {
+    pub fn new(inner: S, plan: Option<Plan>) -> Self {
+        Self {
+            inner,
+            plan,
+            calls: Arc::new(Default::default()),
+        }
+    }
+
+    /// A handle on the call counters, readable after the store moved into a layer.
+    pub fn counter(&self) -> Calls {
+        Calls(Arc::clone(&self.calls))
+    }
+
+    /// Counts the call and says what fault, if any, it must suffer.
+    fn next(&self, call: Call) -> Option<Fault> {
+        let ordinal = self.calls[call.index()].fetch_add(1, Ordering::SeqCst);
+        let plan = self.plan?;
+        let hit = plan.call == call
+            && (ordinal == plan.ordinal || (plan.every && ordinal > plan.ordinal));
+        hit.then_some(plan.fault)
+    }
+}
+
+/// How many calls of each kind a [`FaultyStore`] received.
+#[derive(Clone)]
+pub struct Calls(Arc<[AtomicUsize; 5]>);
+
+impl Calls {
+    pub fn of(&self, call: Call) -> usize {
+        self.0[call.index()].load(Ordering::SeqCst)
+    }
+}
+
+fn injected() -> StoreError {
+    StoreError::new("injected fault")
+}
+
+/// Runs `call` through the fault, if there is one.
+async fn faulted<T>(
+    fault: Option<Fault>,
+    call: impl std::future::Future<Output = Result<T, StoreError>>,
+) -> Result<T, StoreError> {
+    match fault {
+        None => call.await,
+        Some(Fault::Fail) => Err(injected()),
+        Some(Fault::FailAfter) => {
+            let _ = call.await;
+            Err(injected())
+        }
+        Some(Fault::Hang(how_long)) => {
+            tokio::time::sleep(how_long).await;
+            Err(injected())
+        }
+        Some(Fault::Delay(how_long)) => {
+            tokio::time::sleep(how_long).await;
+            call.await
+        }
+        Some(Fault::Panic) => panic!("injected panic in a store call"),
+    }
+}
+
+impl<S: Store> Store for FaultyStore<S> {
+    async fn claim(&self, key: &IntentKey, request: &ClaimRequest) -> Result<Claim, StoreError> {
+        faulted(self.next(Call::Claim), self.inner.claim(key, request)).await
+    }
+    async fn complete(
+        &self,
+        key: &IntentKey,
+        token: &OwnerToken,
+        record: Arc<Record>,
+        retention: Duration,
+    ) -> Result<Fence, StoreError> {
+        let call = self.inner.complete(key, token, record, retention);
+        faulted(self.next(Call::Complete), call).await
+    }
+    async fn release(
+        &self,
+        key: &IntentKey,
+        token: &OwnerToken,
+        tombstone: Arc<Tombstone>,
+        ttl: Duration,
+    ) -> Result<Fence, StoreError> {
+        let call = self.inner.release(key, token, tombstone, ttl);
+        faulted(self.next(Call::Release), call).await
+    }
+    async fn extend(
+        &self,
+        key: &IntentKey,
+        token: &OwnerToken,
+        lease: Duration,
+    ) -> Result<Fence, StoreError> {
+        faulted(
+            self.next(Call::Extend),
+            self.inner.extend(key, token, lease),
+        )
+        .await
+    }
+    async fn get(&self, key: &IntentKey) -> Result<Option<Entry>, StoreError> {
+        faulted(self.next(Call::Get), self.inner.get(key)).await
+    }
+}

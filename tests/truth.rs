@@ -1,0 +1,199 @@
+//! Every answer the layer writes tells the truth: its first sentence says what is known of
+//! the action ("ran", "may have run", "not executed", "cannot tell right now"), and
+//! `retryable` agrees with it.
+
+mod support;
+
+use std::time::Duration;
+
+use axum::http::StatusCode;
+use serde_json::Value;
+use support::faulty::{Call, Fault, FaultyStore, Plan};
+use support::{serve, tools, Answer, Client, Counts};
+use tower_idempotency::store::{MemoryStore, Store};
+use tower_idempotency::IdempotencyLayer;
+
+async fn start<St: Store>(layer: IdempotencyLayer<St>) -> (Client, Counts) {
+    let counts = Counts::default();
+    let base = serve(tools(counts.clone()).layer(layer)).await;
+    (Client::new(base), counts)
+}
+
+fn detail(answer: &Answer) -> String {
+    answer.json()["detail"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// Asserts the outcome, `retryable` and the first words of the detail.
+fn says(answer: &Answer, outcome: &str, retryable: bool, first_words: &str) {
+    let body = answer.json();
+    assert_eq!(body["outcome"], outcome, "{body}");
+    assert_eq!(body["retryable"], retryable, "{body}");
+    assert!(detail(answer).starts_with(first_words), "{body}");
+}
+
+async fn status_of(client: &Client, answer: &Answer) -> Answer {
+    let url = format!("/_idempotency/{}", answer.intent());
+    client.get(&url, Some("s")).await
+}
+
+#[tokio::test]
+async fn a_no_store_success_is_recorded_as_ran_and_never_called_failed() {
+    let (client, counts) = start(IdempotencyLayer::new()).await;
+    let first = client.post("/tools/no_store", "s", "{}").await;
+    assert_eq!(first.status, StatusCode::OK);
+    assert_eq!(first.json()["n"], 1);
+    let again = client.post("/tools/no_store", "s", "{}").await;
+    assert_eq!(again.status, StatusCode::OK);
+    says(&again, "already_executed", false, "This action already ran");
+    assert!(detail(&again).contains("no-store"), "{}", detail(&again));
+    let status = status_of(&client, &first).await;
+    says(
+        &status,
+        "already_executed",
+        false,
+        "This action already ran",
+    );
+    assert_eq!(counts.get("no_store"), 1, "it never runs again");
+}
+
+#[tokio::test]
+async fn a_crash_in_the_tool_is_reported_as_may_have_run() {
+    let (client, counts) = start(IdempotencyLayer::new()).await;
+    let crashed = client.post("/tools/panic", "s", "{}").await;
+    assert_eq!(crashed.status, StatusCode::INTERNAL_SERVER_ERROR);
+    says(&crashed, "unknown", false, "This action may have run");
+    assert!(!detail(&crashed).contains("will run it again"));
+    let status = status_of(&client, &crashed).await;
+    says(
+        &status,
+        "unknown",
+        false,
+        "The last attempt of this action may have run",
+    );
+    assert_eq!(counts.get("panic"), 1);
+}
+
+#[tokio::test]
+async fn a_response_that_broke_off_is_reported_as_may_have_run() {
+    let (client, _) = start(IdempotencyLayer::new()).await;
+    let broken = client.post("/tools/broken_body", "s", "{}").await;
+    says(&broken, "unknown", false, "This action may have run");
+    let status = status_of(&client, &broken).await;
+    says(
+        &status,
+        "unknown",
+        false,
+        "The last attempt of this action may have run",
+    );
+}
+
+#[tokio::test]
+async fn a_reused_key_says_the_earlier_action_ran_and_what_to_resend() {
+    let (client, counts) = start(IdempotencyLayer::new().idempotency_key_header()).await;
+    let with_key = |body: &'static str| {
+        client.post_with(
+            "/tools/echo",
+            &[
+                ("x-session-id", "s"),
+                ("content-type", "application/json"),
+                ("idempotency-key", "order-7"),
+            ],
+            body,
+        )
+    };
+    with_key(r#"{"amount":1}"#).await;
+    let reused = with_key(r#"{"amount":2}"#).await;
+    assert_eq!(reused.status, StatusCode::UNPROCESSABLE_ENTITY);
+    says(
+        &reused,
+        "not_executed",
+        false,
+        "This call was not executed: an action under this idempotency key already ran",
+    );
+    assert!(detail(&reused).contains("original arguments"));
+    assert!(!detail(&reused).contains("new key"), "{}", detail(&reused));
+    assert_eq!(counts.get("echo"), 1);
+}
+
+#[tokio::test]
+async fn the_status_path_says_it_cannot_tell_when_the_store_cannot_answer() {
+    let plan = Plan {
+        call: Call::Get,
+        ordinal: 0,
+        fault: Fault::Fail,
+        every: true,
+    };
+    let store = FaultyStore::new(MemoryStore::new(), Some(plan));
+    let (client, _) = start(IdempotencyLayer::with_store(store)).await;
+    let done = client.post("/tools/echo", "s", "{}").await;
+    let status = status_of(&client, &done).await;
+    assert_eq!(status.status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(status.header("retry-after"), Some("1"));
+    says(&status, "unavailable", true, "Cannot tell right now");
+    assert!(detail(&status).contains("Do not repeat the action yet"));
+}
+
+#[tokio::test]
+async fn the_status_path_says_not_found_for_an_unknown_intent_without_claiming_nothing_ran() {
+    let (client, _) = start(IdempotencyLayer::new()).await;
+    let url = format!("/_idempotency/{}", "0".repeat(64));
+    let unknown = client.get(&url, Some("s")).await;
+    assert_eq!(unknown.status, StatusCode::NOT_FOUND);
+    let body = unknown.json();
+    assert_eq!(
+        (&body["outcome"], &body["retryable"]),
+        (&Value::from("not_found"), &Value::from(false))
+    );
+    for untrue in ["never ran", "Nothing was executed", "nothing was run"] {
+        assert!(!detail(&unknown).contains(untrue), "{body}");
+    }
+}
+
+#[tokio::test]
+async fn in_progress_names_what_a_repeat_must_keep() {
+    let layer = IdempotencyLayer::new()
+        .idempotency_key_header()
+        .deadline(Duration::from_millis(100));
+    let (client, _) = start(layer).await;
+    let running = client
+        .post_with(
+            "/tools/echo",
+            &[
+                ("x-session-id", "s"),
+                ("content-type", "application/json"),
+                ("idempotency-key", "k-1"),
+            ],
+            r#"{"delay_ms":600}"#,
+        )
+        .await;
+    assert_eq!(running.status, StatusCode::ACCEPTED);
+    says(
+        &running,
+        "in_progress",
+        true,
+        "This action is already running",
+    );
+    let detail = detail(&running);
+    assert!(detail.contains("x-session-id"), "{detail}");
+    assert!(detail.contains("idempotency-key"), "{detail}");
+}
+
+#[tokio::test]
+async fn a_release_for_too_many_requests_gives_the_wait() {
+    let (client, counts) = start(IdempotencyLayer::new()).await;
+    let busy = client.post("/tools/busy", "s", "{}").await;
+    assert_eq!(busy.status, StatusCode::TOO_MANY_REQUESTS);
+    let status = status_of(&client, &busy).await;
+    says(
+        &status,
+        "failed",
+        true,
+        "The last attempt of this action was refused",
+    );
+    assert_eq!(status.json()["retry_after_s"], 7);
+    assert_eq!(status.header("retry-after"), Some("7"));
+    assert_eq!(counts.get("busy"), 1);
+}
