@@ -9,7 +9,7 @@ use http::{header, HeaderValue, Response, StatusCode};
 use serde_json::{json, Map, Value};
 
 use crate::key::IntentKey;
-use crate::store::{ReleaseCause, Tombstone};
+use crate::store::{Omission, ReleaseCause, Tombstone};
 
 /// The header that carries the intent key on every protected response.
 pub const INTENT_HEADER: &str = "idempotency-intent";
@@ -193,18 +193,24 @@ pub(crate) fn malformed_key(source: &str) -> Answer {
     )
 }
 
-/// An explicit key was reused with another payload.
-pub(crate) fn key_reused(key: &IntentKey) -> Answer {
+/// An explicit key was reused with another payload: the action under it ran (or runs).
+pub(crate) fn key_reused(key: &IntentKey, running: bool) -> Answer {
+    let state = if running {
+        "is already running"
+    } else {
+        "already ran"
+    };
     Answer::new(
         StatusCode::UNPROCESSABLE_ENTITY,
         "key-reused",
         "Idempotency key reused with a different payload",
         "not_executed",
         false,
-        "The action was not executed: this idempotency key was already used with different \
-         arguments. Use a new key for a new action, or resend the original arguments to get the \
-         original result."
-            .to_owned(),
+        format!(
+            "This call was not executed: an action under this idempotency key {state}, with \
+             other arguments, and these arguments were not used. A retry of that action must \
+             resend its original arguments with this key to get its result."
+        ),
     )
     .intent(key)
 }
@@ -242,18 +248,21 @@ pub(crate) fn too_busy(key: &IntentKey) -> Answer {
     .retry_after(1)
 }
 
-/// The action is still running at the caller's deadline.
+/// The action is still running at the caller's deadline. `keeps` names what a repeat must
+/// send again besides the arguments (the scope header, the idempotency key).
 pub(crate) fn in_progress(
     key: &IntentKey,
     status_url: &str,
     started_s_ago: u64,
     conflict: bool,
+    keeps: &str,
 ) -> Answer {
     let retry_after = started_s_ago.div_ceil(2).clamp(1, 30);
     let detail = format!(
         "This action is already running (started {started_s_ago} s ago) and was not started \
-         again. Do not repeat it with new arguments: call again with the same arguments in \
-         {retry_after} s, or GET {status_url} for its result."
+         again. Do not repeat it with new arguments: call again with the same arguments, \
+         keeping {keeps}, in {retry_after} s, or GET {status_url} (keeping the same) for its \
+         result."
     );
     let answer = if conflict {
         Answer::new(
@@ -276,8 +285,12 @@ pub(crate) fn in_progress(
     answer
 }
 
-/// The action ran, but its response was too large to keep.
-pub(crate) fn already_executed(key: &IntentKey, status: StatusCode) -> Answer {
+/// The action ran, but its response was not kept.
+pub(crate) fn already_executed(key: &IntentKey, status: StatusCode, why: Omission) -> Answer {
+    let why = match why {
+        Omission::TooLarge => "was too large to keep",
+        Omission::NoStore => "was marked `cache-control: no-store`, so it was not kept",
+    };
     Answer::new(
         status,
         "already-executed",
@@ -285,107 +298,150 @@ pub(crate) fn already_executed(key: &IntentKey, status: StatusCode) -> Answer {
         "already_executed",
         false,
         format!(
-            "This action was already executed (it answered status {}) and was not run again; \
-             its response was too large to keep, so it cannot be shown here. Do not call it \
-             again expecting it to run.",
+            "This action already ran (it answered status {}) and was not run again; its \
+             response {why}, so it cannot be shown here. Do not call it again expecting it to \
+             run.",
             status.as_u16()
         ),
     )
     .intent(key)
 }
 
-/// How an attempt failed, for the answers about it.
+/// How an attempt ended without a kept outcome, for the answers about it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Failure {
-    /// It answered with this status, which released the key.
-    Status(StatusCode),
+    /// It answered with this status, which released the key; with the wait it asked for.
+    Status(StatusCode, Option<u64>),
     /// The tool returned an error instead of a response.
     Error,
-    /// The tool panicked.
+    /// The tool panicked, or its execution stopped before it reported an outcome: it may
+    /// have run.
     Panic,
-    /// Its response body broke off.
+    /// Its response body broke off after its status was sent: it may have run.
     Body,
 }
 
 impl Failure {
-    /// How the attempt a tombstone records failed.
+    /// How the attempt a tombstone records ended.
     pub(crate) fn of(tombstone: &Tombstone) -> Self {
         match (tombstone.status, tombstone.cause) {
-            (Some(status), _) => Self::Status(status),
+            (Some(status), _) => Self::Status(status, tombstone.retry_after_s),
             (None, ReleaseCause::Panic) => Self::Panic,
             (None, ReleaseCause::ResponseBody) => Self::Body,
             (None, _) => Self::Error,
         }
     }
 
-    pub(crate) fn described(self) -> String {
-        match self {
-            Self::Status(status) => format!("with status {}", status.as_u16()),
-            Self::Error => "with an internal error".to_owned(),
-            Self::Panic => "with a crash in the tool".to_owned(),
-            Self::Body => "while sending its response".to_owned(),
-        }
-    }
-
     fn last_status(self) -> Value {
         match self {
-            Self::Status(status) => status.as_u16().into(),
+            Self::Status(status, _) => status.as_u16().into(),
             _ => Value::Null,
         }
     }
+
+    /// The outcome, whether a repeat is safe, and the sentences after `subject` ("This
+    /// action", "The last attempt of this action").
+    pub(crate) fn told(self, subject: &str) -> (&'static str, bool, String) {
+        let again = "Calling again with the same arguments will run it again.";
+        match self {
+            Self::Status(status, wait) if status.is_client_error() => {
+                let when = wait.map_or(String::new(), |s| format!(" in {s} s"));
+                let code = status.as_u16();
+                let text = format!(
+                    "{subject} was refused with status {code} and its answer was not kept. \
+                     Calling again with the same arguments{when} will run it again."
+                );
+                ("failed", true, text)
+            }
+            Self::Status(status, _) => {
+                let code = status.as_u16();
+                let text = format!(
+                    "{subject} failed with status {code} and its result was not kept. {again}"
+                );
+                ("failed", true, text)
+            }
+            Self::Error => {
+                let text = format!(
+                    "{subject} failed with an internal error and its result was not kept. {again}"
+                );
+                ("failed", true, text)
+            }
+            Self::Panic => {
+                let text = format!(
+                    "{subject} may have run: the tool crashed or stopped before it answered, so \
+                     whether it took effect is not known. Check whether it did before calling \
+                     again: calling again with the same arguments would run it again."
+                );
+                ("unknown", false, text)
+            }
+            Self::Body => {
+                let text = format!(
+                    "{subject} may have run: it answered, but its response broke off before it \
+                     was complete, so whether it took effect is not known. Check whether it did \
+                     before calling again: calling again with the same arguments would run it \
+                     again."
+                );
+                ("unknown", false, text)
+            }
+        }
+    }
+
+    fn wait(self) -> Option<u64> {
+        match self {
+            Self::Status(_, wait) => wait,
+            _ => None,
+        }
+    }
 }
 
-/// The attempt failed and released the key; answered to duplicates that waited for it.
+/// The attempt ended without a kept outcome; answered to its first caller and to duplicates
+/// that waited for it.
 pub(crate) fn attempt_failed(key: &IntentKey, failure: Failure) -> Answer {
     let status = match failure {
-        Failure::Status(status) => status,
+        Failure::Status(status, _) => status,
         Failure::Panic => StatusCode::INTERNAL_SERVER_ERROR,
         Failure::Error | Failure::Body => StatusCode::BAD_GATEWAY,
     };
-    Answer::new(
+    let (outcome, retryable, detail) = failure.told("This action");
+    let answer = Answer::new(
         status,
         "attempt-failed",
         "Action failed",
-        "failed",
-        true,
-        format!(
-            "This action failed {} and its result was not kept. Calling again with the same \
-             arguments will run it again.",
-            failure.described()
-        ),
+        outcome,
+        retryable,
+        detail,
     )
     .intent(key)
-    .member("last_status", failure.last_status())
+    .member("last_status", failure.last_status());
+    match failure.wait() {
+        Some(seconds) => answer.retry_after(seconds),
+        None => answer,
+    }
 }
 
-/// The status path: the last attempt failed.
+/// The status path: the last attempt ended without a kept outcome.
 pub(crate) fn status_failed(key: &IntentKey, failure: Failure) -> Answer {
-    Answer::new(
-        StatusCode::OK,
-        "",
-        "",
-        "failed",
-        true,
-        format!(
-            "The last attempt of this action failed {} and its result was not kept. Calling \
-             again with the same arguments will run it again.",
-            failure.described()
-        ),
-    )
-    .intent(key)
-    .member("last_status", failure.last_status())
+    let (outcome, retryable, detail) = failure.told("The last attempt of this action");
+    let answer = Answer::new(StatusCode::OK, "", "", outcome, retryable, detail)
+        .intent(key)
+        .member("last_status", failure.last_status());
+    match failure.wait() {
+        Some(seconds) => answer.retry_after(seconds),
+        None => answer,
+    }
 }
 
-/// The status path: nothing is known for this scope.
-pub(crate) fn status_unknown(key: &IntentKey) -> Answer {
+/// The status path: nothing is visible to this scope.
+pub(crate) fn status_not_found(key: &IntentKey) -> Answer {
     Answer::new(
         StatusCode::NOT_FOUND,
-        "unknown-intent",
-        "Unknown intent",
-        "unknown",
+        "not-found",
+        "Intent not found",
+        "not_found",
         false,
-        "No action with this intent is known to this session: it never ran, its record \
-         expired, or it belongs to another session. Nothing was executed by this request."
+        "No record of this action is visible to this session: it may never have run, its \
+         record may have expired, or it belongs to another session, so whether it ran cannot \
+         be told from here. If it may have run, check its effect before calling again."
             .to_owned(),
     )
     .intent(key)
@@ -395,12 +451,12 @@ pub(crate) fn status_unknown(key: &IntentKey) -> Answer {
 pub(crate) fn status_malformed() -> Answer {
     Answer::new(
         StatusCode::NOT_FOUND,
-        "unknown-intent",
-        "Unknown intent",
-        "unknown",
+        "not-found",
+        "Intent not found",
+        "not_found",
         false,
-        "No action has this name: an intent is 64 hex digits, as sent in the \
-         idempotency-intent header. Nothing was executed by this request."
+        "This status request names no intent: an intent is the 64 hex digits of the \
+         idempotency-intent header. Ask again with that value."
             .to_owned(),
     )
 }
@@ -411,13 +467,31 @@ pub(crate) fn status_missing_scope(what: &str) -> Answer {
         StatusCode::BAD_REQUEST,
         "missing-scope",
         "Missing session scope",
-        "unknown",
+        "not_found",
         false,
         format!(
-            "The status of this action cannot be looked up without {what}; nothing was \
-             executed. Send the request again with it set."
+            "This status request was not answered: it needs {what}, the same as the call it \
+             asks about. Send it again with that set; this says nothing about whether the \
+             action ran."
         ),
     )
+}
+
+/// The status path could not ask the store: whether the action ran cannot be told now.
+pub(crate) fn status_unavailable(key: &IntentKey, status_url: &str) -> Answer {
+    Answer::new(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "unavailable",
+        "Idempotency store unavailable",
+        "unavailable",
+        true,
+        format!(
+            "Cannot tell right now whether this action ran: the idempotency store did not \
+             answer. Do not repeat the action yet; ask {status_url} again in 1 s."
+        ),
+    )
+    .intent(key)
+    .retry_after(1)
 }
 
 /// The arguments break the operation's schema (the contract layer).
@@ -501,7 +575,8 @@ mod tests {
     #[test]
     fn in_progress_says_first_that_the_action_runs() {
         let key = IntentKey::from_bytes([1; 32]);
-        let (status, value, headers) = body(in_progress(&key, "/_idempotency/x", 7, false));
+        let keeps = "the `x-session-id` header";
+        let (status, value, headers) = body(in_progress(&key, "/_idempotency/x", 7, false, keeps));
         assert_eq!(status, 202);
         assert_eq!(headers[header::CONTENT_TYPE], "application/json");
         assert_eq!(headers[header::LOCATION], "/_idempotency/x");
@@ -512,7 +587,7 @@ mod tests {
             .as_str()
             .unwrap()
             .starts_with("This action is already running"));
-        let strict = in_progress(&key, "/s", 0, true);
+        let strict = in_progress(&key, "/s", 0, true, keeps);
         assert_eq!(strict.status(), StatusCode::CONFLICT);
     }
 

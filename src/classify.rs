@@ -9,6 +9,9 @@ use crate::store::ReleaseCause;
 pub enum Verdict {
     /// The action happened: keep the response and replay it to every repeat.
     Keep,
+    /// The action happened, but its response must not be kept (`cache-control: no-store`):
+    /// keep that it ran and its status; repeats are told it already ran.
+    KeepStatus,
     /// The action failed for real: release the key so that a retry runs.
     Release(ReleaseCause),
 }
@@ -44,8 +47,11 @@ where
     }
 }
 
-/// The default rule: keep 2xx, 3xx and 4xx, except 408, 425 and 429; release 5xx and any
-/// response marked `cache-control: no-store`.
+/// The default rule: keep 2xx, 3xx and 4xx, except 408, 425 and 429; release 5xx. A response
+/// marked `cache-control: no-store` is not kept: a 2xx or 3xx is recorded as run without its
+/// response (its action happened), anything else releases the key. The answers of another
+/// idempotency layer inside this one (they carry `idempotency-intent` and `no-store`) say
+/// nothing of an outcome, so they release it too.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct DefaultClassify;
 
@@ -64,10 +70,11 @@ impl DefaultClassify {
             .filter_map(|v| v.to_str().ok())
             .flat_map(|v| v.split(','))
             .any(|directive| directive.trim().eq_ignore_ascii_case("no-store"));
-        if no_store {
-            Verdict::Release(ReleaseCause::NoStore)
-        } else {
-            Verdict::Keep
+        let inner_layer = headers.contains_key(crate::answer::INTENT_HEADER);
+        match (no_store, status.is_client_error() || inner_layer) {
+            (false, _) => Verdict::Keep,
+            (true, false) => Verdict::KeepStatus,
+            (true, true) => Verdict::Release(ReleaseCause::NoStore),
         }
     }
 }
@@ -109,7 +116,18 @@ mod tests {
         );
         assert_eq!(
             DefaultClassify::verdict(StatusCode::OK, &no_store),
+            Verdict::KeepStatus,
+            "it ran: recorded without its response"
+        );
+        assert_eq!(
+            DefaultClassify::verdict(StatusCode::BAD_REQUEST, &no_store),
             Verdict::Release(ReleaseCause::NoStore)
+        );
+        no_store.insert(crate::answer::INTENT_HEADER, HeaderValue::from_static("ab"));
+        assert_eq!(
+            DefaultClassify::verdict(StatusCode::ACCEPTED, &no_store),
+            Verdict::Release(ReleaseCause::NoStore),
+            "an inner layer's in-progress answer is no outcome"
         );
     }
 }

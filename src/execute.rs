@@ -25,7 +25,8 @@ use crate::layer::Shared;
 use crate::protect::Intent;
 use crate::replay::{storable_headers, written};
 use crate::store::{
-    Fence, KeptResponse, OwnerToken, Record, ReleaseCause, Store, StoredResponse, Tombstone,
+    Fence, KeptResponse, Omission, OwnerToken, Record, ReleaseCause, Store, StoredResponse,
+    Tombstone,
 };
 use crate::telemetry;
 
@@ -108,7 +109,7 @@ pub(crate) fn start<S, St, B, ResBody>(
                     .await
             }
             Ok(Err(error)) => {
-                recorder.release(None, ReleaseCause::InnerError).await;
+                recorder.release(None, ReleaseCause::InnerError, None).await;
                 let settled = Settled::Failed {
                     response: None,
                     failure: Failure::Error,
@@ -202,6 +203,12 @@ where
     }
 }
 
+/// The wait a response asks for in seconds (`retry-after: 7`; the date form is not read).
+fn retry_after_s(headers: &http::HeaderMap) -> Option<u64> {
+    let value = headers.get(http::header::RETRY_AFTER)?.to_str().ok()?;
+    value.trim().parse().ok()
+}
+
 fn concat(mut chunks: Vec<Bytes>, length: usize) -> Bytes {
     if chunks.len() <= 1 {
         return chunks.pop().unwrap_or_default();
@@ -240,11 +247,19 @@ impl<St: Store> Recorder<'_, St> {
             .classify(parts.status, &parts.headers)
         {
             Verdict::Keep => Settled::Replay(self.complete(KeptResponse::Full(stored)).await),
+            Verdict::KeepStatus => {
+                let kept = KeptResponse::Omitted {
+                    status: parts.status,
+                    why: Omission::NoStore,
+                };
+                Settled::Replay(self.complete(kept).await)
+            }
             Verdict::Release(cause) => {
-                self.release(Some(parts.status), cause).await;
+                let wait = retry_after_s(&parts.headers);
+                self.release(Some(parts.status), cause, wait).await;
                 Settled::Failed {
                     response: Some(Arc::new(stored)),
-                    failure: Failure::Status(parts.status),
+                    failure: Failure::Status(parts.status, wait),
                 }
             }
         };
@@ -267,17 +282,23 @@ impl<St: Store> Recorder<'_, St> {
             .classify
             .classify(parts.status, &parts.headers)
         {
-            Verdict::Keep => {
+            verdict @ (Verdict::Keep | Verdict::KeepStatus) => {
+                let why = match verdict {
+                    Verdict::KeepStatus => Omission::NoStore,
+                    _ => Omission::TooLarge,
+                };
                 let kept = KeptResponse::Omitted {
                     status: parts.status,
+                    why,
                 };
                 Settled::Replay(self.complete(kept).await)
             }
             Verdict::Release(cause) => {
-                self.release(Some(parts.status), cause).await;
+                let wait = retry_after_s(&parts.headers);
+                self.release(Some(parts.status), cause, wait).await;
                 Settled::Failed {
                     response: None,
-                    failure: Failure::Status(parts.status),
+                    failure: Failure::Status(parts.status, wait),
                 }
             }
         };
@@ -291,7 +312,7 @@ impl<St: Store> Recorder<'_, St> {
         cause: ReleaseCause,
         failure: Failure,
     ) -> (Settled, FirstAnswer<B, E>) {
-        self.release(None, cause).await;
+        self.release(None, cause, None).await;
         let settled = Settled::Failed {
             response: None,
             failure,
@@ -348,13 +369,19 @@ impl<St: Store> Recorder<'_, St> {
     }
 
     /// Releases the key, leaving a tombstone for the status path.
-    async fn release(&self, status: Option<http::StatusCode>, cause: ReleaseCause) {
+    async fn release(
+        &self,
+        status: Option<http::StatusCode>,
+        cause: ReleaseCause,
+        retry_after_s: Option<u64>,
+    ) {
         let tombstone = Arc::new(Tombstone {
             scope: self.intent.scope,
             fingerprint: self.intent.fingerprint,
             failed_at_ms: now_ms(),
             status,
             cause,
+            retry_after_s,
         });
         let key = &self.intent.key;
         telemetry::released(&self.intent.op, cause);

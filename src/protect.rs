@@ -32,8 +32,9 @@ pub(crate) struct Intent {
     pub(crate) op: Op,
     pub(crate) scope: ScopeHash,
     pub(crate) fingerprint: Fingerprint,
-    /// Whether the key came from the client, so a payload mismatch must be refused.
-    pub(crate) explicit: bool,
+    /// Where the client sent its key, if it did: a payload mismatch must be refused, and a
+    /// repeat must send the key again.
+    pub(crate) explicit: Option<KeySource>,
     /// When this caller stops waiting and is told "in progress".
     pub(crate) deadline: Instant,
     /// A zero deadline: the first caller is always told "in progress", even by a tool that
@@ -42,11 +43,18 @@ pub(crate) struct Intent {
     pub(crate) retention: Duration,
 }
 
+/// Where an explicit key came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum KeySource {
+    Header,
+    Field,
+}
+
 impl Intent {
     /// Whether an execution asked for `fingerprint` under this intent's explicit key: a
     /// client that reuses its key for other arguments is refused.
     fn reuses_key_for(&self, fingerprint: &Fingerprint) -> bool {
-        self.explicit && *fingerprint != self.fingerprint
+        self.explicit.is_some() && *fingerprint != self.fingerprint
     }
 }
 
@@ -123,7 +131,7 @@ where
     // A replay this process has seen needs neither the store nor the in-flight registry.
     if let Some(record) = shared.store.cached(&intent.key) {
         let response = if intent.reuses_key_for(&record.fingerprint) {
-            refuse(&intent.op, answer::key_reused(&intent.key))
+            refuse(&intent.op, answer::key_reused(&intent.key, false))
         } else {
             replayed(shared, &intent, &record)
         };
@@ -177,6 +185,11 @@ fn derive_intent<St>(
         (Some(Ok(key)), _) => Some(key),
         _ => None,
     };
+    let source = match (&header_key, &field_key) {
+        (Some(_), _) => Some(KeySource::Header),
+        (None, Some(_)) => Some(KeySource::Field),
+        (None, None) => None,
+    };
     let explicit = header_key.or(field_key);
     let operation = Operation::new(&parts.method, &parts.uri);
     let material = match &explicit {
@@ -200,7 +213,7 @@ fn derive_intent<St>(
         op: op.clone(),
         scope: scope_hash,
         fingerprint: printed.fingerprint,
-        explicit: explicit.is_some(),
+        explicit: source,
         deadline: Instant::now() + deadline,
         asynchronous: deadline.is_zero(),
         retention,
@@ -234,7 +247,7 @@ where
         {
             Role::Follower(slot) => {
                 if intent.reuses_key_for(&slot.fingerprint) {
-                    return Ok(refuse(&intent.op, answer::key_reused(&intent.key)));
+                    return Ok(refuse(&intent.op, answer::key_reused(&intent.key, true)));
                 }
                 telemetry::coalesced(&intent.op);
                 match slot.wait_until(intent.deadline).await {
@@ -293,7 +306,7 @@ where
     match claimed {
         Claim::Completed(record) => {
             if intent.reuses_key_for(&record.fingerprint) {
-                return Led::Answered(Ok(refuse(&intent.op, answer::key_reused(key))));
+                return Led::Answered(Ok(refuse(&intent.op, answer::key_reused(key, false))));
             }
             let response = replayed(shared, intent, &record);
             lead.settle(Settled::Replay(record));
@@ -301,8 +314,10 @@ where
         }
         Claim::Running(info) => {
             if intent.reuses_key_for(&info.fingerprint) {
-                return Led::Answered(Ok(refuse(&intent.op, answer::key_reused(key))));
+                return Led::Answered(Ok(refuse(&intent.op, answer::key_reused(key, true))));
             }
+            // Waiting on an execution elsewhere runs nothing here: it holds no slot.
+            drop(permit);
             telemetry::coalesced(&intent.op);
             lead.set_started_at_ms(info.started_at_ms);
             wait_elsewhere(shared, intent, lead, info.started_at_ms).await
@@ -360,12 +375,18 @@ async fn at_capacity<St: Store, B, E>(
 ) -> Led<B, E> {
     let key = &intent.key;
     match shared.store.get(key).await {
-        Ok(Some(Entry::Completed(record))) if !intent.reuses_key_for(&record.fingerprint) => {
+        Ok(Some(Entry::Completed(record))) if intent.reuses_key_for(&record.fingerprint) => {
+            Led::Answered(Ok(refuse(&intent.op, answer::key_reused(key, false))))
+        }
+        Ok(Some(Entry::Running(info))) if intent.reuses_key_for(&info.fingerprint) => {
+            Led::Answered(Ok(refuse(&intent.op, answer::key_reused(key, true))))
+        }
+        Ok(Some(Entry::Completed(record))) => {
             let response = replayed(shared, intent, &record);
             lead.settle(Settled::Replay(record));
             Led::Answered(Ok(response))
         }
-        Ok(Some(Entry::Running(info))) if !intent.reuses_key_for(&info.fingerprint) => {
+        Ok(Some(Entry::Running(info))) => {
             telemetry::coalesced(&intent.op);
             lead.set_started_at_ms(info.started_at_ms);
             wait_elsewhere(shared, intent, lead, info.started_at_ms).await
@@ -398,6 +419,11 @@ async fn wait_elsewhere<St: Store, B, E>(
         match shared.store.get(key).await {
             Ok(Some(Entry::Running(_))) | Err(_) => {}
             Ok(Some(Entry::Completed(record))) => {
+                // The record may be another payload's under the same explicit key.
+                if intent.reuses_key_for(&record.fingerprint) {
+                    drop(lead);
+                    return Led::Answered(Ok(refuse(&intent.op, answer::key_reused(key, false))));
+                }
                 let response = replayed(shared, intent, &record);
                 lead.settle(Settled::Replay(record));
                 return Led::Answered(Ok(response));
@@ -466,5 +492,6 @@ pub(crate) fn in_progress<St, B>(
         &settings.status_url(&intent.key),
         seconds_since(started_at_ms),
         duplicate && settings.strict_ietf,
+        &settings.repeat_keeps(intent.explicit),
     ))
 }

@@ -31,7 +31,9 @@ pub(crate) fn replay<B>(
 ) -> Response<ResponseBody<B>> {
     match &record.response {
         KeptResponse::Full(stored) => replay_stored(settings, key, stored),
-        KeptResponse::Omitted { status } => written(answer::already_executed(key, *status)),
+        KeptResponse::Omitted { status, why } => {
+            written(answer::already_executed(key, *status, *why))
+        }
     }
 }
 

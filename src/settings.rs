@@ -83,6 +83,20 @@ impl Settings {
         format!("{}/{}", self.status_path, intent)
     }
 
+    /// What a repeat must send again besides its arguments, for the in-progress answer: the
+    /// scope, and the explicit key from where the client sent it.
+    pub(crate) fn repeat_keeps(&self, explicit: Option<crate::protect::KeySource>) -> String {
+        use crate::protect::KeySource;
+        let scope = self.scope.describe();
+        match (explicit, &self.key_header, &self.fingerprint.key_field) {
+            (Some(KeySource::Header), Some(name), _) => format!("{scope} and the `{name}` header"),
+            (Some(KeySource::Field), _, Some(pointer)) => {
+                format!("{scope} and the key in the `{pointer}` field")
+            }
+            _ => scope,
+        }
+    }
+
     /// The intent named by a status-path request, if `path` is one.
     pub(crate) fn status_target<'p>(&self, path: &'p str) -> Option<&'p str> {
         path.strip_prefix(self.status_path.as_str())?

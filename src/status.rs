@@ -77,7 +77,7 @@ pub(crate) async fn answer_status<St: Store, B>(
     let response = match seen(shared, &key, &ScopeHash::of(&scope)).await {
         Err(error) => {
             tracing::warn!(intent = %key.short(), %error, "the store could not answer a status request");
-            written(answer::store_unavailable(&key))
+            written(answer::status_unavailable(&key, &settings.status_url(&key)))
         }
         Ok(Seen::Completed(record)) => replay(settings, &key, &record),
         Ok(Seen::Running { started_at_ms }) => written(answer::in_progress(
@@ -85,11 +85,12 @@ pub(crate) async fn answer_status<St: Store, B>(
             &settings.status_url(&key),
             seconds_since(started_at_ms),
             false,
+            &settings.repeat_keeps(None),
         )),
         Ok(Seen::Failed(tombstone)) => {
             written(answer::status_failed(&key, Failure::of(&tombstone)))
         }
-        Ok(Seen::Unknown) => written(answer::status_unknown(&key)),
+        Ok(Seen::Unknown) => written(answer::status_not_found(&key)),
     };
     with_intent(response, &key)
 }

@@ -61,12 +61,12 @@ async fn server_errors_and_retry_statuses_release_the_key() {
 }
 
 #[tokio::test]
-async fn cache_control_no_store_releases_the_key() {
+async fn cache_control_no_store_records_that_it_ran_without_its_response() {
     let (client, counts) = start(IdempotencyLayer::new()).await;
     client.post("/tools/no_store", "s", "{}").await;
     let again = client.post("/tools/no_store", "s", "{}").await;
-    assert!(!again.replayed());
-    assert_eq!(counts.get("no_store"), 2);
+    assert_eq!(again.json()["outcome"], "already_executed");
+    assert_eq!(counts.get("no_store"), 1);
 }
 
 #[tokio::test]
@@ -75,12 +75,12 @@ async fn a_panic_answers_500_and_releases_the_key() {
     let first = client.post("/tools/panic", "s", "{}").await;
     assert_eq!(first.status, StatusCode::INTERNAL_SERVER_ERROR);
     let problem = first.json();
-    assert_eq!(problem["outcome"], "failed");
-    assert_eq!(problem["retryable"], true);
+    assert_eq!(problem["outcome"], "unknown");
+    assert_eq!(problem["retryable"], false);
     assert!(problem["detail"]
         .as_str()
         .unwrap()
-        .starts_with("This action failed"));
+        .starts_with("This action may have run"));
     client.post("/tools/panic", "s", "{}").await;
     assert_eq!(counts.get("panic"), 2);
     // The process lives on.
@@ -95,7 +95,7 @@ async fn a_response_body_that_fails_releases_the_key() {
     let (client, counts) = start(IdempotencyLayer::new()).await;
     let first = client.post("/tools/broken_body", "s", "{}").await;
     assert_eq!(first.status, StatusCode::BAD_GATEWAY);
-    assert_eq!(first.json()["outcome"], "failed");
+    assert_eq!(first.json()["outcome"], "unknown");
     client.post("/tools/broken_body", "s", "{}").await;
     assert_eq!(counts.get("broken_body"), 2);
 }
@@ -118,7 +118,7 @@ async fn a_response_over_the_cap_is_executed_once_but_not_kept() {
     assert!(body["detail"]
         .as_str()
         .unwrap()
-        .starts_with("This action was already executed"));
+        .starts_with("This action already ran"));
     assert_eq!(counts.get("big"), 1);
 }
 

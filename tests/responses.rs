@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::http::StatusCode;
-use serde_json::Value;
+use serde_json::{json, Value};
 use support::{serve, tools, Client, Counts};
 use tower_idempotency::key::IntentKey;
 use tower_idempotency::store::{
@@ -118,7 +118,7 @@ async fn strict_ietf_mode_answers_duplicates_409() {
 }
 
 #[tokio::test]
-async fn the_status_path_answers_unknown_and_hides_other_scopes() {
+async fn the_status_path_answers_not_found_and_hides_other_scopes() {
     let (client, _) = start(IdempotencyLayer::new()).await;
     let done = client.post("/tools/echo", "owner", "{}").await;
     let url = format!("/_idempotency/{}", done.intent());
@@ -127,12 +127,12 @@ async fn the_status_path_answers_unknown_and_hides_other_scopes() {
     assert_eq!(mine.body, done.body);
     let theirs = client.get(&url, Some("intruder")).await;
     assert_eq!(theirs.status, StatusCode::NOT_FOUND);
-    assert_eq!(theirs.json()["outcome"], "unknown");
+    assert_eq!(theirs.json()["outcome"], "not_found");
     let unknown = client
         .get(&format!("/_idempotency/{}", "0".repeat(64)), Some("owner"))
         .await;
     assert_eq!(unknown.status, StatusCode::NOT_FOUND);
-    assert_eq!(unknown.json()["outcome"], "unknown");
+    assert_eq!(unknown.json()["outcome"], "not_found");
     let malformed = client.get("/_idempotency/not-a-key", Some("owner")).await;
     assert_eq!(malformed.status, StatusCode::NOT_FOUND);
     let no_scope = client.get(&url, None).await;
@@ -213,7 +213,12 @@ async fn an_explicit_key_reused_with_another_payload_gets_422() {
     assert!(same.replayed());
     let other = post(r#"{"amount":99}"#).await;
     assert_eq!(other.status, StatusCode::UNPROCESSABLE_ENTITY);
-    assert_not_executed(&other.json(), 422, false);
+    let body = other.json();
+    assert_eq!(
+        (&body["outcome"], &body["retryable"]),
+        (&json!("not_executed"), &json!(false))
+    );
+    assert!(detail(&body).starts_with("This call was not executed"));
     assert_eq!(counts.get("echo"), 1);
 }
 

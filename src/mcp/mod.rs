@@ -546,6 +546,7 @@ impl<St: Store> Endpoint<St> {
                     &settings.status_url(&key),
                     started,
                     false,
+                    &settings.repeat_keeps(None),
                 ))
             }
         };

@@ -95,9 +95,21 @@ fn unknown_task(id: &Value) -> Value {
     answers::error(
         id,
         answers::INVALID_PARAMS,
-        "No such task in this session: it is unknown or has expired. Nothing was run; calling \
-         the tool again starts it anew.",
-        None,
+        "No such task in this session: it is unknown, has expired, or belongs to another \
+         session, so whether its action ran cannot be told from here. If it may have run, \
+         check its effect before calling the tool again.",
+        Some(json!({ "outcome": "not_found", "retryable": false })),
+    )
+}
+
+/// The JSON-RPC error for a task query the store could not answer.
+fn unavailable(id: &Value) -> Value {
+    answers::error(
+        id,
+        answers::INTERNAL_ERROR,
+        "Cannot tell right now where this task stands: the idempotency store did not answer. \
+         Do not call the tool again yet; ask about the task again in 1 s.",
+        Some(json!({ "outcome": "unavailable", "retryable": true, "retry_after_s": 1 })),
     )
 }
 
@@ -119,12 +131,13 @@ pub(crate) async fn answer<St: Store>(
     let give_up = tokio::time::Instant::now() + wait;
     let mut pause = Duration::from_millis(10);
     loop {
-        let seen = status::seen(shared, &key, &scope)
-            .await
-            .unwrap_or_else(|error| {
+        let seen = match status::seen(shared, &key, &scope).await {
+            Ok(seen) => seen,
+            Err(error) => {
                 tracing::warn!(%error, "the store could not answer a task query");
-                Seen::Unknown
-            });
+                return Some(TaskAnswer::Message(unavailable(&query.id)));
+            }
+        };
         if !query.result {
             return Some(TaskAnswer::Message(get(&query.id, key, &seen, ttl)));
         }
@@ -181,12 +194,8 @@ fn get(id: &Value, key: IntentKey, seen: &Seen, ttl: Duration) -> Value {
 }
 
 fn failed(id: &Value, key: &IntentKey, failure: Failure) -> Value {
-    let message = format!(
-        "This action failed {} and its result was not kept. Calling the tool again with the \
-         same arguments runs it again.",
-        failure.described()
-    );
-    let data = json!({ "outcome": "failed", "retryable": true, "intent": key.to_hex() });
+    let (outcome, retryable, message) = failure.told("This task's action");
+    let data = json!({ "outcome": outcome, "retryable": retryable, "intent": key.to_hex() });
     answers::error(id, answers::INTERNAL_ERROR, &message, Some(data))
 }
 

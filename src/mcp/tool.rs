@@ -128,11 +128,12 @@ where
 /// The JSON-RPC error for a call whose answer never came: whether the tool ran is unknown.
 fn unanswered(id: &Value, unreadable: &Unreadable) -> Value {
     let message = format!(
-        "The tool's answer was lost ({}): the action may or may not have run. Calling again \
-         with the same arguments runs it again.",
+        "This action may have run: its answer was lost ({}). Check whether it took effect \
+         before calling the tool again: calling again with the same arguments would run it \
+         again.",
         unreadable.0
     );
-    let data = json!({ "outcome": "unknown", "retryable": true });
+    let data = json!({ "outcome": "unknown", "retryable": false });
     answers::error(id, answers::INTERNAL_ERROR, &message, Some(data))
 }
 

@@ -6,8 +6,9 @@
 //! running    token[16] started_ms:u64 scope[32] fingerprint[33]
 //! completed  scope[32] fingerprint[33] started_ms:u64 completed_ms:u64 expires_ms:u64
 //!            b'F' status:u16 headers:u32 (name:u16 bytes value:u32 bytes)* body:u32 bytes
-//!          | b'O' status:u16
+//!          | b'O' status:u16 (over the size cap) | b'S' status:u16 (marked no-store)
 //! failed     scope[32] fingerprint[33] failed_ms:u64 status:u16 (0 = none) cause:u8
+//!            [retry_after_s:u32, when the tool asked for a wait]
 //! ```
 //!
 //! Integers are big-endian. The token sits at bytes 2..18 so that store scripts can compare it
@@ -17,7 +18,8 @@ use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 
 use super::{
-    KeptResponse, OwnerToken, Record, ReleaseCause, RunningInfo, StoredResponse, Tombstone,
+    KeptResponse, Omission, OwnerToken, Record, ReleaseCause, RunningInfo, StoredResponse,
+    Tombstone,
 };
 use crate::key::{Fingerprint, ScopeHash};
 
@@ -87,8 +89,11 @@ pub(crate) fn encode_record(record: &Record) -> Vec<u8> {
             out.extend_from_slice(&(response.body.len() as u32).to_be_bytes());
             out.extend_from_slice(&response.body);
         }
-        KeptResponse::Omitted { status } => {
-            out.push(b'O');
+        KeptResponse::Omitted { status, why } => {
+            out.push(match why {
+                Omission::TooLarge => b'O',
+                Omission::NoStore => b'S',
+            });
             out.extend_from_slice(&status.as_u16().to_be_bytes());
         }
     }
@@ -108,6 +113,9 @@ pub(crate) fn encode_tombstone(tombstone: &Tombstone) -> Vec<u8> {
         ReleaseCause::Panic => 5,
         ReleaseCause::ResponseBody => 6,
     });
+    if let Some(seconds) = tombstone.retry_after_s {
+        out.extend_from_slice(&(seconds.min(u64::from(u32::MAX)) as u32).to_be_bytes());
+    }
     out
 }
 
@@ -160,6 +168,10 @@ impl Reader {
 
     fn status(&mut self) -> Result<StatusCode, DecodeError> {
         StatusCode::from_u16(self.u16()?).map_err(|_| DecodeError("status"))
+    }
+
+    fn remaining(&self) -> usize {
+        self.bytes.len() - self.at
     }
 
     fn end(&self) -> Result<(), DecodeError> {
@@ -216,6 +228,11 @@ pub(crate) fn decode(bytes: Bytes) -> Result<Stored, DecodeError> {
                 }
                 b'O' => KeptResponse::Omitted {
                     status: r.status()?,
+                    why: Omission::TooLarge,
+                },
+                b'S' => KeptResponse::Omitted {
+                    status: r.status()?,
+                    why: Omission::NoStore,
                 },
                 _ => return Err(DecodeError("response kind")),
             };
@@ -244,12 +261,17 @@ pub(crate) fn decode(bytes: Bytes) -> Result<Stored, DecodeError> {
                 6 => ReleaseCause::ResponseBody,
                 _ => return Err(DecodeError("release cause")),
             };
+            let retry_after_s = match r.remaining() {
+                0 => None,
+                _ => Some(u64::from(r.u32()?)),
+            };
             Stored::Failed(Tombstone {
                 scope,
                 fingerprint,
                 failed_at_ms,
                 status,
                 cause,
+                retry_after_s,
             })
         }
         _ => return Err(DecodeError("unknown kind")),
@@ -330,6 +352,7 @@ mod tests {
             failed_at_ms: 9,
             status: None,
             cause: ReleaseCause::Panic,
+            retry_after_s: None,
         };
         let Stored::Failed(back) = decode(Bytes::from(encode_tombstone(&tombstone))).unwrap()
         else {
@@ -337,6 +360,40 @@ mod tests {
         };
         assert_eq!(back.status, None);
         assert_eq!(back.cause, ReleaseCause::Panic);
+        assert_eq!(back.retry_after_s, None);
+        let busy = Tombstone {
+            status: Some(StatusCode::TOO_MANY_REQUESTS),
+            cause: ReleaseCause::Status,
+            retry_after_s: Some(7),
+            ..tombstone
+        };
+        let Stored::Failed(back) = decode(Bytes::from(encode_tombstone(&busy))).unwrap() else {
+            panic!("failed")
+        };
+        assert_eq!(back.retry_after_s, Some(7));
+    }
+
+    #[test]
+    fn responses_not_kept_say_why() {
+        let (scope, fingerprint) = identity();
+        for why in [Omission::TooLarge, Omission::NoStore] {
+            let record = Record {
+                scope,
+                fingerprint,
+                started_at_ms: 1,
+                completed_at_ms: 2,
+                expires_at_ms: 3,
+                response: KeptResponse::Omitted {
+                    status: StatusCode::OK,
+                    why,
+                },
+            };
+            let Stored::Completed(back) = decode(Bytes::from(encode_record(&record))).unwrap()
+            else {
+                panic!("a record decodes as a record")
+            };
+            assert!(matches!(back.response, KeptResponse::Omitted { why: w, .. } if w == why));
+        }
     }
 
     #[test]

@@ -427,6 +427,7 @@ mod tests {
             failed_at_ms: 2,
             status: Some(StatusCode::SERVICE_UNAVAILABLE),
             cause: ReleaseCause::Status,
+            retry_after_s: None,
         });
         store
             .release(&key(3), &token, tombstone, Duration::from_secs(60))

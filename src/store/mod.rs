@@ -25,7 +25,9 @@ use crate::key::{Fingerprint, IntentKey, ScopeHash};
 
 pub use memory::{MemoryStore, MemoryStoreBuilder};
 pub(crate) use observed::Observed;
-pub use record::{KeptResponse, Record, ReleaseCause, RunningInfo, StoredResponse, Tombstone};
+pub use record::{
+    KeptResponse, Omission, Record, ReleaseCause, RunningInfo, StoredResponse, Tombstone,
+};
 #[cfg(feature = "redis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub use redis::{RedisStore, RedisStoreBuilder};

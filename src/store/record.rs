@@ -32,11 +32,23 @@ pub struct StoredResponse {
 pub enum KeptResponse {
     /// The whole response, replayed as it was.
     Full(StoredResponse),
-    /// The action ran, but its response was over the size cap and was not kept.
+    /// The action ran, but its response was not kept: only that it ran, and its status.
     Omitted {
         /// The status it answered.
         status: StatusCode,
+        /// Why the response was not kept.
+        why: Omission,
     },
+}
+
+/// Why an executed action's response was not kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Omission {
+    /// It was over the stored-response cap.
+    TooLarge,
+    /// It was marked `cache-control: no-store`.
+    NoStore,
 }
 
 /// The outcome of a completed execution.
@@ -80,7 +92,7 @@ impl Record {
     pub fn status(&self) -> StatusCode {
         match &self.response {
             KeptResponse::Full(response) => response.status,
-            KeptResponse::Omitted { status } => *status,
+            KeptResponse::Omitted { status, .. } => *status,
         }
     }
 }
@@ -91,7 +103,7 @@ impl Record {
 pub enum ReleaseCause {
     /// The response status says the action did not happen (5xx, 408, 425, 429).
     Status,
-    /// The response said `cache-control: no-store`.
+    /// A response other than a success said `cache-control: no-store`.
     NoStore,
     /// The classification predicate said so for another reason.
     Predicate,
@@ -130,4 +142,7 @@ pub struct Tombstone {
     pub status: Option<StatusCode>,
     /// Why the key was released.
     pub cause: ReleaseCause,
+    /// How long the tool asked callers to wait before they try again (`retry-after`, in
+    /// seconds), if it did.
+    pub retry_after_s: Option<u64>,
 }
