@@ -795,3 +795,86 @@ async fn a_call_whose_arguments_name_a_member_twice_is_refused_as_invalid_params
         .starts_with("Nothing was executed"));
     assert_eq!(server.stats().await["send_email"], 0);
 }
+
+#[tokio::test]
+async fn a_replayed_result_tells_the_model_that_the_call_already_ran() {
+    let server = start(&[]);
+    let client = server.connect().await;
+    let email = json!({"to": "n@example.com", "subject": "s", "body": "b"});
+    let first = call_tool(&client, call("send_email", email.clone())).await;
+    let retry = call_tool(&client, call("send_email", email)).await;
+    let notice = &retry.content[0].as_text().expect("a text block").text;
+    assert!(
+        notice.starts_with("This exact call already ran") && notice.contains("was not run again"),
+        "{notice}"
+    );
+    assert_eq!(
+        retry.content[1].as_text().unwrap().text,
+        text(&first),
+        "the kept result follows"
+    );
+    let meta = retry.meta.as_ref().expect("_meta on the replay");
+    assert_eq!(meta.0["tower-idempotency/replay"]["replayed"], true);
+    assert_eq!(server.stats().await["send_email"], 1);
+
+    // Turned off, a replay is the kept result as it was.
+    let server = start(&[("MCP_REPLAY_NOTICE", "off")]);
+    let client = server.connect().await;
+    let email = json!({"to": "n@example.com", "subject": "s", "body": "b"});
+    let first = call_tool(&client, call("send_email", email.clone())).await;
+    let retry = call_tool(&client, call("send_email", email)).await;
+    assert_eq!(retry.content, first.content);
+}
+
+#[tokio::test]
+async fn the_status_path_in_mcp_mode_never_shows_the_layers_private_marker() {
+    let server = start(&[]);
+    let session = raw_session(&server).await;
+    let accept = "application/json, text/event-stream";
+    let body = r#"{"jsonrpc":"2.0","id":70,"method":"tools/call","params":{"name":"send_email","arguments":{"to":"m@example.com","subject":"s","body":"b"}}}"#;
+    let response = server
+        .process
+        .client
+        .http
+        .post(&server.endpoint)
+        .header("mcp-session-id", &session)
+        .header("mcp-protocol-version", "2025-11-25")
+        .header("content-type", "application/json")
+        .header("accept", accept)
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    let intent = response.headers()["idempotency-intent"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(response
+        .headers()
+        .keys()
+        .all(|name| !name.as_str().starts_with("x-tower-idempotency")));
+    response.text().await.unwrap();
+    let status = server
+        .process
+        .client
+        .http
+        .get(format!("{}/_idempotency/{intent}", server.endpoint))
+        .header("mcp-session-id", &session)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(status.status(), 200);
+    assert!(
+        status
+            .headers()
+            .keys()
+            .all(|name| !name.as_str().starts_with("x-tower-idempotency")),
+        "{:?}",
+        status.headers()
+    );
+    let message: Value = status.json().await.unwrap();
+    assert!(message["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .starts_with("Sent e-mail #1"));
+}
