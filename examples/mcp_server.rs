@@ -15,7 +15,8 @@
 //! Environment: `ADDR` (default `127.0.0.1:3001`), `DEADLINE_MS` (default 25000: how long a
 //! call waits before it is told "in progress"), `IDEMPOTENCY` (`on` by default; `off` serves
 //! the bare server), `MCP_TASKS` (`on` serves MCP tasks, an experimental part of the
-//! specification: off by default), `PRINCIPAL_HEADER` (the header that an authenticating
+//! specification: off by default), `MCP_REPLAY_NOTICE` (`off` replays kept results without
+//! the notice that they are replays), `PRINCIPAL_HEADER` (the header that an authenticating
 //! proxy in front sets, such as `x-user`: the scope is then that principal, narrowed by the
 //! MCP session; without it, the session alone). With the `redis` feature, `REDIS_URL` puts the tiered Redis
 //! store behind the layer, shared by every instance pointed at it.
@@ -171,13 +172,18 @@ fn endpoint<St: Store>(stats: &Arc<Stats>, layer: Option<IdempotencyLayer<St>>) 
         StreamableHttpServerConfig::default(),
     );
     let tasks = std::env::var("MCP_TASKS").is_ok_and(|v| v == "on");
-    match layer {
-        Some(layer) if tasks => {
-            Router::new().nest_service("/mcp", layer.mcp().tasks().layer(server))
-        }
-        Some(layer) => Router::new().nest_service("/mcp", layer.mcp().layer(server)),
-        None => Router::new().nest_service("/mcp", server),
+    let notice = std::env::var("MCP_REPLAY_NOTICE").map_or(true, |v| v != "off");
+    let Some(layer) = layer else {
+        return Router::new().nest_service("/mcp", server);
+    };
+    let mut layer = layer.mcp();
+    if tasks {
+        layer = layer.tasks();
     }
+    if !notice {
+        layer = layer.no_replay_notice();
+    }
+    Router::new().nest_service("/mcp", layer.layer(server))
 }
 
 async fn serve<St: Store>(addr: SocketAddr, layer: Option<IdempotencyLayer<St>>) {

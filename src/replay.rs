@@ -30,7 +30,15 @@ pub(crate) fn replay<B>(
     record: &Record,
 ) -> Response<ResponseBody<B>> {
     match &record.response {
-        KeptResponse::Full(stored) => replay_stored(settings, key, stored),
+        KeptResponse::Full(stored) => {
+            let mut response = replay_stored(settings, key, stored);
+            // How long ago the replayed response was given (RFC 9111 `Age`).
+            let age = crate::clock::seconds_since(record.completed_at_ms);
+            response
+                .headers_mut()
+                .insert(header::AGE, HeaderValue::from(age));
+            response
+        }
         KeptResponse::Omitted { status, why } => {
             written(answer::already_executed(key, *status, *why))
         }

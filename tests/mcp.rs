@@ -78,8 +78,18 @@ fn call(tool: &'static str, args: Value) -> CallToolRequestParams {
     CallToolRequestParams::new(tool).with_arguments(arguments(args))
 }
 
+/// The text of a result's last content block: the tool's own, after a replay's notice.
 fn text(result: &CallToolResult) -> &str {
-    &result.content[0].as_text().expect("a text result").text
+    let last = result.content.last().expect("content");
+    &last.as_text().expect("a text result").text
+}
+
+/// The same, read from a JSON-RPC answer.
+fn last_text(message: &Value) -> &Value {
+    let content = message["result"]["content"].as_array();
+    content
+        .and_then(|c| c.last())
+        .map_or(&Value::Null, |block| &block["text"])
 }
 
 /// Calls a tool, failing the test rather than hanging if the answer never matches the call.
@@ -140,7 +150,7 @@ async fn a_retried_call_with_a_new_id_sends_one_email_and_answers_with_its_own_i
     let answer: Value = serde_json::from_str(&answer).unwrap();
     assert_eq!((status, content_type.as_str()), (200, "application/json"));
     assert_eq!(answer["id"], "b-7");
-    assert!(answer["result"]["content"][0]["text"]
+    assert!(last_text(&answer)
         .as_str()
         .unwrap()
         .starts_with("Sent e-mail #2"));
@@ -149,7 +159,7 @@ async fn a_retried_call_with_a_new_id_sends_one_email_and_answers_with_its_own_i
         .await;
     let again: Value = serde_json::from_str(&again).unwrap();
     assert_eq!(again["id"], "b-8");
-    assert_eq!(again["result"], answer["result"]);
+    assert_eq!(last_text(&again), last_text(&answer));
     assert_eq!(server.stats().await["send_email"], 2, "one per session");
 }
 
@@ -174,7 +184,7 @@ async fn a_client_that_accepts_only_an_event_stream_gets_the_replay_as_one() {
         .expect("one data line");
     let message: Value = serde_json::from_str(data).unwrap();
     assert_eq!(message["id"], 2);
-    assert!(message["result"]["content"][0]["text"]
+    assert!(last_text(&message)
         .as_str()
         .unwrap()
         .starts_with("Sent e-mail #1"));
@@ -369,10 +379,7 @@ async fn a_call_run_as_a_task_is_answered_at_once_and_its_result_read_later() {
     // tasks/result waits for the task, then gives the tool's own result.
     let result = task_request(&server, &session, 22, "tasks/result", &task_id).await;
     assert_eq!(result["id"], 22);
-    assert_eq!(
-        result["result"]["content"][0]["text"],
-        "Report #1 on \"q3\" is ready."
-    );
+    assert_eq!(last_text(&result), "Report #1 on \"q3\" is ready.");
     let related = &result["result"]["_meta"]["io.modelcontextprotocol/related-task"];
     assert_eq!(related["taskId"], task_id.as_str());
     let got = task_request(&server, &session, 23, "tasks/get", &task_id).await;
@@ -382,7 +389,7 @@ async fn a_call_run_as_a_task_is_answered_at_once_and_its_result_read_later() {
     let plain = REPORT_AS_TASK.replace(r#","task":{"ttl":60000}"#, "");
     let (_, _, replayed) = server.post(&session, accept, &plain).await;
     let replayed: Value = serde_json::from_str(&replayed).unwrap();
-    assert_eq!(replayed["result"]["content"], result["result"]["content"]);
+    assert_eq!(last_text(&replayed), last_text(&result));
     let (_, _, again) = server.post(&session, accept, REPORT_AS_TASK).await;
     let again: Value = serde_json::from_str(&again).unwrap();
     assert_eq!(again["result"]["task"]["status"], "completed");
@@ -427,10 +434,7 @@ async fn tasks_are_answered_by_any_instance_sharing_the_redis_store() {
     let got = task_request(&second, &session, 40, "tasks/get", &task_id).await;
     assert_eq!(got["result"]["status"], "working", "{got}");
     let result = task_request(&second, &session, 41, "tasks/result", &task_id).await;
-    assert_eq!(
-        result["result"]["content"][0]["text"],
-        "Report #1 on \"q3\" is ready."
-    );
+    assert_eq!(last_text(&result), "Report #1 on \"q3\" is ready.");
     assert_eq!(first.stats().await["generate_report"], 1);
     assert_eq!(second.stats().await["generate_report"], 0);
 }
@@ -447,11 +451,14 @@ async fn the_agent_example_sends_one_email_and_gets_the_report_after_in_progress
     let printed = String::from_utf8_lossy(&output.stdout);
     assert!(output.status.success(), "{printed}");
     let lines: Vec<&str> = printed.lines().collect();
-    assert!(lines[0].ends_with("Sent e-mail #1 to ada@example.com (\"Invoice\", 9 characters)."));
-    assert_eq!(
-        lines[0].split_once(": ").unwrap().1,
-        lines[1].split_once(": ").unwrap().1
+    let sent = "Sent e-mail #1 to ada@example.com (\"Invoice\", 9 characters).";
+    assert!(lines[0].ends_with(sent), "{printed}");
+    // The retry is told it is a replay, then given the same result.
+    assert!(
+        lines[1].contains("This exact call already ran"),
+        "{printed}"
     );
+    assert!(lines[1].ends_with(sent), "{printed}");
     assert!(
         lines[2].contains("This action is already running"),
         "{printed}"
@@ -621,9 +628,7 @@ async fn a_cancelled_protected_call_runs_on_and_its_retry_gets_the_result() {
         )
         .unwrap();
         assert_eq!(message["id"], id);
-        let text = message["result"]["content"][0]["text"]
-            .as_str()
-            .unwrap_or("");
+        let text = last_text(&message).as_str().unwrap_or("");
         assert!(text.starts_with("Sent e-mail #1"), "{message}");
     }
     let stats = server.stats().await;
@@ -688,7 +693,7 @@ async fn a_client_that_closes_its_stream_does_not_stop_the_call() {
     )
     .unwrap();
     assert!(
-        message["result"]["content"][0]["text"]
+        last_text(&message)
             .as_str()
             .unwrap_or("")
             .starts_with("Sent e-mail #1"),
@@ -732,12 +737,7 @@ async fn call_as(server: &Server, user: &str, session: &str, id: u32) -> (u16, V
 async fn a_session_id_never_replaces_the_configured_principal() {
     let server = start(&[("PRINCIPAL_HEADER", "x-user")]);
     let session = raw_session(&server).await;
-    let text = |answer: &Value| {
-        answer["result"]["content"][0]["text"]
-            .as_str()
-            .unwrap_or("")
-            .to_owned()
-    };
+    let text = |answer: &Value| last_text(answer).as_str().unwrap_or("").to_owned();
     let (_, alice) = call_as(&server, "alice", &session, 1).await;
     assert!(text(&alice).starts_with("Sent e-mail #1"), "{alice}");
     // Mallory reuses Alice's session id: she neither reads Alice's result nor plants her own.
@@ -765,10 +765,7 @@ async fn a_task_and_the_plain_call_of_the_same_arguments_are_one_intent_for_any_
     let plain = r#"{"jsonrpc":"2.0","id":50,"method":"tools/call","params":{"name":"generate_report","arguments":{"topic":"n","seconds":0.0,"ref":123456789012345678901234567890,"rate":1.10}}}"#;
     let (_, _, first) = server.post(&session, accept, plain).await;
     let first: Value = serde_json::from_str(&first).unwrap();
-    assert!(first["result"]["content"][0]["text"]
-        .as_str()
-        .unwrap()
-        .starts_with("Report #1"));
+    assert!(last_text(&first).as_str().unwrap().starts_with("Report #1"));
     let as_task = plain
         .replace(r#""id":50"#, r#""id":51"#)
         .replace(r#""rate":1.10}"#, r#""rate":1.10},"task":{"ttl":60000}"#);
@@ -873,7 +870,7 @@ async fn the_status_path_in_mcp_mode_never_shows_the_layers_private_marker() {
         status.headers()
     );
     let message: Value = status.json().await.unwrap();
-    assert!(message["result"]["content"][0]["text"]
+    assert!(last_text(&message)
         .as_str()
         .unwrap()
         .starts_with("Sent e-mail #1"));

@@ -64,6 +64,32 @@ pub(crate) fn tool_result(id: &Value, answer: &Map<String, Value>) -> Value {
     result(id, call_result)
 }
 
+/// The `_meta` member that marks a replayed tool result.
+pub(crate) const REPLAY_META: &str = "tower-idempotency/replay";
+
+/// Tells the model that a tool result is a replay: a leading text block, and `_meta`. Only a
+/// result with content is touched; a kept JSON-RPC error is replayed as it was.
+pub(crate) fn note_replay(message: &mut Value, ran_s_ago: u64, intent: &str) {
+    let Some(Value::Object(result)) = message.get_mut("result") else {
+        return;
+    };
+    let Some(Value::Array(content)) = result.get_mut("content") else {
+        return;
+    };
+    let notice = format!(
+        "This exact call already ran {ran_s_ago} s ago and was not run again; its result \
+         follows."
+    );
+    content.insert(0, json!({ "type": "text", "text": notice }));
+    let meta = result
+        .entry("_meta")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if let Value::Object(meta) = meta {
+        let replay = json!({ "replayed": true, "ran_s_ago": ran_s_ago, "intent": intent });
+        meta.insert(REPLAY_META.to_owned(), replay);
+    }
+}
+
 /// The JSON-RPC error for an answer the layer holds but cannot read back.
 pub(crate) fn lost(id: &Value) -> Value {
     error(

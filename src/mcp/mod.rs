@@ -88,8 +88,8 @@ use self::envelope::{Discovery, Envelope, Refusal, TaskQuery, ToolCall};
 use self::message::Form;
 use self::policy::ToolPolicy;
 use self::tasks::{TaskAnswer, TaskStatus, TaskView};
-use self::tool::{ServerPath, MARK, MARK_MESSAGE, MARK_VERBATIM};
-use crate::answer::INTENT_HEADER;
+use self::tool::{ServerPath, MARK, MARK_VERBATIM};
+use crate::answer::{INTENT_HEADER, REPLAYED_HEADER};
 use crate::body::ResponseBody;
 use crate::bounds::{Bufferable, Keepable, Tool};
 use crate::buffer::read_body;
@@ -144,6 +144,7 @@ impl<St: Store> IdempotencyLayer<St> {
             policy: Arc::default(),
             forwarded: ForwardedRequests::default(),
             tasks: false,
+            replay_notice: true,
         }
     }
 }
@@ -173,6 +174,7 @@ pub struct McpLayer<St = MemoryStore> {
     policy: Arc<ToolPolicy>,
     forwarded: ForwardedRequests,
     tasks: bool,
+    replay_notice: bool,
 }
 
 // Written by hand: a derive would require `St: Clone`.
@@ -183,6 +185,7 @@ impl<St> Clone for McpLayer<St> {
             policy: Arc::clone(&self.policy),
             forwarded: self.forwarded.clone(),
             tasks: self.tasks,
+            replay_notice: self.replay_notice,
         }
     }
 }
@@ -261,6 +264,15 @@ impl<St> McpLayer<St> {
         self
     }
 
+    /// Replays a kept result exactly as it was first given. By default a replayed tool result
+    /// says so to the model, which never sees HTTP headers: a leading text block ("This exact
+    /// call already ran N s ago and was not run again; its result follows.") and
+    /// `_meta["tower-idempotency/replay"]`.
+    pub fn no_replay_notice(mut self) -> Self {
+        self.replay_notice = false;
+        self
+    }
+
     /// Leaves an argument out of the key, such as `/request_nonce`: a JSON Pointer into
     /// `params.arguments`.
     ///
@@ -289,6 +301,7 @@ impl<S, St> Layer<S> for McpLayer<St> {
             policy: Arc::clone(&self.policy),
             forwarded: self.forwarded.clone(),
             tasks: self.tasks,
+            replay_notice: self.replay_notice,
         }
     }
 }
@@ -300,6 +313,7 @@ pub struct McpService<S, St = MemoryStore> {
     policy: Arc<ToolPolicy>,
     forwarded: ForwardedRequests,
     tasks: bool,
+    replay_notice: bool,
 }
 
 // Written by hand: a derive would require `St: Clone`.
@@ -311,6 +325,7 @@ impl<S: Clone, St> Clone for McpService<S, St> {
             policy: Arc::clone(&self.policy),
             forwarded: self.forwarded.clone(),
             tasks: self.tasks,
+            replay_notice: self.replay_notice,
         }
     }
 }
@@ -363,6 +378,7 @@ where
             policy: Arc::clone(&self.policy),
             forwarded: self.forwarded.clone(),
             tasks: self.tasks,
+            replay_notice: self.replay_notice,
         };
         ResponseFuture::layered(endpoint.post(inner, request))
     }
@@ -376,6 +392,7 @@ struct Endpoint<St> {
     policy: Arc<ToolPolicy>,
     forwarded: ForwardedRequests,
     tasks: bool,
+    replay_notice: bool,
 }
 
 impl<St: Store> Endpoint<St> {
@@ -520,7 +537,23 @@ impl<St: Store> Endpoint<St> {
                     None => answers::tool_result(&call.id, &answer),
                 }
             }
-            Answer::Message { message, .. } => with_id(message, &call.id),
+            Answer::Message { message, kept } => {
+                let mut message = with_id(message, &call.id);
+                let replayed = parts.headers.contains_key(REPLAYED_HEADER);
+                if kept && replayed && self.replay_notice {
+                    let ran_s_ago = parts
+                        .headers
+                        .get(header::AGE)
+                        .and_then(|age| age.to_str().ok()?.parse().ok())
+                        .unwrap_or(0);
+                    let intent = parts
+                        .headers
+                        .get(INTENT_HEADER)
+                        .and_then(|v| v.to_str().ok());
+                    answers::note_replay(&mut message, ran_s_ago, intent.unwrap_or_default());
+                }
+                message
+            }
             Answer::Written(answer) => answers::tool_result(&call.id, &answer),
             Answer::Lost => answers::lost(&call.id),
         };
@@ -667,22 +700,18 @@ impl Answer {
             .map(|c| c.to_bytes())
             .unwrap_or_default();
         let mark = parts.headers.remove(MARK);
-        let answer = match mark.as_ref().map(|mark| mark.as_bytes()) {
-            Some(mark) if mark == MARK_VERBATIM.as_bytes() => {
-                parts.headers.remove(header::CONTENT_LENGTH);
-                Self::Verbatim(bytes)
-            }
-            Some(mark) if mark == MARK_MESSAGE.as_bytes() => match serde_json::from_slice(&bytes) {
-                Ok(message @ Value::Object(_)) => Self::Message {
-                    kept: parts.status.is_success(),
-                    message,
-                },
-                _ => Self::Lost,
+        if mark.is_some_and(|mark| mark == MARK_VERBATIM) {
+            parts.headers.remove(header::CONTENT_LENGTH);
+            return (parts, Self::Verbatim(bytes));
+        }
+        let answer = match serde_json::from_slice(&bytes) {
+            // The server's JSON-RPC answer; the layer's own answers have no `jsonrpc` member.
+            Ok(Value::Object(message)) if message.contains_key("jsonrpc") => Self::Message {
+                kept: parts.status.is_success(),
+                message: Value::Object(message),
             },
-            _ => match serde_json::from_slice(&bytes) {
-                Ok(Value::Object(answer)) => Self::Written(answer),
-                _ => Self::Lost,
-            },
+            Ok(Value::Object(answer)) => Self::Written(answer),
+            _ => Self::Lost,
         };
         (parts, answer)
     }

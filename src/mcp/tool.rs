@@ -1,5 +1,7 @@
 //! The server, as the protected path runs it: one `tools/call` in, its JSON-RPC answer out,
-//! with an HTTP status that tells the layer whether to keep it.
+//! with an HTTP status that tells the layer whether to keep it. A JSON-RPC answer is told
+//! from the layer's own answers by its `jsonrpc` member; only the transport's own refusal
+//! (never kept) carries a private marker.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -17,12 +19,11 @@ use super::envelope::ToolCall;
 use super::message::{read_answer, Unreadable};
 use crate::BoxError;
 
-/// Marks what the server path produced, for the MCP service to finish the answer; never
-/// sent to clients.
+/// Marks the server's own HTTP error (an unknown session, say), passed on as it is. It is
+/// always released, so it never reaches a stored record, and the MCP service removes it
+/// before anything reaches a client.
 pub(crate) const MARK: HeaderName = HeaderName::from_static("x-tower-idempotency-mcp");
-/// A JSON-RPC answer: its status only says whether it is kept.
-pub(crate) const MARK_MESSAGE: &str = "message";
-/// The server's own HTTP error (an unknown session, say), passed on as it is.
+/// The value of [`MARK`].
 pub(crate) const MARK_VERBATIM: &str = "verbatim";
 
 /// Whether a JSON-RPC answer is kept for replay. A result is, `isError: true` included: it
@@ -105,7 +106,8 @@ where
         if let Some(content_type) = parts.headers.get(header::CONTENT_TYPE) {
             headers.insert(header::CONTENT_TYPE, content_type.clone());
         }
-        return marked(parts.status, headers, bytes, MARK_VERBATIM);
+        headers.insert(MARK, HeaderValue::from_static(MARK_VERBATIM));
+        return answered(parts.status, headers, bytes);
     }
     let (status, answer) = match read_answer(&parts.headers, body, id, limit).await {
         Ok(answer) if keeps(&answer) => (StatusCode::OK, answer),
@@ -117,12 +119,7 @@ where
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/json"),
     );
-    marked(
-        status,
-        headers,
-        Bytes::from(answer.to_string()),
-        MARK_MESSAGE,
-    )
+    answered(status, headers, Bytes::from(answer.to_string()))
 }
 
 /// The JSON-RPC error for a call whose answer never came: whether the tool ran is unknown.
@@ -137,13 +134,7 @@ fn unanswered(id: &Value, unreadable: &Unreadable) -> Value {
     answers::error(id, answers::INTERNAL_ERROR, &message, Some(data))
 }
 
-fn marked(
-    status: StatusCode,
-    mut headers: HeaderMap,
-    body: Bytes,
-    mark: &'static str,
-) -> Response<Full<Bytes>> {
-    headers.insert(MARK, HeaderValue::from_static(mark));
+fn answered(status: StatusCode, headers: HeaderMap, body: Bytes) -> Response<Full<Bytes>> {
     let mut response = Response::new(Full::new(body));
     *response.status_mut() = status;
     *response.headers_mut() = headers;

@@ -47,8 +47,9 @@ def stats(url):
 
 
 def first_text(result):
-    block = result.content[0] if result.content else None
-    return getattr(block, "text", None)
+    """The result's text blocks, one per line (a replay leads with a notice)."""
+    texts = [block.text for block in result.content if getattr(block, "text", None)]
+    return "\n".join(texts) if texts else None
 
 
 async def call(session, name, args, timeout):
