@@ -472,3 +472,52 @@ async fn two_gateway_processes_on_a_cluster_run_each_action_once() {
     let gateways = hammer_two_gateways(&[("REDIS_CLUSTER_URLS", nodes.urls().join(","))]).await;
     assert_eq!(executions(&gateways).await, 20);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sigterm_mid_action_lets_it_finish_and_record_so_the_other_instance_replays_it() {
+    let server = RedisServer::start();
+    let env = [
+        ("REDIS_URL", server.url()),
+        ("DEADLINE_MS", "200".to_owned()),
+        ("LEASE_MS", "600".to_owned()),
+    ];
+    let mut first = gateway::start_owned(&env);
+    let second = gateway::start_owned(&env);
+    let report = r#"{"topic":"q3","seconds":1.5}"#;
+    let running = first
+        .client
+        .post("/tools/generate_report", "s", report)
+        .await;
+    assert_eq!(
+        running.status,
+        StatusCode::ACCEPTED,
+        "still running at the deadline"
+    );
+    let stats = first.client.get("/stats", None).await.json();
+    assert_eq!(
+        stats["generate_report"], 1,
+        "the action started on the first instance"
+    );
+
+    // A rolling deploy stops the first instance while the action runs.
+    let stopped_at = std::time::Instant::now();
+    first.terminate();
+    assert!(
+        first.exited_within(Duration::from_secs(10)),
+        "the process exits once the action is done"
+    );
+    assert!(
+        stopped_at.elapsed() >= Duration::from_millis(1000),
+        "it waited for the action to finish: {:?}",
+        stopped_at.elapsed()
+    );
+    // Well past the lease: had the record not been written, the call would run again here.
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    let replay = second
+        .client
+        .post("/tools/generate_report", "s", report)
+        .await;
+    assert!(replay.replayed(), "{} {:?}", replay.status, replay.body);
+    let stats = second.client.get("/stats", None).await.json();
+    assert_eq!(stats["generate_report"], 0, "never run again");
+}
