@@ -16,10 +16,15 @@
 //! call waits before it is told "in progress"), `IDEMPOTENCY` (`on` by default; `off` serves
 //! the bare server), `MCP_TASKS` (`on` serves MCP tasks, an experimental part of the
 //! specification: off by default), `MCP_REPLAY_NOTICE` (`off` replays kept results without
-//! the notice that they are replays), `PRINCIPAL_HEADER` (the header that an authenticating
+//! the notice that they are replays), `SHUTDOWN_GRACE_MS` (default 25000: on SIGTERM or Ctrl-C
+//! the server stops accepting and lets running calls finish and record for up to this long),
+//! `PRINCIPAL_HEADER` (the header that an authenticating
 //! proxy in front sets, such as `x-user`: the scope is then that principal, narrowed by the
 //! MCP session; without it, the session alone). With the `redis` feature, `REDIS_URL` puts the tiered Redis
 //! store behind the layer, shared by every instance pointed at it.
+
+#[path = "support/shutdown.rs"]
+mod shutdown;
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -187,6 +192,7 @@ fn endpoint<St: Store>(stats: &Arc<Stats>, layer: Option<IdempotencyLayer<St>>) 
 }
 
 async fn serve<St: Store>(addr: SocketAddr, layer: Option<IdempotencyLayer<St>>) {
+    let executions = layer.as_ref().map(IdempotencyLayer::detached);
     let stats = Arc::new(Stats::default());
     let counts = Arc::clone(&stats);
     let read = |counter: &AtomicU64| counter.load(Ordering::SeqCst);
@@ -208,11 +214,13 @@ async fn serve<St: Store>(addr: SocketAddr, layer: Option<IdempotencyLayer<St>>)
     let addr = listener.local_addr().expect("bound address");
     println!("listening on http://{addr}/mcp");
     axum::serve(listener, app)
-        .with_graceful_shutdown(async {
-            let _ = tokio::signal::ctrl_c().await;
-        })
+        .with_graceful_shutdown(shutdown::signal())
         .await
         .expect("serve");
+    // Calls still running finish and record their outcome before the process exits.
+    if let Some(executions) = executions {
+        executions.wait_for(shutdown::grace()).await;
+    }
 }
 
 /// The layer as `DEADLINE_MS` sets it up, over `store`.

@@ -13,7 +13,8 @@
 //!
 //! Environment: `ADDR` (default `127.0.0.1:3000`), `DEADLINE_MS` (default 25000),
 //! `IDEMPOTENCY` (`on` by default; `off` serves the same routes with no layer), `LEASE_MS`
-//! (default 30000), `PRINCIPAL_HEADER` (the header that an authenticating proxy in front sets,
+//! (default 30000), `SHUTDOWN_GRACE_MS` (default 25000: on SIGTERM or Ctrl-C the gateway stops
+//! accepting and lets running actions finish and record for up to this long), `PRINCIPAL_HEADER` (the header that an authenticating proxy in front sets,
 //! such as `x-user`: the scope is then that principal, narrowed by `x-session-id` where a
 //! request sends one; without it, the client-chosen `x-session-id` alone is the scope). With the `redis` feature, `REDIS_URL` (one node) or `REDIS_CLUSTER_URLS`
 //! (comma-separated node URLs) put the tiered Redis store behind the layer; without either, the
@@ -22,6 +23,9 @@
 //! ```text
 //! REDIS_URL=redis://127.0.0.1:6379 cargo run --features redis --example tool_gateway
 //! ```
+
+#[path = "support/shutdown.rs"]
+mod shutdown;
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -226,7 +230,8 @@ fn contracts() -> tower_idempotency::contract::ContractLayer {
         .expect("the send_email schema compiles")
 }
 
-/// Serves `tools` behind `layer` (or bare), until Ctrl-C; then lets running actions finish.
+/// Serves `tools` behind `layer` (or bare), until SIGTERM or Ctrl-C; then lets running actions
+/// finish and record their outcome, within the grace period.
 /// Request ids (set and propagated as `x-request-id`) and a request span come first, either way.
 async fn serve<St: Store>(addr: SocketAddr, tools: Router, layer: Option<IdempotencyLayer<St>>) {
     let executions = layer.as_ref().map(IdempotencyLayer::detached);
@@ -260,13 +265,11 @@ async fn serve<St: Store>(addr: SocketAddr, tools: Router, layer: Option<Idempot
         listener.local_addr().expect("bound address")
     );
     axum::serve(listener, app)
-        .with_graceful_shutdown(async {
-            let _ = tokio::signal::ctrl_c().await;
-        })
+        .with_graceful_shutdown(shutdown::signal())
         .await
         .expect("serve");
     if let Some(executions) = executions {
-        executions.wait().await;
+        executions.wait_for(shutdown::grace()).await;
     }
 }
 

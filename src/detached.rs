@@ -43,6 +43,35 @@ impl DetachedExecutions {
         self.tracker.wait().await;
         self.tracker.reopen();
     }
+
+    /// Waits for the detached executions, at most `grace` (an orchestrator's shutdown grace
+    /// period, less a margin), and returns how many were still running then: those are cut
+    /// off when the process exits, their leases lapse, and another instance may run them
+    /// again. Each one left is counted (`idempotency_shutdown_unfinished_total`) and logged.
+    ///
+    /// ```no_run
+    /// # async fn serve() {
+    /// use std::time::Duration;
+    /// use tower_idempotency::IdempotencyLayer;
+    ///
+    /// let layer = IdempotencyLayer::new();
+    /// let executions = layer.detached();
+    /// // ... serve until SIGTERM, stop accepting, then:
+    /// let unfinished = executions.wait_for(Duration::from_secs(25)).await;
+    /// assert_eq!(unfinished, 0, "every running action finished and recorded its outcome");
+    /// # }
+    /// ```
+    pub async fn wait_for(&self, grace: std::time::Duration) -> usize {
+        self.tracker.close();
+        let finished = tokio::time::timeout(grace, self.tracker.wait()).await;
+        self.tracker.reopen();
+        if finished.is_ok() {
+            return 0;
+        }
+        let unfinished = self.tracker.len();
+        crate::telemetry::shutdown_unfinished(unfinished);
+        unfinished
+    }
 }
 
 /// The tracker and the bound, shared by every service a layer makes.

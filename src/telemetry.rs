@@ -186,6 +186,16 @@ pub(crate) fn cancellation_absorbed() {
     tracing::debug!("absorbed a cancellation: the protected call goes on");
 }
 
+/// Executions still running when a shutdown's grace period ended.
+pub(crate) fn shutdown_unfinished(unfinished: usize) {
+    counter!("idempotency_shutdown_unfinished_total").increment(unfinished as u64);
+    tracing::error!(
+        unfinished,
+        "shutdown: executions still running at the end of the grace period are cut off; \
+         their leases lapse and another instance may run them again"
+    );
+}
+
 pub(crate) fn not_executed(op: &Op, reason: &'static str) {
     counter!("idempotency_not_executed_total", "operation" => op.value(), "reason" => reason)
         .increment(1);
