@@ -122,10 +122,11 @@ impl IdempotencyLayer<MemoryStore> {
 impl<St: Store> IdempotencyLayer<St> {
     /// A layer with the default settings over `store`.
     pub fn with_store(store: St) -> Self {
+        let settings = Settings::default();
         Self {
             shared: Arc::new(Shared {
-                settings: Settings::default(),
-                store: Arc::new(Observed::new(store)),
+                store: Arc::new(Observed::new(store, settings.store_timeout)),
+                settings,
                 inflight: Arc::new(Inflight::default()),
                 detached: Arc::new(Detached::new(DEFAULT_MAX_DETACHED)),
                 attempts: Arc::default(),
@@ -140,8 +141,8 @@ impl<St: Store> IdempotencyLayer<St> {
         let shared = Arc::unwrap_or_clone(self.shared);
         IdempotencyLayer {
             shared: Arc::new(Shared {
+                store: Arc::new(Observed::new(store, shared.settings.store_timeout)),
                 settings: shared.settings,
-                store: Arc::new(Observed::new(store)),
                 inflight: Arc::new(Inflight::default()),
                 detached: shared.detached,
                 attempts: shared.attempts,
@@ -365,6 +366,16 @@ impl<St> IdempotencyLayer<St> {
     /// Lease of a running execution (default 30 s), renewed every third of it while it runs.
     pub fn lease(self, lease: Duration) -> Self {
         self.set(|s| s.lease = lease)
+    }
+
+    /// Bounds every store call (default 2 s): a call that takes longer counts as failed, as a
+    /// store that panics does, so a hanging custom store cannot hold a caller past its
+    /// deadline. A claim that fails is answered 503 `not_executed` (fail-closed), and the
+    /// layer gives back the lease it may have taken.
+    pub fn store_timeout(mut self, timeout: Duration) -> Self {
+        self.shared.store.set_timeout(timeout);
+        self.settings_mut().store_timeout = timeout;
+        self
     }
 
     /// How long a failed attempt stays visible on the status path (default 5 min).

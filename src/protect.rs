@@ -21,7 +21,7 @@ use crate::key::{ExplicitKey, Fingerprint, IntentKey, KeyMaterial, Operation, Sc
 use crate::layer::Shared;
 use crate::replay::{replay, replay_stored, with_intent, written};
 use crate::settings::Timing;
-use crate::store::{Claim, ClaimRequest, Entry, Record, Store};
+use crate::store::{Claim, ClaimRequest, Entry, OwnerToken, Record, Store};
 use crate::telemetry::{self, outcome, Op};
 
 /// One protected request's intent, as the execution and the answers need it.
@@ -281,7 +281,11 @@ where
         return at_capacity(shared, intent, lead).await;
     };
     let started_at_ms = now_ms();
+    // The layer mints the owner token, so that a claim whose answer is lost can be given
+    // back: no lease lingers that nobody owns.
+    let token = OwnerToken::generate();
     let claim = ClaimRequest {
+        token,
         lease: shared.settings.lease,
         scope: intent.scope,
         fingerprint: intent.fingerprint,
@@ -292,6 +296,7 @@ where
         Err(error) => {
             drop(lead);
             tracing::warn!(%error, "the store could not answer a claim");
+            give_back(shared, key, token);
             if shared.settings.fail_open {
                 if let Some((mut inner, request)) = work.take() {
                     tracing::warn!("fail-open: running without protection");
@@ -364,6 +369,19 @@ where
             }
         }
     }
+}
+
+/// Gives back, in the background, a lease that a failed claim may have taken under `token`.
+/// Nothing ran under it; if the store stays down, the lease lapses by itself.
+fn give_back<St: Store>(shared: &Arc<Shared<St>>, key: &IntentKey, token: OwnerToken) {
+    let tracker = shared.detached.tracker().clone();
+    let store = Arc::clone(&shared.store);
+    let key = *key;
+    tracker.spawn(async move {
+        if let Err(error) = store.abandon(&key, &token).await {
+            tracing::debug!(%error, "giving back a failed claim's lease failed; it will lapse");
+        }
+    });
 }
 
 /// No room for another execution: a completed or running intent is still answered, since

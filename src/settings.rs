@@ -17,6 +17,8 @@ pub(crate) const DEFAULT_DEADLINE: Duration = Duration::from_secs(25);
 pub(crate) const DEFAULT_RETENTION: Duration = Duration::from_secs(24 * 60 * 60);
 /// Default lease of a running execution.
 pub(crate) const DEFAULT_LEASE: Duration = Duration::from_secs(30);
+/// Default bound on one store call.
+pub(crate) const DEFAULT_STORE_TIMEOUT: Duration = Duration::from_secs(2);
 /// Default time a failed attempt stays visible on the status path.
 pub(crate) const DEFAULT_FAILURE_TTL: Duration = Duration::from_secs(5 * 60);
 /// Default limit of a buffered request body, and of a stored response.
@@ -48,6 +50,7 @@ pub(crate) struct Settings {
     pub(crate) strict_ietf: bool,
     pub(crate) classify: Arc<dyn Classify>,
     pub(crate) lease: Duration,
+    pub(crate) store_timeout: Duration,
     pub(crate) failure_ttl: Duration,
     pub(crate) fail_open: bool,
     pub(crate) annotate_replays: bool,
@@ -69,6 +72,7 @@ impl Default for Settings {
             strict_ietf: false,
             classify: Arc::new(DefaultClassify),
             lease: DEFAULT_LEASE,
+            store_timeout: DEFAULT_STORE_TIMEOUT,
             failure_ttl: DEFAULT_FAILURE_TTL,
             fail_open: false,
             annotate_replays: false,

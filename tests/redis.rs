@@ -14,8 +14,8 @@ use support::redis_server::{RedisCluster, RedisServer};
 use support::{serve, tools, Answer, Client, Counts};
 use tower_idempotency::key::{Fingerprint, IntentKey, ScopeHash};
 use tower_idempotency::store::{
-    Claim, ClaimRequest, Entry, Fence, KeptResponse, Record, RedisStore, Store, StoredResponse,
-    TieredStore,
+    Claim, ClaimRequest, Entry, Fence, KeptResponse, OwnerToken, Record, RedisStore, Store,
+    StoredResponse, TieredStore,
 };
 use tower_idempotency::IdempotencyLayer;
 
@@ -196,6 +196,7 @@ async fn round_trips_are_two_per_execution_one_per_remote_replay_none_per_local_
 
 fn claim_request(lease: Duration) -> ClaimRequest {
     ClaimRequest {
+        token: OwnerToken::generate(),
         lease,
         scope: ScopeHash::of(b"s"),
         fingerprint: Fingerprint::from_bytes(&[b'J'; 33]).unwrap(),

@@ -224,7 +224,7 @@ impl Store for MemoryStore {
         let now = Instant::now();
         let mut running = self.running_map();
         if let Some(lease) = running.get(key) {
-            if lease.expires > now {
+            if lease.expires > now && lease.token != request.token {
                 return Ok(Claim::Running(lease.info));
             }
         }
@@ -232,7 +232,7 @@ impl Store for MemoryStore {
             running.remove(key);
             return Ok(Claim::Completed(record));
         }
-        let token = OwnerToken::generate();
+        let token = request.token;
         running.insert(
             *key,
             Lease {
@@ -317,6 +317,7 @@ mod tests {
 
     fn request(lease: Duration) -> ClaimRequest {
         ClaimRequest {
+            token: OwnerToken::generate(),
             lease,
             scope: ScopeHash::of(b"s"),
             fingerprint: Fingerprint::raw(None, b""),

@@ -37,6 +37,11 @@ pub use token::OwnerToken;
 /// What a claim asks the store to remember about the execution it starts.
 #[derive(Debug, Clone)]
 pub struct ClaimRequest {
+    /// The owner token the claimer minted: the store keeps it with the lease and answers
+    /// `Acquired` with it. A repeated claim with the same token (its first answer was lost)
+    /// acquires again, and after a failed claim the claimer gives back whatever this token
+    /// may hold ([`Store::abandon`]).
+    pub token: OwnerToken,
     /// How long the claim holds without being extended.
     pub lease: Duration,
     /// Who may see the outcome.
@@ -106,9 +111,11 @@ impl std::error::Error for StoreError {
 ///
 /// Every method is one round trip at most; the layer adds no locking of its own around them.
 pub trait Store: Send + Sync + 'static {
-    /// Atomically: acquire the intent, or report who runs it, or return its record.
+    /// Atomically: acquire the intent under `request.token`, or report who runs it, or return
+    /// its record.
     ///
-    /// A failed attempt's tombstone does not block a claim.
+    /// A failed attempt's tombstone does not block a claim; a running entry under the same
+    /// token does not either (the claim is repeated).
     fn claim(
         &self,
         key: &IntentKey,
@@ -140,6 +147,17 @@ pub trait Store: Send + Sync + 'static {
         token: &OwnerToken,
         lease: Duration,
     ) -> impl Future<Output = Result<Fence, StoreError>> + Send;
+
+    /// Ends a lease `token` may hold, with no record and no tombstone: a claim whose answer
+    /// never came gives back what it may have taken, so that no lease lingers that nobody
+    /// owns. The default renews the lease for zero time.
+    fn abandon(
+        &self,
+        key: &IntentKey,
+        token: &OwnerToken,
+    ) -> impl Future<Output = Result<Fence, StoreError>> + Send {
+        self.extend(key, token, Duration::ZERO)
+    }
 
     /// Reads what is known of an intent.
     fn get(

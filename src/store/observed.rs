@@ -1,16 +1,23 @@
-//! A store wrapper that times every call and counts its failures.
+//! A store wrapper that times every call, bounds it by the layer's store timeout, turns a
+//! panic in a custom store into an error, and counts failures.
 
 use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use futures_util::FutureExt;
 
 use super::{Claim, ClaimRequest, Entry, Fence, OwnerToken, Record, Store, StoreError, Tombstone};
 use crate::key::IntentKey;
 use crate::telemetry::StoreCallMetrics;
 
-/// The layer's view of its store: the same calls, measured.
+/// The layer's view of its store: the same calls, measured and bounded.
 pub(crate) struct Observed<St> {
     pub(crate) store: St,
+    /// How long one call may take, in milliseconds, before it counts as failed.
+    timeout_ms: AtomicU64,
     claim: StoreCallMetrics,
     complete: StoreCallMetrics,
     release: StoreCallMetrics,
@@ -19,9 +26,10 @@ pub(crate) struct Observed<St> {
 }
 
 impl<St> Observed<St> {
-    pub(crate) fn new(store: St) -> Self {
+    pub(crate) fn new(store: St, timeout: Duration) -> Self {
         Self {
             store,
+            timeout_ms: AtomicU64::new(timeout.as_millis() as u64),
             claim: StoreCallMetrics::new("claim"),
             complete: StoreCallMetrics::new("complete"),
             release: StoreCallMetrics::new("release"),
@@ -31,19 +39,40 @@ impl<St> Observed<St> {
     }
 }
 
-async fn measured<T>(
-    metrics: &StoreCallMetrics,
-    future: impl Future<Output = Result<T, StoreError>>,
-) -> Result<T, StoreError> {
-    let started = Instant::now();
-    let result = future.await;
-    metrics.record(started.elapsed(), result.is_ok());
-    result
+impl<St> Observed<St> {
+    /// Bounds every later call by `timeout`.
+    pub(crate) fn set_timeout(&self, timeout: Duration) {
+        self.timeout_ms
+            .store(timeout.as_millis() as u64, Ordering::Relaxed);
+    }
+
+    /// Runs one store call: timed, bounded, and with a panic turned into an error, so that a
+    /// hanging or broken custom store can neither hold a caller past its deadline nor take the
+    /// request down with it.
+    async fn measured<T>(
+        &self,
+        metrics: &StoreCallMetrics,
+        future: impl Future<Output = Result<T, StoreError>>,
+    ) -> Result<T, StoreError> {
+        let started = Instant::now();
+        let timeout = Duration::from_millis(self.timeout_ms.load(Ordering::Relaxed));
+        let bounded = tokio::time::timeout(timeout, AssertUnwindSafe(future).catch_unwind());
+        let result = match bounded.await {
+            Ok(Ok(result)) => result,
+            Ok(Err(_panic)) => Err(StoreError::new("the store panicked")),
+            Err(_) => Err(StoreError::new(format!(
+                "the store did not answer within {timeout:?}"
+            ))),
+        };
+        metrics.record(started.elapsed(), result.is_ok());
+        result
+    }
 }
 
 impl<St: Store> Store for Observed<St> {
     async fn claim(&self, key: &IntentKey, request: &ClaimRequest) -> Result<Claim, StoreError> {
-        measured(&self.claim, self.store.claim(key, request)).await
+        self.measured(&self.claim, self.store.claim(key, request))
+            .await
     }
 
     async fn complete(
@@ -53,7 +82,7 @@ impl<St: Store> Store for Observed<St> {
         record: Arc<Record>,
         retention: Duration,
     ) -> Result<Fence, StoreError> {
-        measured(
+        self.measured(
             &self.complete,
             self.store.complete(key, token, record, retention),
         )
@@ -67,7 +96,7 @@ impl<St: Store> Store for Observed<St> {
         tombstone: Arc<Tombstone>,
         ttl: Duration,
     ) -> Result<Fence, StoreError> {
-        measured(
+        self.measured(
             &self.release,
             self.store.release(key, token, tombstone, ttl),
         )
@@ -80,14 +109,21 @@ impl<St: Store> Store for Observed<St> {
         token: &OwnerToken,
         lease: Duration,
     ) -> Result<Fence, StoreError> {
-        measured(&self.extend, self.store.extend(key, token, lease)).await
+        self.measured(&self.extend, self.store.extend(key, token, lease))
+            .await
+    }
+
+    async fn abandon(&self, key: &IntentKey, token: &OwnerToken) -> Result<Fence, StoreError> {
+        self.measured(&self.extend, self.store.abandon(key, token))
+            .await
     }
 
     async fn get(&self, key: &IntentKey) -> Result<Option<Entry>, StoreError> {
-        measured(&self.get, self.store.get(key)).await
+        self.measured(&self.get, self.store.get(key)).await
     }
 
     fn cached(&self, key: &IntentKey) -> Option<Arc<Record>> {
+        // Called on every request: a panic here is caught by the layer's own guard.
         self.store.cached(key)
     }
 }

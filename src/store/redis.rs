@@ -268,7 +268,7 @@ fn decode(value: Vec<u8>) -> Result<Stored, StoreError> {
 
 impl Store for RedisStore {
     async fn claim(&self, key: &IntentKey, request: &ClaimRequest) -> Result<Claim, StoreError> {
-        let token = OwnerToken::generate();
+        let token = request.token;
         let info = RunningInfo {
             started_at_ms: request.started_at_ms,
             scope: request.scope,

@@ -119,6 +119,10 @@ impl<S: Store> Store for TieredStore<S> {
         self.remote.extend(key, token, lease).await
     }
 
+    async fn abandon(&self, key: &IntentKey, token: &OwnerToken) -> Result<Fence, StoreError> {
+        self.remote.abandon(key, token).await
+    }
+
     fn cached(&self, key: &IntentKey) -> Option<Arc<Record>> {
         self.local.get(key)
     }
