@@ -94,3 +94,174 @@ async fn a_slow_store_still_runs_each_intent_once() {
         );
     }
 }
+
+mod faults_in_user_code_and_stores {
+    use std::time::{Duration, Instant};
+
+    use axum::http::StatusCode;
+    use tower_idempotency::store::{MemoryStore, Store};
+    use tower_idempotency::{IdempotencyLayer, Verdict};
+
+    use crate::support::faulty::{Call, Fault, FaultyStore, Plan};
+    use crate::support::{serve, tools, Client, Counts};
+
+    async fn start<St: Store>(layer: IdempotencyLayer<St>) -> (Client, Counts) {
+        let counts = Counts::default();
+        let base = serve(tools(counts.clone()).layer(layer)).await;
+        (Client::new(base), counts)
+    }
+
+    fn always(call: Call, fault: Fault) -> Option<Plan> {
+        Some(Plan {
+            call,
+            ordinal: 0,
+            fault,
+            every: true,
+        })
+    }
+
+    #[tokio::test]
+    async fn a_panic_in_the_scope_function_is_answered_and_nothing_runs() {
+        let layer = IdempotencyLayer::new().scope_fn(|_| panic!("a bug in the scope function"));
+        let (client, counts) = start(layer).await;
+        let answer = client.post("/tools/echo", "s", "{}").await;
+        assert_eq!(answer.status, StatusCode::INTERNAL_SERVER_ERROR);
+        assert_eq!(answer.json()["outcome"], "not_executed");
+        assert_eq!(answer.json()["retryable"], false);
+        assert_eq!(counts.get("echo"), 0);
+        // The process lives: the next request is answered too.
+        let again = client.post("/tools/echo", "s", "{}").await;
+        assert_eq!(again.status, StatusCode::INTERNAL_SERVER_ERROR);
+    }
+
+    #[tokio::test]
+    async fn a_panic_in_normalize_is_answered_and_nothing_runs() {
+        let layer = IdempotencyLayer::new().normalize(|_| panic!("a bug in normalize"));
+        let (client, counts) = start(layer).await;
+        let answer = client.post("/tools/echo", "s", r#"{"a":1}"#).await;
+        assert_eq!(answer.status, StatusCode::INTERNAL_SERVER_ERROR);
+        assert_eq!(answer.json()["outcome"], "not_executed");
+        assert_eq!(counts.get("echo"), 0);
+    }
+
+    #[tokio::test]
+    async fn a_panic_in_the_route_label_falls_back_to_the_default_label() {
+        let layer = IdempotencyLayer::new().route_label(|_| panic!("a bug in route_label"));
+        let (client, counts) = start(layer).await;
+        let answer = client.post("/tools/echo", "s", "{}").await;
+        assert_eq!(answer.status, StatusCode::CREATED);
+        assert!(client.post("/tools/echo", "s", "{}").await.replayed());
+        assert_eq!(counts.get("echo"), 1);
+    }
+
+    #[tokio::test]
+    async fn a_panic_in_classify_after_the_tool_answered_is_never_run_again() {
+        let layer =
+            IdempotencyLayer::new().classify(|_: StatusCode, _: &http::HeaderMap| -> Verdict {
+                panic!("a bug in classify")
+            });
+        let (client, counts) = start(layer).await;
+        let first = client.post("/tools/echo", "s", "{}").await;
+        assert_eq!(
+            first.status,
+            StatusCode::CREATED,
+            "the caller gets the tool's answer"
+        );
+        let again = client.post("/tools/echo", "s", "{}").await;
+        let body = again.json();
+        assert_eq!(
+            (&body["outcome"], &body["retryable"]),
+            (&"unknown".into(), &false.into()),
+            "{body}"
+        );
+        assert!(body["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with("This action may have run"));
+        assert_eq!(
+            counts.get("echo"),
+            1,
+            "recorded as executed, never released"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_panicking_store_fails_closed_and_the_process_lives() {
+        let store = FaultyStore::new(MemoryStore::new(), always(Call::Claim, Fault::Panic));
+        let (client, counts) = start(IdempotencyLayer::with_store(store)).await;
+        for _ in 0..2 {
+            let answer = client.post("/tools/echo", "s", "{}").await;
+            assert_eq!(answer.status, StatusCode::SERVICE_UNAVAILABLE);
+            assert_eq!(answer.json()["outcome"], "not_executed");
+        }
+        assert_eq!(counts.get("echo"), 0);
+    }
+
+    #[tokio::test]
+    async fn a_hanging_store_cannot_hold_a_caller_past_its_deadline() {
+        let hang = always(Call::Claim, Fault::Hang(Duration::from_secs(10)));
+        let store = FaultyStore::new(MemoryStore::new(), hang);
+        let layer = IdempotencyLayer::with_store(store).store_timeout(Duration::from_millis(300));
+        let (client, counts) = start(layer).await;
+        let asked = Instant::now();
+        let answer = client.post("/tools/echo", "s", "{}").await;
+        assert!(
+            asked.elapsed() < Duration::from_secs(2),
+            "{:?}",
+            asked.elapsed()
+        );
+        assert_eq!(answer.status, StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(counts.get("echo"), 0);
+    }
+
+    #[tokio::test]
+    async fn when_the_completion_write_fails_the_caller_still_gets_the_response_at_once() {
+        let store = FaultyStore::new(MemoryStore::new(), always(Call::Complete, Fault::Fail));
+        let layer = IdempotencyLayer::with_store(store).deadline(Duration::from_secs(3));
+        let (client, counts) = start(layer).await;
+        let asked = Instant::now();
+        let first = client.post("/tools/echo", "s", "{}").await;
+        assert_eq!(first.status, StatusCode::CREATED, "{:?}", first.body);
+        assert!(
+            asked.elapsed() < Duration::from_secs(1),
+            "{:?}",
+            asked.elapsed()
+        );
+        // The write is retried in the background; a repeat meanwhile is replayed from memory.
+        let again = client.post("/tools/echo", "s", "{}").await;
+        assert!(again.replayed(), "{} {:?}", again.status, again.body);
+        assert_eq!(counts.get("echo"), 1);
+    }
+
+    #[tokio::test]
+    async fn a_duplicate_waiting_on_another_instance_holds_no_execution_slot() {
+        let store = MemoryStore::new();
+        let other = IdempotencyLayer::with_store(store.clone());
+        let this = IdempotencyLayer::with_store(store).max_detached(1);
+        let counts = Counts::default();
+        let runs_it = Client::new(serve(tools(counts.clone()).layer(other)).await);
+        let waits = Client::new(serve(tools(counts.clone()).layer(this)).await);
+        let slow = r#"{"id":1,"delay_ms":800}"#;
+        let running = tokio::spawn({
+            let runs_it = runs_it.clone();
+            async move { runs_it.post("/tools/intent", "s", slow).await }
+        });
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let waiting = tokio::spawn({
+            let waits = waits.clone();
+            async move { waits.post("/tools/intent", "s", slow).await }
+        });
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        // This instance's one slot is free: the wait above runs nothing here.
+        let other_intent = waits.post("/tools/intent", "s", r#"{"id":2}"#).await;
+        assert_eq!(
+            other_intent.status,
+            StatusCode::OK,
+            "{:?}",
+            other_intent.body
+        );
+        assert!(waiting.await.unwrap().replayed());
+        running.await.unwrap();
+        assert_eq!((counts.get("intent:1"), counts.get("intent:2")), (1, 1));
+    }
+}
