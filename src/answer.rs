@@ -133,6 +133,23 @@ pub(crate) fn unkeyable(why: &crate::canonical::CanonicalError) -> Answer {
     )
 }
 
+/// A hook of the user's (a scope function, a normalisation hook) panicked on this request
+/// before anything was claimed.
+pub(crate) fn layer_fault(what: &str) -> Answer {
+    Answer::new(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "layer-fault",
+        "Idempotency hook failed",
+        "not_executed",
+        false,
+        format!(
+            "The action was not executed: the layer's `{what}` hook failed on this request, so \
+             it could not be protected. The same call will fail the same way until the hook is \
+             fixed."
+        ),
+    )
+}
+
 /// A protected request came without a scope.
 pub(crate) fn missing_scope(what: &str) -> Answer {
     Answer::new(
@@ -285,11 +302,32 @@ pub(crate) fn in_progress(
     answer
 }
 
+/// The action ran, but its outcome could not be classified: whether it took effect is not
+/// known.
+fn outcome_unknown(key: &IntentKey, status: StatusCode) -> Answer {
+    Answer::new(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "outcome-unknown",
+        "Outcome unknown",
+        "unknown",
+        false,
+        format!(
+            "This action ran (it answered status {}), but its outcome could not be \
+             classified, so whether it took effect is not known. It was not run again: check \
+             its effect before calling again.",
+            status.as_u16()
+        ),
+    )
+    .intent(key)
+    .member("last_status", status.as_u16())
+}
+
 /// The action ran, but its response was not kept.
 pub(crate) fn already_executed(key: &IntentKey, status: StatusCode, why: Omission) -> Answer {
     let why = match why {
         Omission::TooLarge => "was too large to keep",
         Omission::NoStore => "was marked `cache-control: no-store`, so it was not kept",
+        Omission::Unclassified => return outcome_unknown(key, status),
     };
     Answer::new(
         status,

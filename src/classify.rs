@@ -14,6 +14,10 @@ pub enum Verdict {
     KeepStatus,
     /// The action failed for real: release the key so that a retry runs.
     Release(ReleaseCause),
+    /// The action ran, but whether it took effect is not known (the layer gives this verdict
+    /// when a classification rule panics): keep that it ran; repeats are told to check before
+    /// they call again, and it never runs again by itself.
+    Unclassified,
 }
 
 /// Decides, from the status and headers of a response, whether its action happened.

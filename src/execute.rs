@@ -3,7 +3,7 @@
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Waker};
 use std::time::Duration;
 
@@ -20,13 +20,14 @@ use crate::body::ResponseBody;
 use crate::bounds::{Keepable, Tool};
 use crate::classify::Verdict;
 use crate::clock::now_ms;
+use crate::guard::guarded;
 use crate::inflight::{Lead, Settled};
 use crate::layer::Shared;
 use crate::protect::Intent;
 use crate::replay::{storable_headers, written};
 use crate::store::{
-    Fence, KeptResponse, Omission, OwnerToken, Record, ReleaseCause, Store, StoredResponse,
-    Tombstone,
+    Fence, KeptResponse, Omission, OwnerToken, Record, ReleaseCause, Store, StoreError,
+    StoredResponse, Tombstone,
 };
 use crate::telemetry;
 
@@ -97,6 +98,7 @@ pub(crate) fn start<S, St, B, ResBody>(
             intent: &intent,
             token: &token,
             started_at_ms,
+            unwritten: Mutex::new(None),
         };
         let (settled, answer) = match ended {
             Ok(Ok(Buffered::Whole { parts, body })) => recorder.whole(parts, body).await,
@@ -118,9 +120,27 @@ pub(crate) fn start<S, St, B, ResBody>(
             }
             Err(_panic) => recorder.failed(ReleaseCause::Panic, Failure::Panic).await,
         };
-        lead.settle(settled);
-        // The caller may have had its answer already (202) or gone away: either is fine.
-        let _ = first.send(answer);
+        let unwritten = recorder
+            .unwritten
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        match unwritten {
+            None => {
+                lead.settle(settled);
+                // The caller may have had its answer already (202) or gone away: either is fine.
+                let _ = first.send(answer);
+            }
+            Some(record) => {
+                // The store refused the record: every caller waiting here gets the outcome now,
+                // and repeats in this process are answered from the slot while the write is
+                // retried, the lease kept alive.
+                lead.publish(settled.clone());
+                let _ = first.send(answer);
+                recorder.keep_writing(record).await;
+                lead.settle(settled);
+            }
+        }
     };
     // One poll here first: a tool that answers without waiting is done before a task would
     // have been scheduled, and there is nothing left to detach. Anything that waits is moved,
@@ -149,9 +169,11 @@ async fn keep_lease_while<St: Store, F: Future>(
             ticks.tick().await;
             match shared.store.extend(&intent.key, token, lease).await {
                 Ok(Fence::Held) => {}
-                Ok(Fence::Lost) => tracing::warn!(
-                    "the lease of a running execution was lost; its outcome will not be recorded"
-                ),
+                Ok(Fence::Lost) => {
+                    telemetry::lease_lost(&intent.op);
+                    // Nothing more to renew: another owner holds the intent now, or nobody.
+                    std::future::pending::<()>().await;
+                }
                 Err(error) => tracing::warn!(%error, "lease renewal failed"),
             }
         }
@@ -226,9 +248,19 @@ struct Recorder<'a, St> {
     intent: &'a Intent,
     token: &'a OwnerToken,
     started_at_ms: u64,
+    /// A record the store refused at the first attempt, still to be written.
+    unwritten: Mutex<Option<Arc<Record>>>,
 }
 
 impl<St: Store> Recorder<'_, St> {
+    /// The classification rule's verdict. The tool has answered: a rule that panics leaves
+    /// the outcome unknown, which is recorded, never released into a second run.
+    fn classify(&self, parts: &response::Parts) -> Verdict {
+        let rule = &self.shared.settings.classify;
+        guarded("classify", || rule.classify(parts.status, &parts.headers))
+            .unwrap_or(Verdict::Unclassified)
+    }
+
     /// A response read whole: kept or released as the predicate says.
     async fn whole<B, E>(
         &self,
@@ -240,17 +272,16 @@ impl<St: Store> Recorder<'_, St> {
             headers: storable_headers(&parts.headers),
             body: body.clone(),
         };
-        let settled = match self
-            .shared
-            .settings
-            .classify
-            .classify(parts.status, &parts.headers)
-        {
+        let settled = match self.classify(&parts) {
             Verdict::Keep => Settled::Replay(self.complete(KeptResponse::Full(stored)).await),
-            Verdict::KeepStatus => {
+            verdict @ (Verdict::KeepStatus | Verdict::Unclassified) => {
+                let why = match verdict {
+                    Verdict::KeepStatus => Omission::NoStore,
+                    _ => Omission::Unclassified,
+                };
                 let kept = KeptResponse::Omitted {
                     status: parts.status,
-                    why: Omission::NoStore,
+                    why,
                 };
                 Settled::Replay(self.complete(kept).await)
             }
@@ -276,15 +307,11 @@ impl<St: Store> Recorder<'_, St> {
         head: Bytes,
         tail: Pin<Box<B>>,
     ) -> (Settled, FirstAnswer<B, E>) {
-        let settled = match self
-            .shared
-            .settings
-            .classify
-            .classify(parts.status, &parts.headers)
-        {
-            verdict @ (Verdict::Keep | Verdict::KeepStatus) => {
+        let settled = match self.classify(&parts) {
+            verdict @ (Verdict::Keep | Verdict::KeepStatus | Verdict::Unclassified) => {
                 let why = match verdict {
                     Verdict::KeepStatus => Omission::NoStore,
+                    Verdict::Unclassified => Omission::Unclassified,
                     _ => Omission::TooLarge,
                 };
                 let kept = KeptResponse::Omitted {
@@ -324,6 +351,8 @@ impl<St: Store> Recorder<'_, St> {
     }
 
     /// Stores the record, retrying a store that fails while keeping the lease alive.
+    /// Stores the record; one the store refuses is left for [`Recorder::keep_writing`], so that
+    /// the callers need not wait for the store to come back.
     async fn complete(&self, response: KeptResponse) -> Arc<Record> {
         let completed_at_ms = now_ms();
         let record = Arc::new(Record {
@@ -334,38 +363,55 @@ impl<St: Store> Recorder<'_, St> {
             expires_at_ms: completed_at_ms.saturating_add(self.intent.retention.as_millis() as u64),
             response,
         });
+        if let Err(error) = self.write(&record).await {
+            tracing::warn!(%error, "recording the outcome failed; retrying in the background");
+            *self
+                .unwritten
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner) = Some(Arc::clone(&record));
+        }
+        record
+    }
+
+    /// One attempt at writing the record; a fence is final, so only an error is retried.
+    async fn write(&self, record: &Arc<Record>) -> Result<(), StoreError> {
         let store = &self.shared.store;
         let key = &self.intent.key;
+        let retention = self.intent.retention;
+        match store
+            .complete(key, self.token, Arc::clone(record), retention)
+            .await?
+        {
+            Fence::Held => tracing::debug!(status = record.status().as_u16(), "outcome recorded"),
+            Fence::Lost => telemetry::fenced(&self.intent.op),
+        }
+        Ok(())
+    }
+
+    /// Retries a refused record, renewing the lease between attempts, for up to
+    /// [`COMPLETION_RETRY_WINDOW`]. Given up, the lease lapses and a later repeat may run the
+    /// action again: counted (`idempotency_completions_abandoned_total`) and logged.
+    async fn keep_writing(&self, record: Arc<Record>) {
         let give_up = tokio::time::Instant::now() + COMPLETION_RETRY_WINDOW;
         let mut backoff = Duration::from_millis(50);
         loop {
-            match store
-                .complete(key, self.token, Arc::clone(&record), self.intent.retention)
-                .await
-            {
-                Ok(Fence::Held) => {
-                    tracing::debug!(status = record.status().as_u16(), "outcome recorded");
-                    break;
-                }
-                Ok(Fence::Lost) => {
-                    telemetry::fenced(&self.intent.op);
-                    break;
-                }
+            tokio::time::sleep(backoff).await;
+            let key = &self.intent.key;
+            let lease = self.shared.settings.lease;
+            let _ = self.shared.store.extend(key, self.token, lease).await;
+            match self.write(&record).await {
+                Ok(()) => return,
                 Err(error) if tokio::time::Instant::now() < give_up => {
                     tracing::warn!(%error, "recording the outcome failed; retrying");
-                    tokio::time::sleep(backoff).await;
-                    let _ = store
-                        .extend(key, self.token, self.shared.settings.lease)
-                        .await;
                     backoff = (backoff * 2).min(Duration::from_secs(5));
                 }
                 Err(error) => {
                     tracing::error!(%error, "recording the outcome failed; giving up");
-                    break;
+                    telemetry::completion_abandoned(&self.intent.op);
+                    return;
                 }
             }
         }
-        record
     }
 
     /// Releases the key, leaving a tombstone for the status path.

@@ -118,6 +118,13 @@ impl Lead {
             .store(started_at_ms, Ordering::Relaxed);
     }
 
+    /// Hands every waiter the outcome and keeps the slot open: later duplicates in this
+    /// process get the outcome from it too, with no store call, until [`Lead::settle`]. For an
+    /// outcome the store has not recorded yet.
+    pub(crate) fn publish(&self, outcome: Settled) {
+        self.slot.outcome.send_replace(Some(outcome));
+    }
+
     /// Closes the slot and hands every waiter the outcome. Call it only after the store
     /// knows the outcome, so that a request arriving after the slot closes finds it there.
     pub(crate) fn settle(mut self, outcome: Settled) {

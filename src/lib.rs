@@ -51,6 +51,7 @@ pub mod contract;
 mod detached;
 mod execute;
 mod future;
+mod guard;
 mod inflight;
 pub mod key;
 mod layer;

@@ -16,8 +16,11 @@ use crate::bounds::{Bufferable, Keepable, Tool};
 use crate::buffer::read_body;
 use crate::clock::{now_ms, seconds_since};
 use crate::execute::{self, Claimed};
+use crate::guard::guarded;
 use crate::inflight::{Lead, Role, Settled};
-use crate::key::{ExplicitKey, Fingerprint, IntentKey, KeyMaterial, Operation, ScopeHash};
+use crate::key::{
+    ExplicitKey, Fingerprint, IntentKey, KeyMaterial, Operation, ScopeHash, Unkeyable,
+};
 use crate::layer::Shared;
 use crate::replay::{replay, replay_stored, with_intent, written};
 use crate::settings::Timing;
@@ -103,7 +106,11 @@ where
     St: Store,
 {
     let settings = &shared.settings;
-    let Some(scope) = settings.scope.scope_of(&parts) else {
+    let scope = match settings.scope.scope_of(&parts) {
+        Ok(scope) => scope,
+        Err(panicked) => return Ok(refuse(&op, answer::layer_fault(panicked.what))),
+    };
+    let Some(scope) = scope else {
         if settings.refuse_without_scope {
             return Ok(refuse(
                 &op,
@@ -129,7 +136,8 @@ where
         span.record("attempt", attempt);
     }
     // A replay this process has seen needs neither the store nor the in-flight registry.
-    if let Some(record) = shared.store.cached(&intent.key) {
+    let cached = guarded("store", || shared.store.cached(&intent.key));
+    if let Some(record) = cached.ok().flatten() {
         let response = if intent.reuses_key_for(&record.fingerprint) {
             refuse(&intent.op, answer::key_reused(&intent.key, false))
         } else {
@@ -175,8 +183,10 @@ fn derive_intent<St>(
         .fingerprint(&scope_hash, content_type, body, || {
             settings.fingerprint.fingerprint(content_type, body)
         });
-    if let Some(why) = &printed.unkeyable {
-        return Err(answer::unkeyable(why));
+    match &printed.unkeyable {
+        Some(Unkeyable::Uncanonical(why)) => return Err(answer::unkeyable(why)),
+        Some(Unkeyable::Panicked(panicked)) => return Err(answer::layer_fault(panicked.what)),
+        None => {}
     }
     let field_key = match (printed.key_field, &settings.fingerprint.key_field) {
         (Some(Err(_)), Some(pointer)) => {

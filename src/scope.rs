@@ -10,6 +10,8 @@ use std::sync::Arc;
 use http::request::Parts;
 use http::HeaderName;
 
+use crate::guard::{guarded, Panicked};
+
 /// The default scope header.
 pub const DEFAULT_SCOPE_HEADER: &str = "x-session-id";
 
@@ -39,22 +41,26 @@ pub(crate) enum ScopeSource {
 }
 
 impl ScopeSource {
-    /// The scope's bytes, or `None` when the request has none (an empty value is none).
-    pub(crate) fn scope_of(&self, parts: &Parts) -> Option<Vec<u8>> {
+    /// The scope's bytes, or `None` when the request has none (an empty value is none);
+    /// `Err` when the user's scope function panicked.
+    pub(crate) fn scope_of(&self, parts: &Parts) -> Result<Option<Vec<u8>>, Panicked> {
         let mut scope = Vec::with_capacity(64);
-        self.write(parts, &mut scope)?;
-        Some(scope)
+        Ok(self.write(parts, &mut scope)?.map(|()| scope))
     }
 
-    fn write(&self, parts: &Parts, out: &mut Vec<u8>) -> Option<()> {
-        match self {
+    fn write(&self, parts: &Parts, out: &mut Vec<u8>) -> Result<Option<()>, Panicked> {
+        Ok(match self {
             Self::Header(name) => {
-                let value = parts.headers.get(name).map(|v| v.as_bytes())?;
+                let Some(value) = parts.headers.get(name) else {
+                    return Ok(None);
+                };
                 put(out, HEADER, name.as_str().as_bytes());
-                put_nonempty(out, value)
+                put_nonempty(out, value.as_bytes())
             }
             Self::Extract(extract) => {
-                let value = extract(parts)?;
+                let Some(value) = guarded("scope_fn", || extract(parts))? else {
+                    return Ok(None);
+                };
                 out.push(FUNCTION);
                 put_nonempty(out, value.as_bytes())
             }
@@ -67,20 +73,25 @@ impl ScopeSource {
                 let value = value.filter(|v| !v.is_empty());
                 match principal {
                     Some(principal) => {
-                        principal.write(parts, out)?;
+                        if principal.write(parts, out)?.is_none() {
+                            return Ok(None);
+                        }
                         if let (Some(value), true) = (value, *narrowed) {
                             put(out, NARROWED, by.as_str().as_bytes());
-                            put_nonempty(out, value)?;
+                            put_nonempty(out, value);
                         }
                         Some(())
                     }
                     None => {
+                        let Some(value) = value else {
+                            return Ok(None);
+                        };
                         put(out, NARROWED, by.as_str().as_bytes());
-                        put_nonempty(out, value?)
+                        put_nonempty(out, value)
                     }
                 }
             }
-        }
+        })
     }
 
     /// What to tell a caller that sent no scope.
@@ -145,16 +156,22 @@ mod tests {
         request.body(()).unwrap().into_parts().0
     }
 
+    impl ScopeSource {
+        fn scope(&self, parts: &Parts) -> Option<Vec<u8>> {
+            self.scope_of(parts).expect("no panic")
+        }
+    }
+
     fn header(name: &'static str) -> ScopeSource {
         ScopeSource::Header(HeaderName::from_static(name))
     }
 
     #[test]
     fn a_header_value_never_encodes_like_a_principal_or_another_header() {
-        let from_header = header("x-user").scope_of(&parts(&[("x-user", "alice")]));
-        let from_other = header("x-tenant").scope_of(&parts(&[("x-tenant", "alice")]));
+        let from_header = header("x-user").scope(&parts(&[("x-user", "alice")]));
+        let from_other = header("x-tenant").scope(&parts(&[("x-tenant", "alice")]));
         let principal = ScopeSource::Extract(Arc::new(|_| Some("alice".to_owned())));
-        let from_function = principal.scope_of(&parts(&[]));
+        let from_function = principal.scope(&parts(&[]));
         assert!(from_header.is_some() && from_other.is_some() && from_function.is_some());
         assert_ne!(from_header, from_other);
         assert_ne!(from_header, from_function);
@@ -163,9 +180,9 @@ mod tests {
 
     #[test]
     fn an_empty_value_is_no_scope() {
-        assert_eq!(header("x-user").scope_of(&parts(&[("x-user", "")])), None);
+        assert_eq!(header("x-user").scope(&parts(&[("x-user", "")])), None);
         let empty = ScopeSource::Extract(Arc::new(|_| Some(String::new())));
-        assert_eq!(empty.scope_of(&parts(&[])), None);
+        assert_eq!(empty.scope(&parts(&[])), None);
     }
 
     fn mcp(principal: Option<ScopeSource>, narrowed: bool) -> ScopeSource {
@@ -179,20 +196,20 @@ mod tests {
     #[test]
     fn a_session_narrows_a_configured_principal_and_never_replaces_it() {
         let scope = mcp(Some(header("x-user")), true);
-        let alice = scope.scope_of(&parts(&[("x-user", "alice"), ("mcp-session-id", "s1")]));
-        let alice_other = scope.scope_of(&parts(&[("x-user", "alice"), ("mcp-session-id", "s2")]));
-        let bob = scope.scope_of(&parts(&[("x-user", "bob"), ("mcp-session-id", "s1")]));
+        let alice = scope.scope(&parts(&[("x-user", "alice"), ("mcp-session-id", "s1")]));
+        let alice_other = scope.scope(&parts(&[("x-user", "alice"), ("mcp-session-id", "s2")]));
+        let bob = scope.scope(&parts(&[("x-user", "bob"), ("mcp-session-id", "s1")]));
         assert!(alice.is_some() && alice != alice_other && alice != bob);
         // The principal is required: a session alone is no scope.
-        assert_eq!(scope.scope_of(&parts(&[("mcp-session-id", "s1")])), None);
+        assert_eq!(scope.scope(&parts(&[("mcp-session-id", "s1")])), None);
         // A session id that spells another principal's scope is still narrowed by the sender's own.
-        let planted = scope.scope_of(&parts(&[
+        let planted = scope.scope(&parts(&[
             ("x-user", "mallory"),
             ("mcp-session-id", "alice"),
         ]));
         assert_ne!(
             planted,
-            header("x-user").scope_of(&parts(&[("x-user", "alice")]))
+            header("x-user").scope(&parts(&[("x-user", "alice")]))
         );
         assert_ne!(planted, alice);
     }
@@ -200,22 +217,20 @@ mod tests {
     #[test]
     fn principal_pairs_are_framed_so_no_two_encode_alike() {
         let scope = mcp(Some(header("x-user")), true);
-        let a = scope.scope_of(&parts(&[("x-user", "a:b"), ("mcp-session-id", "c")]));
-        let b = scope.scope_of(&parts(&[("x-user", "a"), ("mcp-session-id", "b:c")]));
+        let a = scope.scope(&parts(&[("x-user", "a:b"), ("mcp-session-id", "c")]));
+        let b = scope.scope(&parts(&[("x-user", "a"), ("mcp-session-id", "b:c")]));
         assert_ne!(a, b);
     }
 
     #[test]
     fn without_a_configured_principal_the_session_alone_is_the_scope() {
         let scope = mcp(None, true);
-        assert!(scope
-            .scope_of(&parts(&[("mcp-session-id", "s1")]))
-            .is_some());
-        assert_eq!(scope.scope_of(&parts(&[])), None);
+        assert!(scope.scope(&parts(&[("mcp-session-id", "s1")])).is_some());
+        assert_eq!(scope.scope(&parts(&[])), None);
         let by_principal = mcp(Some(header("x-user")), false);
         assert_eq!(
-            by_principal.scope_of(&parts(&[("x-user", "a"), ("mcp-session-id", "s1")])),
-            by_principal.scope_of(&parts(&[("x-user", "a"), ("mcp-session-id", "s2")])),
+            by_principal.scope(&parts(&[("x-user", "a"), ("mcp-session-id", "s1")])),
+            by_principal.scope(&parts(&[("x-user", "a"), ("mcp-session-id", "s2")])),
         );
     }
 }

@@ -71,7 +71,11 @@ pub(crate) async fn answer_status<St: Store, B>(
     let Ok(key) = target.parse::<IntentKey>() else {
         return written(answer::status_malformed());
     };
-    let Some(scope) = settings.scope.scope_of(parts) else {
+    let scope = match settings.scope.scope_of(parts) {
+        Ok(scope) => scope,
+        Err(panicked) => return written(answer::layer_fault(panicked.what)),
+    };
+    let Some(scope) = scope else {
         return written(answer::status_missing_scope(&settings.scope.describe()));
     };
     let response = match seen(shared, &key, &ScopeHash::of(&scope)).await {

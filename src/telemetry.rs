@@ -76,7 +76,9 @@ impl Ops {
     /// The operation of a request.
     pub(crate) fn of(&self, label: Option<&RouteLabel>, parts: &Parts) -> Op {
         let text = match label {
-            Some(label) => label(parts),
+            // A label function that panics costs the request its label, not its answer.
+            Some(label) => crate::guard::guarded("route_label", || label(parts))
+                .unwrap_or_else(|_| default_route_label(parts)),
             None => default_route_label(parts),
         };
         if let Some(op) = self
@@ -169,6 +171,21 @@ pub(crate) fn fenced(op: &Op) {
     counter!("idempotency_fenced_total", "operation" => op.value()).increment(1);
     tracing::warn!(
         "completion fenced: another owner holds this intent, so this outcome was not recorded"
+    );
+}
+
+/// A completion the store kept refusing was given up: the lease lapses, and a repeat may run
+/// the action again.
+pub(crate) fn completion_abandoned(op: &Op) {
+    counter!("idempotency_completions_abandoned_total", "operation" => op.value()).increment(1);
+}
+
+/// A lease renewal found another owner (or none): another instance may run the action.
+pub(crate) fn lease_lost(op: &Op) {
+    counter!("idempotency_lease_lost_total", "operation" => op.value()).increment(1);
+    tracing::warn!(
+        "the lease of a running execution was lost: another instance may run this action, and \
+         this execution's outcome will not be recorded"
     );
 }
 

@@ -177,7 +177,7 @@ mod faults_in_user_code_and_stores {
         assert!(body["detail"]
             .as_str()
             .unwrap()
-            .starts_with("This action may have run"));
+            .starts_with("This action ran"));
         assert_eq!(
             counts.get("echo"),
             1,

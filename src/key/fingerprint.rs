@@ -12,6 +12,7 @@ use crate::canonical::{
     self, emit, from_value, to_value, CanonicalError, HashingSink, JsonPointer, Node, NumberKinds,
     Sink,
 };
+use crate::guard::{guarded, Panicked};
 
 /// Tags of canonical fingerprints, one per number rule: the two never share a fingerprint.
 const CANONICAL_TAG: &[u8] = b"tower-idempotency/canonical/v2";
@@ -128,10 +129,19 @@ pub(crate) struct FingerprintRules {
 pub(crate) struct BodyFingerprint {
     pub(crate) fingerprint: Fingerprint,
     pub(crate) key_field: Option<Result<ExplicitKey, InvalidExplicitKey>>,
-    /// Why a JSON body cannot be keyed at all: it has fields to leave out of its key (ignored
-    /// fields, a key field) but no canonical form to find them in. Keyed by its raw bytes, each
-    /// retry with a new `tool_call_id` would run again, so such a body is refused.
-    pub(crate) unkeyable: Option<CanonicalError>,
+    /// Why the body cannot be keyed at all, so that it must be refused.
+    pub(crate) unkeyable: Option<Unkeyable>,
+}
+
+/// Why a body cannot be keyed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Unkeyable {
+    /// It has fields to leave out of its key (ignored fields, a key field) but no canonical
+    /// form to find them in. Keyed by its raw bytes, each retry with a new `tool_call_id` would
+    /// run again.
+    Uncanonical(CanonicalError),
+    /// The user's normalisation hook panicked on it.
+    Panicked(Panicked),
 }
 
 impl FingerprintRules {
@@ -156,7 +166,7 @@ impl FingerprintRules {
                 if self.leaves_fields_out() =>
             {
                 return BodyFingerprint {
-                    unkeyable: Some(error),
+                    unkeyable: Some(Unkeyable::Uncanonical(error)),
                     ..raw()
                 };
             }
@@ -172,7 +182,12 @@ impl FingerprintRules {
                 let Ok(mut value) = to_value(&node) else {
                     return raw();
                 };
-                normalize(&mut value);
+                if let Err(panicked) = guarded("normalize", || normalize(&mut value)) {
+                    return BodyFingerprint {
+                        unkeyable: Some(Unkeyable::Panicked(panicked)),
+                        ..raw()
+                    };
+                }
                 match from_value(&value) {
                     Ok(node) => self.canonical_without_ignored(node, essence),
                     Err(_) => return raw(),
@@ -330,7 +345,7 @@ mod tests {
         assert!(plain.fingerprint(Some(&JSON), twice).unkeyable.is_none());
         assert_eq!(
             ignoring.fingerprint(Some(&JSON), twice).unkeyable,
-            Some(CanonicalError::DuplicateMember)
+            Some(Unkeyable::Uncanonical(CanonicalError::DuplicateMember))
         );
         // Not JSON at all: keyed by its bytes, as any other body.
         assert!(ignoring.fingerprint(Some(&JSON), b"{").unkeyable.is_none());

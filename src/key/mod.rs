@@ -17,7 +17,7 @@ pub use explicit::{ExplicitKey, InvalidExplicitKey};
 pub use fingerprint::{Fingerprint, FingerprintKind};
 pub use operation::Operation;
 
-pub(crate) use fingerprint::FingerprintRules;
+pub(crate) use fingerprint::{FingerprintRules, Unkeyable};
 pub(crate) use recent::RecentBodies;
 
 const INTENT_TAG: &[u8] = b"tower-idempotency/intent/v1";

@@ -564,7 +564,8 @@ impl<St: Store> Endpoint<St> {
     /// that is not (the server's own), which the server answers.
     async fn answer_task_query(&self, parts: &Parts, query: &TaskQuery) -> Option<Value> {
         let settings = &self.shared.settings;
-        let scope = settings.scope.scope_of(parts);
+        // A scope function that panics finds no task: nothing leaks, nothing runs.
+        let scope = settings.scope.scope_of(parts).ok().flatten();
         let ttl = settings.paths.default_retention;
         let wait = settings.paths.default_deadline;
         let answered = tasks::answer(&self.shared, scope, query, ttl, wait).await?;

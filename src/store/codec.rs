@@ -7,6 +7,7 @@
 //! completed  scope[32] fingerprint[33] started_ms:u64 completed_ms:u64 expires_ms:u64
 //!            b'F' status:u16 headers:u32 (name:u16 bytes value:u32 bytes)* body:u32 bytes
 //!          | b'O' status:u16 (over the size cap) | b'S' status:u16 (marked no-store)
+//!          | b'U' status:u16 (not classified)
 //! failed     scope[32] fingerprint[33] failed_ms:u64 status:u16 (0 = none) cause:u8
 //!            [retry_after_s:u32, when the tool asked for a wait]
 //! ```
@@ -93,6 +94,7 @@ pub(crate) fn encode_record(record: &Record) -> Vec<u8> {
             out.push(match why {
                 Omission::TooLarge => b'O',
                 Omission::NoStore => b'S',
+                Omission::Unclassified => b'U',
             });
             out.extend_from_slice(&status.as_u16().to_be_bytes());
         }
@@ -233,6 +235,10 @@ pub(crate) fn decode(bytes: Bytes) -> Result<Stored, DecodeError> {
                 b'S' => KeptResponse::Omitted {
                     status: r.status()?,
                     why: Omission::NoStore,
+                },
+                b'U' => KeptResponse::Omitted {
+                    status: r.status()?,
+                    why: Omission::Unclassified,
                 },
                 _ => return Err(DecodeError("response kind")),
             };
@@ -376,7 +382,11 @@ mod tests {
     #[test]
     fn responses_not_kept_say_why() {
         let (scope, fingerprint) = identity();
-        for why in [Omission::TooLarge, Omission::NoStore] {
+        for why in [
+            Omission::TooLarge,
+            Omission::NoStore,
+            Omission::Unclassified,
+        ] {
             let record = Record {
                 scope,
                 fingerprint,

@@ -123,7 +123,7 @@ impl<St: Store> Store for Observed<St> {
     }
 
     fn cached(&self, key: &IntentKey) -> Option<Arc<Record>> {
-        // Called on every request: a panic here is caught by the layer's own guard.
+        // Not async: a panic here is caught where the layer calls it.
         self.store.cached(key)
     }
 }

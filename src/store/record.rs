@@ -49,6 +49,9 @@ pub enum Omission {
     TooLarge,
     /// It was marked `cache-control: no-store`.
     NoStore,
+    /// The classification rule failed on it, so whether the action took effect is unknown:
+    /// it is not run again, and repeats are told to check.
+    Unclassified,
 }
 
 /// The outcome of a completed execution.
