@@ -109,3 +109,45 @@ async fn metrics_count_executions_replays_and_attempts_per_operation() {
     assert!(!histogram(&snapshot, "idempotency_store_duration_seconds").is_empty());
     assert!(!histogram(&snapshot, "idempotency_request_duration_seconds").is_empty());
 }
+
+/// A word of letters only, so the default route label does not mask it as an id.
+fn word(mut n: usize) -> String {
+    let mut word = String::new();
+    loop {
+        word.push((b'a' + (n % 26) as u8) as char);
+        n /= 26;
+        if n == 0 {
+            return word;
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_flood_of_distinct_paths_cannot_grow_the_operation_labels_past_their_bound() {
+    let recorder = DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    let _local = metrics::set_default_local_recorder(&recorder);
+    let layer = IdempotencyLayer::new();
+    let client = Client::new(serve(tools(Counts::default()).layer(layer)).await);
+    // Without a scope nothing is labelled per path; with one, past the bound, one overflow label.
+    for n in 0..100 {
+        client.post(&format!("/x/{}", word(n)), "", "{}").await;
+    }
+    for n in 0..700 {
+        client.post(&format!("/x/{}", word(n)), "s", "{}").await;
+    }
+    let snapshot = snapshotter.snapshot().into_vec();
+    let labels: std::collections::HashSet<String> = snapshot
+        .iter()
+        .flat_map(|(key, ..)| key.key().labels())
+        .filter(|label| label.key() == "operation")
+        .map(|label| label.value().to_owned())
+        .collect();
+    assert!(labels.len() <= 513, "{} operation labels", labels.len());
+    assert!(labels.contains("(other)"), "the rest share one label");
+    assert_eq!(
+        counter(&snapshot, "idempotency_requests_total", &[]),
+        800,
+        "every request is still counted"
+    );
+}
