@@ -78,6 +78,7 @@ pub use layer::IdempotencyLayer;
 pub use scope::DEFAULT_SCOPE_HEADER;
 pub use service::Idempotency;
 pub use store::ReleaseCause;
+pub use telemetry::MAX_OPERATIONS;
 
 /// The error type bodies are converted into.
 pub(crate) type BoxError = Box<dyn std::error::Error + Send + Sync>;

@@ -16,7 +16,7 @@ use crate::bounds::{Bufferable, Keepable, Tool};
 use crate::buffer::read_body;
 use crate::clock::{now_ms, seconds_since};
 use crate::execute::{self, Claimed};
-use crate::guard::guarded;
+use crate::guard::{guarded, Panicked};
 use crate::inflight::{Lead, Role, Settled};
 use crate::key::{
     ExplicitKey, Fingerprint, IntentKey, KeyMaterial, Operation, ScopeHash, Unkeyable,
@@ -77,7 +77,13 @@ where
 {
     let started = std::time::Instant::now();
     let (parts, body) = request.into_parts();
-    let op = shared.ops.of(shared.settings.route_label.as_ref(), &parts);
+    let scope = shared.settings.scope.scope_of(&parts);
+    // Labelled after the scope check: callers without a scope share one label, so they cannot
+    // grow the label set.
+    let op = match &scope {
+        Ok(Some(_)) => shared.ops.of(shared.settings.route_label.as_ref(), &parts),
+        _ => shared.ops.unscoped(),
+    };
     let span = tracing::info_span!(
         "idempotency",
         operation = op.as_str(),
@@ -85,7 +91,7 @@ where
         attempt = Empty,
         outcome = Empty
     );
-    let answered = protect_parts(&shared, inner, parts, body, op.clone())
+    let answered = protect_parts(&shared, inner, parts, body, op.clone(), scope)
         .instrument(span)
         .await;
     telemetry::answered(&op, answered.as_ref().ok().map(Response::status), started);
@@ -98,6 +104,7 @@ async fn protect_parts<S, St, B, ResBody>(
     parts: request::Parts,
     body: B,
     op: Op,
+    scope: Result<Option<Vec<u8>>, Panicked>,
 ) -> Answered<ResBody, S::Error>
 where
     S: Tool<B, ResBody>,
@@ -106,7 +113,7 @@ where
     St: Store,
 {
     let settings = &shared.settings;
-    let scope = match settings.scope.scope_of(&parts) {
+    let scope = match scope {
         Ok(scope) => scope,
         Err(panicked) => return Ok(refuse(&op, answer::layer_fault(panicked.what))),
     };

@@ -63,14 +63,32 @@ impl Hot {
     }
 }
 
-/// The operations a layer has seen, with their handles. Route labels are bounded by design;
-/// past [`MAX_OPS`] distinct ones (a label function that is not), handles are made per request.
-#[derive(Default)]
+/// The operations a layer has seen, with their handles. At most [`MAX_OPERATIONS`] distinct
+/// labels are kept apart; past them every new label is counted under [`OVERFLOW`], so that a
+/// caller flooding distinct paths or tool names cannot grow the label set of the metrics.
 pub(crate) struct Ops {
     known: RwLock<HashMap<Arc<str>, Op, rapidhash::fast::RandomState>>,
+    overflow: Op,
+    unscoped: Op,
 }
 
-const MAX_OPS: usize = 10_000;
+/// Distinct `operation` labels one layer reports in its metrics and spans; past them every
+/// new label is reported as `(other)`, and requests without a scope as `(no scope)`.
+pub const MAX_OPERATIONS: usize = 512;
+/// The label of every operation past [`MAX_OPERATIONS`].
+pub(crate) const OVERFLOW: &str = "(other)";
+/// The label of requests without a scope, which are refused before any label is computed.
+pub(crate) const UNSCOPED: &str = "(no scope)";
+
+impl Default for Ops {
+    fn default() -> Self {
+        Self {
+            known: RwLock::default(),
+            overflow: Op::labelled(OVERFLOW),
+            unscoped: Op::labelled(UNSCOPED),
+        }
+    }
+}
 
 impl Ops {
     /// The operation of a request.
@@ -89,20 +107,33 @@ impl Ops {
         {
             return op.clone();
         }
-        let label: Arc<str> = text.into();
-        let op = Op {
-            hot: Arc::new(Hot::new(&label)),
-            label: Arc::clone(&label),
-        };
         let mut known = self.known.write().unwrap_or_else(PoisonError::into_inner);
-        if known.len() < MAX_OPS {
-            known.entry(label).or_insert_with(|| op.clone());
+        if let Some(op) = known.get(text.as_str()) {
+            return op.clone();
         }
+        if known.len() >= MAX_OPERATIONS {
+            return self.overflow.clone();
+        }
+        let op = Op::labelled(&text);
+        known.insert(Arc::clone(&op.label), op.clone());
         op
+    }
+
+    /// The operation of a request without a scope.
+    pub(crate) fn unscoped(&self) -> Op {
+        self.unscoped.clone()
     }
 }
 
 impl Op {
+    fn labelled(text: &str) -> Self {
+        let label: Arc<str> = text.into();
+        Self {
+            hot: Arc::new(Hot::new(&label)),
+            label,
+        }
+    }
+
     fn value(&self) -> SharedString {
         SharedString::from(Arc::clone(&self.label))
     }
