@@ -197,3 +197,29 @@ async fn a_release_for_too_many_requests_gives_the_wait() {
     assert_eq!(status.header("retry-after"), Some("7"));
     assert_eq!(counts.get("busy"), 1);
 }
+
+#[tokio::test]
+async fn past_max_execution_the_action_is_recorded_as_may_have_run_and_never_run_again() {
+    let layer = IdempotencyLayer::new()
+        .deadline(Duration::from_secs(3))
+        .max_execution_for("/tools/echo", Duration::from_millis(300));
+    let (client, counts) = start(layer).await;
+    let slow = r#"{"delay_ms":2000}"#;
+    let abandoned = client.post("/tools/echo", "s", slow).await;
+    says(&abandoned, "unknown", false, "This action may have run");
+    assert!(
+        detail(&abandoned).contains("check"),
+        "{}",
+        detail(&abandoned)
+    );
+    let again = client.post("/tools/echo", "s", slow).await;
+    says(&again, "unknown", false, "This action may have run");
+    let status = status_of(&client, &abandoned).await;
+    says(&status, "unknown", false, "This action may have run");
+    assert_eq!(counts.get("echo"), 1, "it never runs again by itself");
+    // Other paths keep no bound.
+    let fast = client
+        .post("/tools/status/200", "s", r#"{"delay_ms":500}"#)
+        .await;
+    assert_eq!(fast.status, StatusCode::OK);
+}
