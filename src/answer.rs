@@ -322,6 +322,22 @@ fn outcome_unknown(key: &IntentKey, status: StatusCode) -> Answer {
     .member("last_status", status.as_u16())
 }
 
+/// The execution was abandoned at its bound: the action may have happened.
+pub(crate) fn abandoned(key: &IntentKey) -> Answer {
+    Answer::new(
+        StatusCode::GATEWAY_TIMEOUT,
+        "abandoned",
+        "Action abandoned",
+        "unknown",
+        false,
+        "This action may have run: it was still running at its time limit and was abandoned, \
+         so whether it took effect is not known. It will not be run again by itself: check its \
+         effect before calling again."
+            .to_owned(),
+    )
+    .intent(key)
+}
+
 /// The action ran, but its response was not kept.
 pub(crate) fn already_executed(key: &IntentKey, status: StatusCode, why: Omission) -> Answer {
     let why = match why {

@@ -92,7 +92,13 @@ pub(crate) fn start<S, St, B, ResBody>(
             Ok(buffer(response, limit).await)
         })
         .catch_unwind();
-        let ended = keep_lease_while(&shared, &intent, &token, work).await;
+        let bounded = async {
+            match intent.max_execution {
+                Some(limit) => tokio::time::timeout(limit, work).await.ok(),
+                None => Some(work.await),
+            }
+        };
+        let ended = keep_lease_while(&shared, &intent, &token, bounded).await;
         let recorder = Recorder {
             shared: &shared,
             intent: &intent,
@@ -101,24 +107,27 @@ pub(crate) fn start<S, St, B, ResBody>(
             unwritten: Mutex::new(None),
         };
         let (settled, answer) = match ended {
-            Ok(Ok(Buffered::Whole { parts, body })) => recorder.whole(parts, body).await,
-            Ok(Ok(Buffered::Partial { parts, head, tail })) => {
-                recorder.partial(parts, head, tail).await
-            }
-            Ok(Ok(Buffered::Broken)) => {
-                recorder
-                    .failed(ReleaseCause::ResponseBody, Failure::Body)
-                    .await
-            }
-            Ok(Err(error)) => {
-                recorder.release(None, ReleaseCause::InnerError, None).await;
-                let settled = Settled::Failed {
-                    response: None,
-                    failure: Failure::Error,
-                };
-                (settled, Err(error))
-            }
-            Err(_panic) => recorder.failed(ReleaseCause::Panic, Failure::Panic).await,
+            None => recorder.abandoned().await,
+            Some(ended) => match ended {
+                Ok(Ok(Buffered::Whole { parts, body })) => recorder.whole(parts, body).await,
+                Ok(Ok(Buffered::Partial { parts, head, tail })) => {
+                    recorder.partial(parts, head, tail).await
+                }
+                Ok(Ok(Buffered::Broken)) => {
+                    recorder
+                        .failed(ReleaseCause::ResponseBody, Failure::Body)
+                        .await
+                }
+                Ok(Err(error)) => {
+                    recorder.release(None, ReleaseCause::InnerError, None).await;
+                    let settled = Settled::Failed {
+                        response: None,
+                        failure: Failure::Error,
+                    };
+                    (settled, Err(error))
+                }
+                Err(_panic) => recorder.failed(ReleaseCause::Panic, Failure::Panic).await,
+            },
         };
         let unwritten = recorder
             .unwritten
@@ -331,6 +340,17 @@ impl<St: Store> Recorder<'_, St> {
         };
         let response = Response::from_parts(parts, ResponseBody::chained(head, tail));
         (settled, Ok(response))
+    }
+
+    /// The execution passed its bound and was dropped: recorded as run with an unknown
+    /// outcome, so that it never runs again by itself.
+    async fn abandoned<B, E>(&self) -> (Settled, FirstAnswer<B, E>) {
+        tracing::warn!("the execution passed its max_execution bound and was abandoned");
+        let record = self.complete(KeptResponse::Abandoned).await;
+        (
+            Settled::Replay(record),
+            Ok(written(answer::abandoned(&self.intent.key))),
+        )
     }
 
     /// The execution produced no usable response.

@@ -333,6 +333,19 @@ impl<St> IdempotencyLayer<St> {
         self.set(|s| s.paths.retention_for(prefix, retention))
     }
 
+    /// Abandons an execution still running after `limit` (off by default): the action is
+    /// recorded as run with an unknown outcome, its callers and the status path are told it may
+    /// have happened and must be checked before it is repeated, and it never runs again by
+    /// itself. For tools that can hang; the tool's future is dropped.
+    pub fn max_execution(self, limit: Duration) -> Self {
+        self.set(|s| s.paths.default_max_execution = Some(limit))
+    }
+
+    /// The execution bound of paths under `prefix`; see [`max_execution`](Self::max_execution).
+    pub fn max_execution_for(self, prefix: impl Into<String>, limit: Duration) -> Self {
+        self.set(|s| s.paths.max_execution_for(prefix, limit))
+    }
+
     /// Largest request body buffered (default 1 MiB); larger ones get 413, nothing executed.
     pub fn body_limit(self, bytes: usize) -> Self {
         self.set(|s| s.body_limit = bytes)

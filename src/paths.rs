@@ -1,4 +1,4 @@
-//! Which paths are protected, and the deadline and retention of each.
+//! Which paths are protected, and the deadline, retention and execution bound of each.
 
 use std::time::Duration;
 
@@ -9,8 +9,10 @@ pub(crate) struct PathRules {
     exclude: Vec<String>,
     deadlines: Vec<(String, Duration)>,
     retentions: Vec<(String, Duration)>,
+    max_executions: Vec<(String, Duration)>,
     pub(crate) default_deadline: Duration,
     pub(crate) default_retention: Duration,
+    pub(crate) default_max_execution: Option<Duration>,
 }
 
 /// Whether `prefix` covers `path` on a segment boundary: `/tools` covers `/tools` and
@@ -37,8 +39,10 @@ impl PathRules {
             exclude: Vec::new(),
             deadlines: Vec::new(),
             retentions: Vec::new(),
+            max_executions: Vec::new(),
             default_deadline,
             default_retention,
+            default_max_execution: None,
         }
     }
 
@@ -56,6 +60,10 @@ impl PathRules {
 
     pub(crate) fn retention_for(&mut self, prefix: impl Into<String>, retention: Duration) {
         self.retentions.push((prefix.into(), retention));
+    }
+
+    pub(crate) fn max_execution_for(&mut self, prefix: impl Into<String>, limit: Duration) {
+        self.max_executions.push((prefix.into(), limit));
     }
 
     /// Protected unless excluded; with no `protect` rule every path is protected.
@@ -90,6 +98,13 @@ impl PathRules {
         longest(&self.retentions, path)
             .copied()
             .unwrap_or(self.default_retention)
+    }
+
+    /// How long an execution on `path` may run before it is abandoned, if it is bounded.
+    pub(crate) fn max_execution(&self, path: &str) -> Option<Duration> {
+        longest(&self.max_executions, path)
+            .copied()
+            .or(self.default_max_execution)
     }
 }
 

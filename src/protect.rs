@@ -44,6 +44,8 @@ pub(crate) struct Intent {
     /// answered at once.
     pub(crate) asynchronous: bool,
     pub(crate) retention: Duration,
+    /// How long the execution may run before it is abandoned, if it is bounded.
+    pub(crate) max_execution: Option<Duration>,
 }
 
 /// Where an explicit key came from.
@@ -234,6 +236,7 @@ fn derive_intent<St>(
         deadline: Instant::now() + deadline,
         asynchronous: deadline.is_zero(),
         retention,
+        max_execution: settings.paths.max_execution(path),
     })
 }
 

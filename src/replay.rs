@@ -42,6 +42,7 @@ pub(crate) fn replay<B>(
         KeptResponse::Omitted { status, why } => {
             written(answer::already_executed(key, *status, *why))
         }
+        KeptResponse::Abandoned => written(answer::abandoned(key)),
     }
 }
 

@@ -7,7 +7,7 @@
 //! completed  scope[32] fingerprint[33] started_ms:u64 completed_ms:u64 expires_ms:u64
 //!            b'F' status:u16 headers:u32 (name:u16 bytes value:u32 bytes)* body:u32 bytes
 //!          | b'O' status:u16 (over the size cap) | b'S' status:u16 (marked no-store)
-//!          | b'U' status:u16 (not classified)
+//!          | b'U' status:u16 (not classified) | b'A' (abandoned at its execution bound)
 //! failed     scope[32] fingerprint[33] failed_ms:u64 status:u16 (0 = none) cause:u8
 //!            [retry_after_s:u32, when the tool asked for a wait]
 //! ```
@@ -98,6 +98,7 @@ pub(crate) fn encode_record(record: &Record) -> Vec<u8> {
             });
             out.extend_from_slice(&status.as_u16().to_be_bytes());
         }
+        KeptResponse::Abandoned => out.push(b'A'),
     }
     out
 }
@@ -240,6 +241,7 @@ pub(crate) fn decode(bytes: Bytes) -> Result<Stored, DecodeError> {
                     status: r.status()?,
                     why: Omission::Unclassified,
                 },
+                b'A' => KeptResponse::Abandoned,
                 _ => return Err(DecodeError("response kind")),
             };
             Stored::Completed(Record {

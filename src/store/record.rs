@@ -39,6 +39,9 @@ pub enum KeptResponse {
         /// Why the response was not kept.
         why: Omission,
     },
+    /// The execution was still running at its `max_execution` bound and was abandoned: the
+    /// action may have happened, and it is not run again.
+    Abandoned,
 }
 
 /// Why an executed action's response was not kept.
@@ -87,15 +90,16 @@ impl Record {
                     .sum();
                 ENTRY + headers + response.body.len()
             }
-            KeptResponse::Omitted { .. } => ENTRY,
+            KeptResponse::Omitted { .. } | KeptResponse::Abandoned => ENTRY,
         }
     }
 
-    /// The status the execution answered.
+    /// The status the execution answered (504 for an abandoned one, which never answered).
     pub fn status(&self) -> StatusCode {
         match &self.response {
             KeptResponse::Full(response) => response.status,
             KeptResponse::Omitted { status, .. } => *status,
+            KeptResponse::Abandoned => StatusCode::GATEWAY_TIMEOUT,
         }
     }
 }
