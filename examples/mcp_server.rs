@@ -16,7 +16,8 @@
 //! call waits before it is told "in progress"), `IDEMPOTENCY` (`on` by default; `off` serves
 //! the bare server), `MCP_TASKS` (`on` serves MCP tasks, an experimental part of the
 //! specification: off by default), `MCP_REPLAY_NOTICE` (`off` replays kept results without
-//! the notice that they are replays), `SHUTDOWN_GRACE_MS` (default 25000: on SIGTERM or Ctrl-C
+//! the notice that they are replays), `RESPONSE_LIMIT` (bytes: the largest answer kept for
+//! replay, default 1 MiB), `SHUTDOWN_GRACE_MS` (default 25000: on SIGTERM or Ctrl-C
 //! the server stops accepting and lets running calls finish and record for up to this long),
 //! `PRINCIPAL_HEADER` (the header that an authenticating
 //! proxy in front sets, such as `x-user`: the scope is then that principal, narrowed by the
@@ -226,7 +227,10 @@ async fn serve<St: Store>(addr: SocketAddr, layer: Option<IdempotencyLayer<St>>)
 /// The layer as `DEADLINE_MS` sets it up, over `store`.
 fn layer<St: Store>(store: St) -> IdempotencyLayer<St> {
     let deadline = Duration::from_millis(env_or("DEADLINE_MS", 25_000));
-    let layer = IdempotencyLayer::with_store(store).deadline(deadline);
+    let mut layer = IdempotencyLayer::with_store(store).deadline(deadline);
+    if let Ok(limit) = std::env::var("RESPONSE_LIMIT") {
+        layer = layer.response_limit(limit.parse().expect("RESPONSE_LIMIT is a number of bytes"));
+    }
     match std::env::var("PRINCIPAL_HEADER") {
         Ok(name) => layer.scope_header(name.parse().expect("PRINCIPAL_HEADER is a header name")),
         Err(_) => layer,

@@ -875,3 +875,27 @@ async fn the_status_path_in_mcp_mode_never_shows_the_layers_private_marker() {
         .unwrap()
         .starts_with("Sent e-mail #1"));
 }
+
+#[tokio::test]
+async fn an_answer_over_the_response_limit_ran_once_and_is_not_run_again() {
+    let server = start(&[("RESPONSE_LIMIT", "300")]);
+    let client = server.connect().await;
+    let long = "x".repeat(400);
+    let email = json!({"to": "big@example.com", "subject": long, "body": "b"});
+    let first = call_tool(&client, call("send_email", email.clone())).await;
+    assert!(
+        text(&first).starts_with("Sent e-mail #1"),
+        "the first caller gets it all"
+    );
+    let again = call_tool(&client, call("send_email", email)).await;
+    assert!(
+        text(&again).starts_with("This action already ran"),
+        "{}",
+        text(&again)
+    );
+    assert_eq!(
+        server.stats().await["send_email"],
+        1,
+        "never released into a second run"
+    );
+}
