@@ -75,9 +75,9 @@ impl std::fmt::Display for BodyError {
 
 impl std::error::Error for BodyError {}
 
-/// Reads the answer to the request `id` from a response body. An SSE stream is read only up
-/// to that answer: progress notifications before it are dropped, and a stream the server
-/// keeps open afterwards is let go.
+/// Reads the answer to the request `id` from a response body, up to `limit` bytes (for a
+/// stream, per event). An SSE stream is read only up to that answer: progress notifications
+/// before it are dropped, and a stream the server keeps open afterwards is let go.
 pub(crate) async fn read_answer<B>(
     headers: &HeaderMap,
     body: B,
@@ -89,7 +89,9 @@ where
     B::Error: Into<BoxError>,
 {
     if is_event_stream(headers) {
-        let body = Limited::new(body, limit).map_err(BodyError);
+        // Events are read one at a time and those before the answer dropped, so they do not
+        // count toward the bound; only an event over it is refused.
+        let body = body.map_err(|error| BodyError(error.into()));
         let mut events = std::pin::pin!(SseStream::new(body));
         while let Some(event) = events.next().await {
             let Ok(Sse {
@@ -101,6 +103,9 @@ where
                 }
                 continue;
             };
+            if data.len() > limit {
+                return Err(Unreadable("an event was larger than the layer reads"));
+            }
             if let Ok(message) = serde_json::from_str::<Value>(&data) {
                 if is_answer_to(&message, id) {
                     return Ok(message);
