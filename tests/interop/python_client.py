@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""An MCP client built on the official Python SDK (PyPI `mcp`), for interop tests.
+"""An MCP client built on the official Python SDK (the Python package `mcp`), for interop tests.
 
     python_client.py --url http://127.0.0.1:PORT/mcp --scenario NAME
 
