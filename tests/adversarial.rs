@@ -249,3 +249,32 @@ async fn an_explicit_key_of_10_kb_is_refused_without_running() {
     assert_eq!(answer.json()["outcome"], "not_executed");
     assert_eq!(counts.get("raw"), 0);
 }
+
+#[tokio::test]
+async fn one_scope_flooding_the_memory_store_cannot_evict_another_scopes_records() {
+    use tower_idempotency::store::MemoryStore;
+    let store = MemoryStore::builder().max_bytes(512 * 1024).build();
+    let layer = IdempotencyLayer::with_store(store.clone());
+    let counts = Counts::default();
+    let client = Client::new(serve(tools(counts.clone()).layer(layer)).await);
+    for n in 0..20 {
+        client
+            .post("/tools/echo", "victim", &format!(r#"{{"n":{n}}}"#))
+            .await;
+    }
+    // A hostile scope keeps making new intents, several times the whole budget.
+    let filler = "f".repeat(1000);
+    for n in 0..1500 {
+        let body = format!(r#"{{"n":{n},"filler":"{filler}"}}"#);
+        client.post("/tools/echo", "flood", &body).await;
+    }
+    for n in 0..20 {
+        let again = client
+            .post("/tools/echo", "victim", &format!(r#"{{"n":{n}}}"#))
+            .await;
+        assert!(again.replayed(), "the victim's record {n} was kept");
+    }
+    assert!(store.weighted_size() <= 512 * 1024);
+    assert!(store.evictions() > 0, "the flood evicted its own records");
+    assert_eq!(counts.get("echo"), 1520);
+}
