@@ -23,6 +23,7 @@ use crate::key::{
 };
 use crate::layer::Shared;
 use crate::replay::{replay, replay_stored, with_intent, written};
+use crate::scope::Scope;
 use crate::settings::Timing;
 use crate::store::{Claim, ClaimRequest, Entry, OwnerToken, Record, Store};
 use crate::telemetry::{self, outcome, Op};
@@ -34,6 +35,8 @@ pub(crate) struct Intent {
     /// The operation label, for metrics.
     pub(crate) op: Op,
     pub(crate) scope: ScopeHash,
+    /// Whose part of a bounded store the record counts against.
+    pub(crate) share: ScopeHash,
     pub(crate) fingerprint: Fingerprint,
     /// Where the client sent its key, if it did: a payload mismatch must be refused, and a
     /// repeat must send the key again.
@@ -106,7 +109,7 @@ async fn protect_parts<S, St, B, ResBody>(
     parts: request::Parts,
     body: B,
     op: Op,
-    scope: Result<Option<Vec<u8>>, Panicked>,
+    scope: Result<Option<Scope>, Panicked>,
 ) -> Answered<ResBody, S::Error>
 where
     S: Tool<B, ResBody>,
@@ -170,7 +173,7 @@ fn refuse<B>(op: &Op, answer: Answer) -> Response<ResponseBody<B>> {
 fn derive_intent<St>(
     shared: &Shared<St>,
     parts: &request::Parts,
-    scope: &[u8],
+    scope: &Scope,
     body: &Bytes,
     op: &Op,
 ) -> Result<Intent, Answer> {
@@ -231,6 +234,7 @@ fn derive_intent<St>(
         key: IntentKey::derive(scope, &operation, material),
         op: op.clone(),
         scope: scope_hash,
+        share: scope.share(),
         fingerprint: printed.fingerprint,
         explicit: source,
         deadline: Instant::now() + deadline,
@@ -308,6 +312,7 @@ where
         token,
         lease: shared.settings.lease,
         scope: intent.scope,
+        share: intent.share,
         fingerprint: intent.fingerprint,
         started_at_ms,
     };

@@ -11,6 +11,7 @@ use http::request::Parts;
 use http::HeaderName;
 
 use crate::guard::{guarded, Panicked};
+use crate::key::ScopeHash;
 
 /// The default scope header.
 pub const DEFAULT_SCOPE_HEADER: &str = "x-session-id";
@@ -41,14 +42,24 @@ pub(crate) enum ScopeSource {
 }
 
 impl ScopeSource {
-    /// The scope's bytes, or `None` when the request has none (an empty value is none);
-    /// `Err` when the user's scope function panicked.
-    pub(crate) fn scope_of(&self, parts: &Parts) -> Result<Option<Vec<u8>>, Panicked> {
-        let mut scope = Vec::with_capacity(64);
-        Ok(self.write(parts, &mut scope)?.map(|()| scope))
+    /// The scope, or `None` when the request has none (an empty value is none); `Err` when
+    /// the user's scope function panicked.
+    pub(crate) fn scope_of(&self, parts: &Parts) -> Result<Option<Scope>, Panicked> {
+        let mut bytes = Vec::with_capacity(64);
+        let mut principal_end = None;
+        let written = self.write(parts, &mut bytes, &mut principal_end)?;
+        Ok(written.map(|()| Scope {
+            principal_end: principal_end.unwrap_or(bytes.len()),
+            bytes,
+        }))
     }
 
-    fn write(&self, parts: &Parts, out: &mut Vec<u8>) -> Result<Option<()>, Panicked> {
+    fn write(
+        &self,
+        parts: &Parts,
+        out: &mut Vec<u8>,
+        principal_end: &mut Option<usize>,
+    ) -> Result<Option<()>, Panicked> {
         Ok(match self {
             Self::Header(name) => {
                 let Some(value) = parts.headers.get(name) else {
@@ -73,9 +84,10 @@ impl ScopeSource {
                 let value = value.filter(|v| !v.is_empty());
                 match principal {
                     Some(principal) => {
-                        if principal.write(parts, out)?.is_none() {
+                        if principal.write(parts, out, principal_end)?.is_none() {
                             return Ok(None);
                         }
+                        principal_end.get_or_insert(out.len());
                         if let (Some(value), true) = (value, *narrowed) {
                             put(out, NARROWED, by.as_str().as_bytes());
                             put_nonempty(out, value);
@@ -105,6 +117,29 @@ impl ScopeSource {
             } => principal.describe(),
             Self::Narrowed { by, .. } => format!("the `{by}` header"),
         }
+    }
+}
+
+/// A request's scope: its encoded parts, and where the configured principal's parts end.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Scope {
+    bytes: Vec<u8>,
+    principal_end: usize,
+}
+
+impl Scope {
+    /// Whose part of a bounded store this scope's records count against: the principal
+    /// where one is configured (sessions are the client's to mint), else the whole scope.
+    pub(crate) fn share(&self) -> ScopeHash {
+        ScopeHash::of(&self.bytes[..self.principal_end])
+    }
+}
+
+impl std::ops::Deref for Scope {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        &self.bytes
     }
 }
 
@@ -158,7 +193,8 @@ mod tests {
 
     impl ScopeSource {
         fn scope(&self, parts: &Parts) -> Option<Vec<u8>> {
-            self.scope_of(parts).expect("no panic")
+            let scope = self.scope_of(parts).expect("no panic");
+            scope.map(|scope| scope.to_vec())
         }
     }
 
@@ -232,5 +268,18 @@ mod tests {
             by_principal.scope(&parts(&[("x-user", "a"), ("mcp-session-id", "s1")])),
             by_principal.scope(&parts(&[("x-user", "a"), ("mcp-session-id", "s2")])),
         );
+    }
+
+    #[test]
+    fn a_scopes_share_is_its_principal_whatever_the_session() {
+        let scope = mcp(Some(header("x-user")), true);
+        let share = |session: &'static str| {
+            let parts = parts(&[("x-user", "alice"), ("mcp-session-id", session)]);
+            scope.scope_of(&parts).unwrap().unwrap().share()
+        };
+        assert_eq!(share("s1"), share("s2"));
+        let alone = header("x-user").scope_of(&parts(&[("x-user", "alice")]));
+        let alone = alone.unwrap().unwrap();
+        assert_eq!(alone.share(), ScopeHash::of(&alone));
     }
 }

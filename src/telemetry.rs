@@ -286,8 +286,10 @@ pub(crate) fn memory_store_bytes(bytes: u64) {
     metrics::gauge!("idempotency_memory_store_bytes").set(bytes as f64);
 }
 
-pub(crate) fn evicted() {
-    counter!("idempotency_evictions_total").increment(1);
+/// An unexpired record evicted for room: over the whole budget (`budget`), or over its
+/// share's part of it (`scope_share`).
+pub(crate) fn evicted(cause: &'static str) {
+    counter!("idempotency_evictions_total", "cause" => cause).increment(1);
 }
 
 #[cfg(feature = "contract")]

@@ -199,6 +199,7 @@ fn claim_request(lease: Duration) -> ClaimRequest {
         token: OwnerToken::generate(),
         lease,
         scope: ScopeHash::of(b"s"),
+        share: ScopeHash::of(b"s"),
         fingerprint: Fingerprint::from_bytes(&[b'J'; 33]).unwrap(),
         started_at_ms: 1,
     }

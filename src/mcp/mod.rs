@@ -566,6 +566,7 @@ impl<St: Store> Endpoint<St> {
         let settings = &self.shared.settings;
         // A scope function that panics finds no task: nothing leaks, nothing runs.
         let scope = settings.scope.scope_of(parts).ok().flatten();
+        let scope = scope.map(|scope| scope.to_vec());
         let ttl = settings.paths.default_retention;
         let wait = settings.paths.default_deadline;
         let answered = tasks::answer(&self.shared, scope, query, ttl, wait).await?;

@@ -9,14 +9,17 @@ use moka::notification::RemovalCause;
 use moka::policy::{EvictionPolicy, Expiry};
 use moka::sync::Cache;
 
+use super::shares::Shares;
 use super::{
     Claim, ClaimRequest, Entry, Fence, OwnerToken, Record, RunningInfo, Store, StoreError,
     Tombstone,
 };
-use crate::key::{IntentKey, KeyHasher};
+use crate::key::{IntentKey, KeyHasher, ScopeHash};
 
 /// Default byte budget of the settled-record cache: 64 MiB.
 pub(crate) const DEFAULT_MAX_BYTES: u64 = 64 * 1024 * 1024;
+/// By default one share (a principal, else a scope) holds at most this part of the budget.
+const DEFAULT_SHARE_DIVISOR: u64 = 4;
 
 /// An in-process store: no server, one process.
 ///
@@ -25,6 +28,10 @@ pub(crate) const DEFAULT_MAX_BYTES: u64 = 64 * 1024 * 1024;
 /// record, and a refused record lets a duplicate run). Running executions live in a map that
 /// is never evicted. Evicting an unexpired record is counted ([`MemoryStore::evictions`]) and
 /// logged: it means the budget is too small.
+///
+/// One share (the principal where the layer has one, else the scope) holds at most a part of
+/// the budget, a quarter by default ([`MemoryStoreBuilder::max_bytes_per_scope`]): a caller
+/// that floods new intents evicts its own oldest records, never another's.
 ///
 /// Clones share the same state.
 ///
@@ -43,12 +50,14 @@ struct Inner {
     running: Mutex<HashMap<IntentKey, Lease, KeyHasher>>,
     settled: Cache<IntentKey, Settled, KeyHasher>,
     evictions: Arc<AtomicU64>,
+    shares: Arc<Shares>,
 }
 
 struct Lease {
     token: OwnerToken,
     expires: Instant,
     info: RunningInfo,
+    share: ScopeHash,
 }
 
 #[derive(Clone)]
@@ -87,6 +96,7 @@ impl Expiry<IntentKey, Settled> for SettledExpiry {
 #[derive(Debug, Clone)]
 pub struct MemoryStoreBuilder {
     max_bytes: u64,
+    max_bytes_per_scope: Option<u64>,
 }
 
 impl MemoryStoreBuilder {
@@ -96,26 +106,41 @@ impl MemoryStoreBuilder {
         self
     }
 
+    /// The most that one share (the principal where the layer has one, else the scope) may
+    /// hold of the budget (default a quarter of it); past it, that share's own oldest records
+    /// are evicted first (counted in [`MemoryStore::evictions`]).
+    pub fn max_bytes_per_scope(mut self, max_bytes: u64) -> Self {
+        self.max_bytes_per_scope = Some(max_bytes);
+        self
+    }
+
     /// Builds the store.
     pub fn build(self) -> MemoryStore {
         let evictions = Arc::new(AtomicU64::new(0));
         let counter = Arc::clone(&evictions);
+        let per_scope = self
+            .max_bytes_per_scope
+            .unwrap_or(self.max_bytes / DEFAULT_SHARE_DIVISOR);
+        let shares = Arc::new(Shares::new(per_scope));
+        let left = Arc::clone(&shares);
         let settled = Cache::builder()
             .max_capacity(self.max_bytes)
             .eviction_policy(EvictionPolicy::lru())
             .weigher(|_: &IntentKey, value: &Settled| -> u32 {
-                let weight = match value {
-                    Settled::Completed(record, _) => record.weight(),
-                    Settled::Failed(..) => 400,
-                };
-                u32::try_from(weight + 32).unwrap_or(u32::MAX)
+                match value {
+                    Settled::Completed(record, _) => weigh(record.weight()),
+                    Settled::Failed(..) => weigh(400),
+                }
             })
             .expire_after(SettledExpiry)
             .eviction_listener(move |key: Arc<IntentKey>, value: Settled, cause| {
+                if let Settled::Completed(..) = value {
+                    left.left(&key);
+                }
                 if cause == RemovalCause::Size {
                     if let Settled::Completed(..) = value {
                         let evicted = counter.fetch_add(1, Ordering::Relaxed) + 1;
-                        crate::telemetry::evicted();
+                        crate::telemetry::evicted("budget");
                         // Logged at the 1st, 2nd, 4th, 8th... eviction: loud, never a flood.
                         if evicted.is_power_of_two() {
                             tracing::warn!(
@@ -135,9 +160,15 @@ impl MemoryStoreBuilder {
                 running: Mutex::new(HashMap::with_hasher(KeyHasher::new())),
                 settled,
                 evictions,
+                shares,
             }),
         }
     }
+}
+
+/// What the cache charges for a value of `weight` bytes, its key included.
+fn weigh(weight: usize) -> u32 {
+    u32::try_from(weight + 32).unwrap_or(u32::MAX)
 }
 
 impl Default for MemoryStore {
@@ -156,6 +187,7 @@ impl MemoryStore {
     pub fn builder() -> MemoryStoreBuilder {
         MemoryStoreBuilder {
             max_bytes: DEFAULT_MAX_BYTES,
+            max_bytes_per_scope: None,
         }
     }
 
@@ -210,12 +242,35 @@ impl MemoryStore {
 
 impl MemoryStore {
     /// Ends `token`'s lease with an outcome: inserted before the lease is removed, under the
-    /// claim lock, so no claim ever sees neither.
+    /// claim lock, so no claim ever sees neither. A kept record counts against its share;
+    /// the share's oldest records past its part are evicted, outside the lock.
     fn settle(&self, key: &IntentKey, token: &OwnerToken, outcome: Settled) -> Fence {
-        self.fenced(key, token, |running| {
+        let mut over_share = Vec::new();
+        let fence = self.fenced(key, token, |running| {
+            let share = running.get(key).map(|lease| lease.share);
+            let weight = match &outcome {
+                Settled::Completed(record, _) => Some(weigh(record.weight())),
+                Settled::Failed(..) => None,
+            };
             self.inner.settled.insert(*key, outcome);
             running.remove(key);
-        })
+            if let (Some(share), Some(weight)) = (share, weight) {
+                over_share = self.inner.shares.kept(*key, share, u64::from(weight));
+            }
+        });
+        for evicted in over_share {
+            self.inner.settled.invalidate(&evicted);
+            let count = self.inner.evictions.fetch_add(1, Ordering::Relaxed) + 1;
+            crate::telemetry::evicted("scope_share");
+            if count.is_power_of_two() {
+                tracing::warn!(
+                    evicted = count,
+                    "one scope went past its part of the memory store's budget: its own oldest \
+                     records were evicted, and a repeat of those calls would run again"
+                );
+            }
+        }
+        fence
     }
 }
 
@@ -243,6 +298,7 @@ impl Store for MemoryStore {
                     scope: request.scope,
                     fingerprint: request.fingerprint,
                 },
+                share: request.share,
             },
         );
         Ok(Claim::Acquired(token))
@@ -320,6 +376,7 @@ mod tests {
             token: OwnerToken::generate(),
             lease,
             scope: ScopeHash::of(b"s"),
+            share: ScopeHash::of(b"s"),
             fingerprint: Fingerprint::raw(None, b""),
             started_at_ms: 1,
         }

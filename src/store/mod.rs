@@ -13,6 +13,7 @@ mod record;
 mod redis;
 #[cfg(feature = "redis")]
 mod redis_scripts;
+mod shares;
 mod tiered;
 mod token;
 
@@ -46,6 +47,9 @@ pub struct ClaimRequest {
     pub lease: Duration,
     /// Who may see the outcome.
     pub scope: ScopeHash,
+    /// Whose part of a bounded store the record counts against: the principal where one is
+    /// configured (sessions are the client's to mint), else the scope.
+    pub share: ScopeHash,
     /// What the request asked for (compared when an explicit key is reused).
     pub fingerprint: Fingerprint,
     /// When the execution started, in milliseconds since the Unix epoch.
