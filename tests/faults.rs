@@ -265,3 +265,102 @@ mod faults_in_user_code_and_stores {
         assert_eq!((counts.get("intent:1"), counts.get("intent:2")), (1, 1));
     }
 }
+
+mod a_wait_elsewhere {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use axum::http::StatusCode;
+    use bytes::Bytes;
+    use tower_idempotency::key::{Fingerprint, IntentKey};
+    use tower_idempotency::store::{
+        Claim, ClaimRequest, Entry, Fence, KeptResponse, OwnerToken, Record, RunningInfo, Store,
+        StoreError, StoredResponse, Tombstone,
+    };
+    use tower_idempotency::IdempotencyLayer;
+
+    use crate::support::{serve, tools, Client, Counts};
+
+    /// Another instance runs the intent under this key; when it is done, the record it left
+    /// is for other arguments (its key was reused by a third caller in between).
+    struct RunElsewhereThenOtherPayload;
+
+    impl Store for RunElsewhereThenOtherPayload {
+        async fn claim(&self, _: &IntentKey, request: &ClaimRequest) -> Result<Claim, StoreError> {
+            Ok(Claim::Running(RunningInfo {
+                started_at_ms: request.started_at_ms,
+                scope: request.scope,
+                fingerprint: request.fingerprint,
+            }))
+        }
+        async fn complete(
+            &self,
+            _: &IntentKey,
+            _: &OwnerToken,
+            _: Arc<Record>,
+            _: Duration,
+        ) -> Result<Fence, StoreError> {
+            Ok(Fence::Lost)
+        }
+        async fn release(
+            &self,
+            _: &IntentKey,
+            _: &OwnerToken,
+            _: Arc<Tombstone>,
+            _: Duration,
+        ) -> Result<Fence, StoreError> {
+            Ok(Fence::Lost)
+        }
+        async fn extend(
+            &self,
+            _: &IntentKey,
+            _: &OwnerToken,
+            _: Duration,
+        ) -> Result<Fence, StoreError> {
+            Ok(Fence::Lost)
+        }
+        async fn get(&self, _: &IntentKey) -> Result<Option<Entry>, StoreError> {
+            let scope = tower_idempotency::key::ScopeHash::of(b"not this caller's");
+            Ok(Some(Entry::Completed(Arc::new(Record {
+                scope,
+                fingerprint: Fingerprint::from_bytes(&[b'J'; 33]).unwrap(),
+                started_at_ms: 1,
+                completed_at_ms: 2,
+                expires_at_ms: u64::MAX,
+                response: KeptResponse::Full(StoredResponse {
+                    status: StatusCode::OK,
+                    headers: Default::default(),
+                    body: Bytes::from_static(b"someone else's result"),
+                }),
+            }))))
+        }
+    }
+
+    #[tokio::test]
+    async fn an_explicit_key_is_checked_again_when_the_wait_elsewhere_ends() {
+        let layer = IdempotencyLayer::with_store(RunElsewhereThenOtherPayload)
+            .idempotency_key_header()
+            .deadline(Duration::from_secs(2));
+        let counts = Counts::default();
+        let client = Client::new(serve(tools(counts.clone()).layer(layer)).await);
+        let answer = client
+            .post_with(
+                "/tools/echo",
+                &[
+                    ("x-session-id", "s"),
+                    ("content-type", "application/json"),
+                    ("idempotency-key", "k-9"),
+                ],
+                r#"{"amount":1}"#,
+            )
+            .await;
+        assert_eq!(
+            answer.status,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "{:?}",
+            answer.body
+        );
+        assert_ne!(&answer.body[..], b"someone else's result");
+        assert_eq!(counts.get("echo"), 0);
+    }
+}

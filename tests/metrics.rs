@@ -152,3 +152,43 @@ async fn a_flood_of_distinct_paths_cannot_grow_the_operation_labels_past_their_b
         "every request is still counted"
     );
 }
+
+#[tokio::test]
+async fn a_lease_taken_over_while_the_action_runs_is_counted_as_lost() {
+    use support::faulty::{Call, Fault, FaultyStore, Plan};
+    use tower_idempotency::store::MemoryStore;
+    let recorder = DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    let _local = metrics::set_default_local_recorder(&recorder);
+    let store = MemoryStore::new();
+    // This instance's renewals reach the store too late, after the lease lapsed.
+    let late = Plan {
+        call: Call::Extend,
+        ordinal: 0,
+        fault: Fault::Delay(Duration::from_millis(400)),
+        every: true,
+    };
+    let stalled = IdempotencyLayer::with_store(FaultyStore::new(store.clone(), Some(late)))
+        .lease(Duration::from_millis(120))
+        .deadline(Duration::from_millis(100));
+    let other = IdempotencyLayer::with_store(store).deadline(Duration::from_millis(100));
+    let counts = Counts::default();
+    let first = Client::new(serve(tools(counts.clone()).layer(stalled)).await);
+    let second = Client::new(serve(tools(counts.clone()).layer(other)).await);
+    let slow = r#"{"id":1,"delay_ms":900}"#;
+    first.post("/tools/intent", "s", slow).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    // The lease lapsed: the other instance takes the intent over, and runs it again.
+    second.post("/tools/intent", "s", slow).await;
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let snapshot = snapshotter.snapshot().into_vec();
+    assert!(
+        counter(&snapshot, "idempotency_lease_lost_total", &[]) >= 1,
+        "the stalled owner learned that its lease was taken over"
+    );
+    assert_eq!(
+        counts.get("intent:1"),
+        2,
+        "what a lost lease costs: a second run"
+    );
+}
