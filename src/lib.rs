@@ -12,6 +12,12 @@
 //! with a status URL while the action goes on. Every answer the layer writes says first what
 //! happened to the action and whether calling again is safe.
 //!
+//! Two requests an upstream could tell apart are never one intent: integers keep their exact
+//! digits, an integer and a number written with a fraction or an exponent (`1`, `1.0`) are two
+//! kinds ([`IdempotencyLayer::rfc8785_numbers`] merges them), and the media type counts. A
+//! header the client chooses only ever narrows a configured scope
+//! ([`IdempotencyLayer::narrow_scope_by`]), never replaces it.
+//!
 //! ```
 //! use axum::{routing::post, Json, Router};
 //! use serde_json::{json, Value};

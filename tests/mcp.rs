@@ -899,3 +899,28 @@ async fn an_answer_over_the_response_limit_ran_once_and_is_not_run_again() {
         "never released into a second run"
     );
 }
+
+#[tokio::test]
+async fn a_task_still_running_is_answered_in_task_terms() {
+    let server = start(&[("MCP_TASKS", "on"), ("DEADLINE_MS", "200")]);
+    let session = raw_session(&server).await;
+    let accept = "application/json, text/event-stream";
+    let slow = REPORT_AS_TASK.replace(r#""seconds":0.8"#, r#""seconds":1.5"#);
+    let (_, _, created) = server.post(&session, accept, &slow).await;
+    let created: Value = serde_json::from_str(&created).unwrap();
+    let task_id = created["result"]["task"]["taskId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let result = task_request(&server, &session, 24, "tasks/result", &task_id).await;
+    let text = last_text(&result).as_str().unwrap_or_default();
+    assert!(text.starts_with("This task is still running"), "{result}");
+    assert!(text.contains("tasks/result"), "{result}");
+    assert_eq!(result["result"]["isError"], false);
+    assert_eq!(
+        result["result"]["structuredContent"]["outcome"],
+        "in_progress"
+    );
+    let related = &result["result"]["_meta"]["io.modelcontextprotocol/related-task"];
+    assert_eq!(related["taskId"], task_id.as_str());
+}

@@ -5,6 +5,7 @@
 use serde_json::{json, Map, Value};
 
 use super::envelope::Refusal;
+use crate::key::IntentKey;
 
 /// JSON-RPC's "Internal error".
 pub(crate) const INTERNAL_ERROR: i64 = -32603;
@@ -60,6 +61,29 @@ pub(crate) fn tool_result(id: &Value, answer: &Map<String, Value>) -> Value {
         "content": [{ "type": "text", "text": detail }],
         "structuredContent": structured(answer),
         "isError": !in_progress,
+    });
+    result(id, call_result)
+}
+
+/// `tasks/result` for a task still running when the query stopped waiting: a tool result in
+/// task terms, not an error, since the action is under way.
+pub(crate) fn task_still_running(id: &Value, intent: &IntentKey, started_s_ago: u64) -> Value {
+    let retry_after_s = started_s_ago.div_ceil(2).clamp(1, 30);
+    let text = format!(
+        "This task is still running (started {started_s_ago} s ago) and was not started \
+         again. Ask tasks/result for it again in {retry_after_s} s; do not call the tool again \
+         with new arguments."
+    );
+    let call_result = json!({
+        "content": [{ "type": "text", "text": text }],
+        "structuredContent": {
+            "outcome": "in_progress",
+            "retryable": true,
+            "retry_after_s": retry_after_s,
+            "started_s_ago": started_s_ago,
+            "intent": intent.to_hex(),
+        },
+        "isError": false,
     });
     result(id, call_result)
 }

@@ -576,13 +576,11 @@ impl<St: Store> Endpoint<St> {
             TaskAnswer::Result(record) => replay::<Full<Bytes>>(settings, &key, &record),
             TaskAnswer::StillRunning { started_at_ms } => {
                 let started = crate::clock::seconds_since(started_at_ms);
-                written(crate::answer::in_progress(
-                    &key,
-                    &settings.status_url(&key),
-                    started,
-                    false,
-                    &settings.repeat_keeps(None),
-                ))
+                let mut message = answers::task_still_running(&query.id, &key, started);
+                if let Value::Object(message) = &mut message {
+                    tasks::relate(message, &query.task_id);
+                }
+                return Some(message);
             }
         };
         let (_, answered) = Answer::of(response).await;
