@@ -66,6 +66,7 @@ mod layer;
 pub mod mcp;
 mod paths;
 mod protect;
+mod recorder;
 mod replay;
 mod scope;
 mod service;

@@ -19,7 +19,7 @@ use crate::execute::{self, Claimed};
 use crate::guard::{guarded, Panicked};
 use crate::inflight::{Lead, Role, Settled};
 use crate::key::{
-    ExplicitKey, Fingerprint, IntentKey, KeyMaterial, Operation, ScopeHash, Unkeyable,
+    ExplicitKey, Fingerprint, IntentKey, KeyMaterial, KeySource, Operation, ScopeHash, Unkeyable,
 };
 use crate::layer::Shared;
 use crate::replay::{replay, replay_stored, with_intent, written};
@@ -49,13 +49,6 @@ pub(crate) struct Intent {
     pub(crate) retention: Duration,
     /// How long the execution may run before it is abandoned, if it is bounded.
     pub(crate) max_execution: Option<Duration>,
-}
-
-/// Where an explicit key came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum KeySource {
-    Header,
-    Field,
 }
 
 impl Intent {

@@ -6,7 +6,7 @@ use std::time::Duration;
 use http::HeaderName;
 
 use crate::classify::{Classify, DefaultClassify};
-use crate::key::FingerprintRules;
+use crate::key::{FingerprintRules, KeySource};
 use crate::paths::PathRules;
 use crate::scope::{ScopeSource, DEFAULT_SCOPE_HEADER};
 use crate::telemetry::RouteLabel;
@@ -89,8 +89,7 @@ impl Settings {
 
     /// What a repeat must send again besides its arguments, for the in-progress answer: the
     /// scope, and the explicit key from where the client sent it.
-    pub(crate) fn repeat_keeps(&self, explicit: Option<crate::protect::KeySource>) -> String {
-        use crate::protect::KeySource;
+    pub(crate) fn repeat_keeps(&self, explicit: Option<KeySource>) -> String {
         let scope = self.scope.describe();
         match (explicit, &self.key_header, &self.fingerprint.key_field) {
             (Some(KeySource::Header), Some(name), _) => format!("{scope} and the `{name}` header"),

@@ -3,6 +3,15 @@
 use std::fmt;
 use std::str::FromStr;
 
+/// Where a client sent its explicit key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum KeySource {
+    /// A header (`Idempotency-Key`).
+    Header,
+    /// A JSON field of the body (`/request_id`).
+    Field,
+}
+
 /// A client-chosen key: 1 to 255 visible ASCII characters.
 ///
 /// ```

@@ -13,6 +13,7 @@ use std::str::FromStr;
 
 use sha2::{Digest, Sha256};
 
+pub(crate) use explicit::KeySource;
 pub use explicit::{ExplicitKey, InvalidExplicitKey};
 pub use fingerprint::{Fingerprint, FingerprintKind};
 pub use operation::Operation;
