@@ -59,32 +59,9 @@ impl<St: Store> Recorder<'_, St> {
             headers: storable_headers(&parts.headers),
             body: body.clone(),
         };
-        let settled = match self.classify(&parts) {
-            Verdict::Keep => Settled::Replay(self.complete(KeptResponse::Full(stored)).await),
-            verdict @ (Verdict::KeepStatus | Verdict::Unclassified) => {
-                let why = match verdict {
-                    Verdict::KeepStatus => Omission::NoStore,
-                    _ => Omission::Unclassified,
-                };
-                let kept = KeptResponse::Omitted {
-                    status: parts.status,
-                    why,
-                };
-                Settled::Replay(self.complete(kept).await)
-            }
-            Verdict::Release(cause) => {
-                let wait = retry_after_s(&parts.headers);
-                self.release(Some(parts.status), cause, wait).await;
-                Settled::Failed {
-                    response: Some(Arc::new(stored)),
-                    failure: Failure::Status(parts.status, wait),
-                }
-            }
-        };
-        (
-            settled,
-            Ok(Response::from_parts(parts, ResponseBody::full(body))),
-        )
+        let settled = self.settle(&parts, Some(stored)).await;
+        let response = Response::from_parts(parts, ResponseBody::full(body));
+        (settled, Ok(response))
     }
 
     /// A response over the stored-response cap: the action ran, its response is not kept.
@@ -94,30 +71,31 @@ impl<St: Store> Recorder<'_, St> {
         head: Bytes,
         tail: Pin<Box<B>>,
     ) -> (Settled, FirstAnswer<B, E>) {
-        let settled = match self.classify(&parts) {
-            verdict @ (Verdict::Keep | Verdict::KeepStatus | Verdict::Unclassified) => {
-                let why = match verdict {
-                    Verdict::KeepStatus => Omission::NoStore,
-                    Verdict::Unclassified => Omission::Unclassified,
-                    _ => Omission::TooLarge,
-                };
-                let kept = KeptResponse::Omitted {
-                    status: parts.status,
-                    why,
-                };
-                Settled::Replay(self.complete(kept).await)
-            }
-            Verdict::Release(cause) => {
-                let wait = retry_after_s(&parts.headers);
-                self.release(Some(parts.status), cause, wait).await;
-                Settled::Failed {
-                    response: None,
-                    failure: Failure::Status(parts.status, wait),
-                }
-            }
-        };
+        let settled = self.settle(&parts, None).await;
         let response = Response::from_parts(parts, ResponseBody::chained(head, tail));
         (settled, Ok(response))
+    }
+
+    /// Records what the verdict on a response says: the whole response where it was read
+    /// whole (`stored`) and may be kept, else that the action ran; or a release.
+    async fn settle(&self, parts: &response::Parts, stored: Option<StoredResponse>) -> Settled {
+        let status = parts.status;
+        let omitted = |why| KeptResponse::Omitted { status, why };
+        let kept = match (self.classify(parts), stored) {
+            (Verdict::Keep, Some(stored)) => KeptResponse::Full(stored),
+            (Verdict::Keep, None) => omitted(Omission::TooLarge),
+            (Verdict::KeepStatus, _) => omitted(Omission::NoStore),
+            (Verdict::Unclassified, _) => omitted(Omission::Unclassified),
+            (Verdict::Release(cause), stored) => {
+                let wait = retry_after_s(&parts.headers);
+                self.release(Some(status), cause, wait).await;
+                return Settled::Failed {
+                    response: stored.map(Arc::new),
+                    failure: Failure::Status(status, wait),
+                };
+            }
+        };
+        Settled::Replay(self.complete(kept).await)
     }
 
     /// The execution passed its bound and was dropped: recorded as run with an unknown
