@@ -523,3 +523,34 @@ async fn a_sigterm_mid_action_lets_it_finish_and_record_so_the_other_instance_re
     let stats = second.client.get("/stats", None).await.json();
     assert_eq!(stats["generate_report"], 0, "never run again");
 }
+
+#[tokio::test]
+async fn a_claim_whose_reply_was_lost_is_given_back_by_its_token() {
+    let server = RedisServer::start();
+    // One connection claims and "loses" the reply; the layer's store never saw it succeed.
+    let lost_reply = RedisStore::connect(&server.url()).await.unwrap();
+    let store = RedisStore::connect(&server.url()).await.unwrap();
+    let key = IntentKey::from_bytes([11; 32]);
+    let request = claim_request(Duration::from_secs(30));
+    assert!(matches!(
+        lost_reply.claim(&key, &request).await.unwrap(),
+        Claim::Acquired(_)
+    ));
+    assert_eq!(
+        store.abandon(&key, &request.token).await.unwrap(),
+        Fence::Held,
+        "the lease that token took is given back"
+    );
+    assert!(matches!(
+        store
+            .claim(&key, &claim_request(Duration::from_secs(30)))
+            .await
+            .unwrap(),
+        Claim::Acquired(_)
+    ));
+    // Another token's lease is never given back.
+    assert_eq!(
+        store.abandon(&key, &request.token).await.unwrap(),
+        Fence::Lost
+    );
+}

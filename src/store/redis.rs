@@ -334,6 +334,16 @@ impl Store for RedisStore {
         Ok(fence(written))
     }
 
+    /// Deletes the running entry `token` holds, whether or not this process learned that its
+    /// claim succeeded: the reply of a claim can be lost after Redis ran it.
+    async fn abandon(&self, key: &IntentKey, token: &OwnerToken) -> Result<Fence, StoreError> {
+        let deleted: i64 = self
+            .run(&scripts::ABANDON, key, &[token.as_bytes()])
+            .await?;
+        self.forget(key);
+        Ok(fence(deleted))
+    }
+
     async fn extend(
         &self,
         key: &IntentKey,

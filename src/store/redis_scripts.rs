@@ -89,7 +89,22 @@ return 0
     )
 });
 
+/// ARGV: token. Deletes this owner's running entry, if it holds one: a claim whose reply was
+/// lost gives back what it may have taken. Returns 1 if deleted, 0 otherwise.
+pub(super) static ABANDON: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+local current = redis.call('GET', KEYS[1])
+if current and string.byte(current, 2) == 82 and string.sub(current, 3, 18) == ARGV[1] then
+  redis.call('DEL', KEYS[1])
+  return 1
+end
+return 0
+",
+    )
+});
+
 /// All scripts, to load them when a connection is made.
-pub(super) fn all() -> [&'static Script; 4] {
-    [&CLAIM, &COMPLETE, &RELEASE, &EXTEND]
+pub(super) fn all() -> [&'static Script; 5] {
+    [&CLAIM, &COMPLETE, &RELEASE, &EXTEND, &ABANDON]
 }
