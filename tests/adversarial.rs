@@ -278,3 +278,29 @@ async fn one_scope_flooding_the_memory_store_cannot_evict_another_scopes_records
     assert!(store.evictions() > 0, "the flood evicted its own records");
     assert_eq!(counts.get("echo"), 1520);
 }
+
+#[tokio::test]
+async fn one_scope_whose_calls_all_fail_cannot_evict_another_scopes_records() {
+    use tower_idempotency::store::MemoryStore;
+    let store = MemoryStore::builder().max_bytes(256 * 1024).build();
+    let layer = IdempotencyLayer::with_store(store.clone());
+    let counts = Counts::default();
+    let client = Client::new(serve(tools(counts.clone()).layer(layer)).await);
+    for n in 0..20 {
+        client
+            .post("/tools/echo", "victim", &format!(r#"{{"n":{n}}}"#))
+            .await;
+    }
+    // Every failed call leaves a tombstone: they count against the failing scope's share.
+    for n in 0..1200 {
+        client
+            .post("/tools/status/503", "flood", &format!(r#"{{"n":{n}}}"#))
+            .await;
+    }
+    for n in 0..20 {
+        let again = client
+            .post("/tools/echo", "victim", &format!(r#"{{"n":{n}}}"#))
+            .await;
+        assert!(again.replayed(), "the victim's record {n} was kept");
+    }
+}

@@ -31,7 +31,9 @@ const DEFAULT_SHARE_DIVISOR: u64 = 4;
 ///
 /// One share (the principal where the layer has one, else the scope) holds at most a part of
 /// the budget, a quarter by default ([`MemoryStoreBuilder::max_bytes_per_scope`]): a caller
-/// that floods new intents evicts its own oldest records, never another's.
+/// that floods new intents, or calls that fail, evicts its own oldest records, never
+/// another's. The bound holds per principal: where the scope is a header the client chooses
+/// (the default `x-session-id`), a client that changes it gets a new share each time.
 ///
 /// Clones share the same state.
 ///
@@ -67,6 +69,15 @@ enum Settled {
 }
 
 impl Settled {
+    /// What the cache charges for the value, its key included.
+    fn weight(&self) -> u32 {
+        let weight = match self {
+            Self::Completed(record, _) => record.weight(),
+            Self::Failed(..) => 400,
+        };
+        u32::try_from(weight + 32).unwrap_or(u32::MAX)
+    }
+
     fn ttl(&self) -> Duration {
         match self {
             Self::Completed(_, ttl) | Self::Failed(_, ttl) => *ttl,
@@ -126,15 +137,10 @@ impl MemoryStoreBuilder {
         let settled = Cache::builder()
             .max_capacity(self.max_bytes)
             .eviction_policy(EvictionPolicy::lru())
-            .weigher(|_: &IntentKey, value: &Settled| -> u32 {
-                match value {
-                    Settled::Completed(record, _) => weigh(record.weight()),
-                    Settled::Failed(..) => weigh(400),
-                }
-            })
+            .weigher(|_: &IntentKey, value: &Settled| -> u32 { value.weight() })
             .expire_after(SettledExpiry)
             .eviction_listener(move |key: Arc<IntentKey>, value: Settled, cause| {
-                if let Settled::Completed(..) = value {
+                if cause != RemovalCause::Replaced {
                     left.left(&key);
                 }
                 if cause == RemovalCause::Size {
@@ -164,11 +170,6 @@ impl MemoryStoreBuilder {
             }),
         }
     }
-}
-
-/// What the cache charges for a value of `weight` bytes, its key included.
-fn weigh(weight: usize) -> u32 {
-    u32::try_from(weight + 32).unwrap_or(u32::MAX)
 }
 
 impl Default for MemoryStore {
@@ -247,16 +248,15 @@ impl MemoryStore {
     fn settle(&self, key: &IntentKey, token: &OwnerToken, outcome: Settled) -> Fence {
         let mut over_share = Vec::new();
         let fence = self.fenced(key, token, |running| {
-            let share = running.get(key).map(|lease| lease.share);
-            let weight = match &outcome {
-                Settled::Completed(record, _) => Some(weigh(record.weight())),
-                Settled::Failed(..) => None,
-            };
+            // Counted before it is inserted, so that an eviction of the new value at once
+            // finds it counted. Tombstones count too: a caller whose calls all fail must not
+            // fill the budget at the others' expense.
+            if let Some(lease) = running.get(key) {
+                let weight = u64::from(outcome.weight());
+                over_share = self.inner.shares.kept(*key, lease.share, weight);
+            }
             self.inner.settled.insert(*key, outcome);
             running.remove(key);
-            if let (Some(share), Some(weight)) = (share, weight) {
-                over_share = self.inner.shares.kept(*key, share, u64::from(weight));
-            }
         });
         for evicted in over_share {
             self.inner.settled.invalidate(&evicted);

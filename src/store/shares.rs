@@ -23,15 +23,27 @@ pub(super) struct Shares {
 #[derive(Default)]
 struct State {
     shares: HashMap<ScopeHash, Share>,
-    /// Which share each kept record counts against, and its weight.
-    owners: HashMap<IntentKey, (ScopeHash, u64), KeyHasher>,
+    /// Which share each kept record counts against, its weight, and the generation of its
+    /// place in that share's order.
+    owners: HashMap<IntentKey, Owner, KeyHasher>,
+    generation: u64,
+}
+
+#[derive(Clone, Copy)]
+struct Owner {
+    share: ScopeHash,
+    weight: u64,
+    generation: u64,
 }
 
 #[derive(Default)]
 struct Share {
     bytes: u64,
-    /// Keys in the order they were kept; a key no longer in `owners` is skipped.
-    order: VecDeque<IntentKey>,
+    /// Values that count against it now.
+    live: usize,
+    /// Keys in the order they were kept, with the generation they were kept under; a place
+    /// whose generation no longer matches its owner entry is stale and skipped.
+    order: VecDeque<(IntentKey, u64)>,
 }
 
 impl Shares {
@@ -41,59 +53,71 @@ impl Shares {
             state: Mutex::new(State {
                 shares: HashMap::new(),
                 owners: HashMap::with_hasher(KeyHasher::new()),
+                generation: 0,
             }),
         }
     }
 
-    /// Counts a kept record against `share`, and returns the share's oldest records to drop
-    /// so that it stays within its part of the budget (never the record just kept).
+    /// Counts a kept value against `share`, and returns the share's oldest values to drop so
+    /// that it stays within its part of the budget (never the value just kept).
     pub(super) fn kept(&self, key: IntentKey, share: ScopeHash, weight: u64) -> Vec<IntentKey> {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        let State { shares, owners } = &mut *state;
-        if let Some((old, old_weight)) = owners.insert(key, (share, weight)) {
-            if let Some(old) = shares.get_mut(&old) {
-                old.bytes = old.bytes.saturating_sub(old_weight);
+        state.generation += 1;
+        let generation = state.generation;
+        let State { shares, owners, .. } = &mut *state;
+        let owner = Owner {
+            share,
+            weight,
+            generation,
+        };
+        if let Some(old) = owners.insert(key, owner) {
+            if let Some(old_share) = shares.get_mut(&old.share) {
+                old_share.bytes = old_share.bytes.saturating_sub(old.weight);
+                old_share.live = old_share.live.saturating_sub(1);
             }
         }
         let held = shares.entry(share).or_default();
         held.bytes += weight;
-        held.order.push_back(key);
+        held.live += 1;
+        held.order.push_back((key, generation));
         let mut dropped = Vec::new();
         while held.bytes > self.limit {
-            let Some(oldest) = held.order.pop_front() else {
+            let Some((oldest, placed)) = held.order.pop_front() else {
                 break;
             };
-            if oldest == key {
-                // The newest record stays: put it back and stop.
-                held.order.push_front(oldest);
+            if placed == generation {
+                // Only the newest value is left: it stays, alone over the part.
+                held.order.push_front((oldest, placed));
                 break;
             }
-            if let Some((owner, weight)) = owners.get(&oldest).copied() {
-                if owner == share {
-                    owners.remove(&oldest);
-                    held.bytes = held.bytes.saturating_sub(weight);
-                    dropped.push(oldest);
-                }
+            let live = owners.get(&oldest).copied();
+            if let Some(owner) = live.filter(|o| o.generation == placed && o.share == share) {
+                owners.remove(&oldest);
+                held.bytes = held.bytes.saturating_sub(owner.weight);
+                held.live = held.live.saturating_sub(1);
+                dropped.push(oldest);
             }
         }
         dropped
     }
 
-    /// A record left the store (expired, evicted, replaced): it no longer counts.
+    /// A value left the store (expired, evicted, replaced): it no longer counts.
     pub(super) fn left(&self, key: &IntentKey) {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        let State { shares, owners } = &mut *state;
-        let Some((share, weight)) = owners.remove(key) else {
+        let State { shares, owners, .. } = &mut *state;
+        let Some(owner) = owners.remove(key) else {
             return;
         };
-        if let Some(held) = shares.get_mut(&share) {
-            held.bytes = held.bytes.saturating_sub(weight);
-            if held.bytes == 0 {
-                shares.remove(&share);
-            } else if held.order.len() > 2 * owners.len() + 64 {
-                // Keys of records gone by other ways pile up in the order: drop them now and then.
-                held.order
-                    .retain(|k| owners.get(k).is_some_and(|(s, _)| *s == share));
+        if let Some(held) = shares.get_mut(&owner.share) {
+            held.bytes = held.bytes.saturating_sub(owner.weight);
+            held.live = held.live.saturating_sub(1);
+            if held.live == 0 {
+                shares.remove(&owner.share);
+            } else if held.order.len() > 64 && held.order.len() > 2 * held.live {
+                // Places of values gone by other ways pile up: drop them now and then.
+                let live =
+                    |(k, g): &(IntentKey, u64)| owners.get(k).is_some_and(|o| o.generation == *g);
+                held.order.retain(live);
             }
         }
     }
@@ -124,6 +148,20 @@ mod tests {
             shares.kept(key(8), a, 200).is_empty(),
             "the other share kept its own"
         );
+    }
+
+    #[test]
+    fn a_stale_place_of_a_record_kept_again_never_stops_the_evictions() {
+        let shares = Shares::new(200);
+        let a = ScopeHash::of(b"a");
+        assert!(shares.kept(key(1), a, 100).is_empty());
+        // It left (expired); its place in the order is stale.
+        shares.left(&key(1));
+        assert!(shares.kept(key(2), a, 100).is_empty());
+        assert!(shares.kept(key(3), a, 100).is_empty());
+        // The same intent kept again: its stale place is skipped, the oldest live one goes.
+        assert_eq!(shares.kept(key(1), a, 100), vec![key(2)]);
+        assert_eq!(shares.kept(key(4), a, 100), vec![key(3)]);
     }
 
     #[test]
