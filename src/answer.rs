@@ -150,6 +150,21 @@ pub(crate) fn layer_fault(what: &str) -> Answer {
     )
 }
 
+/// The status path: the user's scope hook panicked, so the record cannot be looked up.
+pub(crate) fn status_layer_fault(what: &str) -> Answer {
+    Answer::new(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "layer-fault",
+        "Idempotency hook failed",
+        "unavailable",
+        false,
+        format!(
+            "This status request was not answered: the layer's `{what}` hook failed on it, so \
+             whether the action ran cannot be told from here."
+        ),
+    )
+}
+
 /// A protected request came without a scope.
 pub(crate) fn missing_scope(what: &str) -> Answer {
     Answer::new(
@@ -378,10 +393,20 @@ pub(crate) enum Failure {
 impl Failure {
     /// How the attempt a tombstone records ended.
     pub(crate) fn of(tombstone: &Tombstone) -> Self {
-        match (tombstone.status, tombstone.cause) {
-            (Some(status), _) => Self::Status(status, tombstone.retry_after_s),
-            (None, ReleaseCause::Panic) => Self::Panic,
-            (None, ReleaseCause::ResponseBody) => Self::Body,
+        Self::released(tombstone.status, tombstone.cause, tombstone.retry_after_s)
+    }
+
+    /// How an attempt released for `cause` ended: a crash or an answer that broke off may
+    /// have run, whatever status came before it.
+    pub(crate) fn released(
+        status: Option<StatusCode>,
+        cause: ReleaseCause,
+        retry_after_s: Option<u64>,
+    ) -> Self {
+        match (status, cause) {
+            (_, ReleaseCause::Panic) => Self::Panic,
+            (_, ReleaseCause::ResponseBody) => Self::Body,
+            (Some(status), _) => Self::Status(status, retry_after_s),
             (None, _) => Self::Error,
         }
     }

@@ -91,7 +91,7 @@ impl<St: Store> Recorder<'_, St> {
                 self.release(Some(status), cause, wait).await;
                 return Settled::Failed {
                     response: stored.map(Arc::new),
-                    failure: Failure::Status(status, wait),
+                    failure: Failure::released(Some(status), cause, wait),
                 };
             }
         };
@@ -126,7 +126,6 @@ impl<St: Store> Recorder<'_, St> {
         )
     }
 
-    /// Stores the record, retrying a store that fails while keeping the lease alive.
     /// Stores the record; one the store refuses is left for [`Recorder::keep_writing`], so that
     /// the callers need not wait for the store to come back.
     async fn complete(&self, response: KeptResponse) -> Arc<Record> {
@@ -169,7 +168,10 @@ impl<St: Store> Recorder<'_, St> {
     /// action again: counted (`idempotency_completions_abandoned_total`) and logged.
     pub(crate) async fn keep_writing(&self, record: Arc<Record>) {
         let give_up = tokio::time::Instant::now() + COMPLETION_RETRY_WINDOW;
-        let mut backoff = Duration::from_millis(50);
+        // Each attempt renews the lease first, so attempts never wait longer than a third of it.
+        let longest = (self.shared.settings.lease / 3)
+            .clamp(Duration::from_millis(10), Duration::from_secs(5));
+        let mut backoff = Duration::from_millis(50).min(longest);
         loop {
             tokio::time::sleep(backoff).await;
             let key = &self.intent.key;
@@ -179,7 +181,7 @@ impl<St: Store> Recorder<'_, St> {
                 Ok(()) => return,
                 Err(error) if tokio::time::Instant::now() < give_up => {
                     tracing::warn!(%error, "recording the outcome failed; retrying");
-                    backoff = (backoff * 2).min(Duration::from_secs(5));
+                    backoff = (backoff * 2).min(longest);
                 }
                 Err(error) => {
                     tracing::error!(%error, "recording the outcome failed; giving up");

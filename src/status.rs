@@ -73,7 +73,7 @@ pub(crate) async fn answer_status<St: Store, B>(
     };
     let scope = match settings.scope.scope_of(parts) {
         Ok(scope) => scope,
-        Err(panicked) => return written(answer::layer_fault(panicked.what)),
+        Err(panicked) => return written(answer::status_layer_fault(panicked.what)),
     };
     let Some(scope) = scope else {
         return written(answer::status_missing_scope(&settings.scope.describe()));

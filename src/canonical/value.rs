@@ -12,6 +12,10 @@ pub(crate) fn to_value(node: &Node<'_>) -> Result<Value, CanonicalError> {
     Ok(match node {
         Node::Null => Value::Null,
         Node::Bool(b) => Value::Bool(*b),
+        // `-0` has no integer in serde_json: it would cross as `0`, another intent.
+        Node::Integer(digits) if digits.as_ref() == "-0" => {
+            return Err(CanonicalError::NumberOutOfRange)
+        }
         Node::Integer(digits) => {
             if let Ok(n) = digits.parse::<u64>() {
                 Value::Number(n.into())

@@ -162,9 +162,8 @@ impl FingerprintRules {
         };
         let mut node = match canonical::parse(body) {
             Ok(node) => node,
-            Err(error @ (CanonicalError::DuplicateMember | CanonicalError::TooDeep))
-                if self.leaves_fields_out() =>
-            {
+            // Keyed by its raw bytes, the fields to leave out would count: refused instead.
+            Err(error) if self.leaves_fields_out() => {
                 return BodyFingerprint {
                     unkeyable: Some(Unkeyable::Uncanonical(error)),
                     ..raw()
@@ -347,8 +346,11 @@ mod tests {
             ignoring.fingerprint(Some(&JSON), twice).unkeyable,
             Some(Unkeyable::Uncanonical(CanonicalError::DuplicateMember))
         );
-        // Not JSON at all: keyed by its bytes, as any other body.
-        assert!(ignoring.fingerprint(Some(&JSON), b"{").unkeyable.is_none());
+        // JSON by its type that does not parse cannot have the fields left out either...
+        assert!(ignoring.fingerprint(Some(&JSON), b"{").unkeyable.is_some());
+        // ...while a body of another type is keyed by its bytes, as any other.
+        let text = HeaderValue::from_static("text/plain");
+        assert!(ignoring.fingerprint(Some(&text), b"{").unkeyable.is_none());
     }
 
     #[test]

@@ -9,6 +9,8 @@ use crate::key::IntentKey;
 
 /// JSON-RPC's "Internal error".
 pub(crate) const INTERNAL_ERROR: i64 = -32603;
+/// JSON-RPC's "Parse error".
+const PARSE_ERROR: i64 = -32700;
 /// JSON-RPC's "Invalid Request".
 const INVALID_REQUEST: i64 = -32600;
 /// JSON-RPC's "Invalid params".
@@ -132,8 +134,14 @@ pub(crate) fn refused(refusal: &Refusal) -> Value {
         Refusal::Batch => (
             Value::Null,
             INVALID_REQUEST,
-            "Nothing was executed: a batch may not hold a tools/call. Send each call in its own \
-             request; doing so is safe.",
+            "Nothing was executed: a batch may not hold a tools/call or a cancellation. Send \
+             each message in its own request; doing so is safe.",
+        ),
+        Refusal::Unparsable => (
+            Value::Null,
+            PARSE_ERROR,
+            "Nothing was executed: the request is not valid JSON. Send the call again as valid \
+             JSON; doing so is safe.",
         ),
         Refusal::Notification => (
             Value::Null,

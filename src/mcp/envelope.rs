@@ -66,8 +66,11 @@ pub(crate) struct TaskQuery {
 /// Why a `tools/call` is refused.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Refusal {
-    /// A JSON-RPC batch holding a `tools/call`: Streamable HTTP carries one message per POST.
+    /// A JSON-RPC batch holding a `tools/call` or a cancellation: Streamable HTTP carries one
+    /// message per POST.
     Batch,
+    /// A body that names a `tools/call` but is not JSON the layer can read.
+    Unparsable,
     /// A `tools/call` without an id: a request sent as a notification.
     Notification,
     /// An id that is neither a string nor a number.
@@ -86,8 +89,13 @@ pub(crate) enum Refusal {
 pub(crate) fn read(body: &[u8]) -> Envelope {
     match serde_json::from_slice::<Value>(body) {
         Ok(Value::Object(message)) => read_message(message, body),
-        Ok(Value::Array(batch)) if batch.iter().any(is_tool_call) => {
+        Ok(Value::Array(batch)) if batch.iter().any(|m| is_tool_call(m) || is_cancellation(m)) => {
             Envelope::Refused(Refusal::Batch)
+        }
+        // Not JSON the layer can read, but it names a tool call: passed on, it could run
+        // unprotected.
+        Err(_) if memchr::memmem::find(body, TOOLS_CALL.as_bytes()).is_some() => {
+            Envelope::Refused(Refusal::Unparsable)
         }
         _ => Envelope::Other { id: None },
     }
@@ -97,14 +105,14 @@ fn is_tool_call(message: &Value) -> bool {
     message.get("method").and_then(Value::as_str) == Some(TOOLS_CALL)
 }
 
+fn is_cancellation(message: &Value) -> bool {
+    message.get("method").and_then(Value::as_str) == Some(CANCELLED)
+}
+
 /// Why a tool call's body has no canonical form to leave its id and metadata out of, if so.
 /// serde_json takes the last of two members of one name; the key must not guess.
 fn unkeyable(body: &[u8]) -> Option<crate::canonical::CanonicalError> {
-    use crate::canonical::CanonicalError;
-    match crate::canonical::parse(body) {
-        Err(why @ (CanonicalError::DuplicateMember | CanonicalError::TooDeep)) => Some(why),
-        _ => None,
-    }
+    crate::canonical::parse(body).err()
 }
 
 fn read_message(mut message: Map<String, Value>, body: &[u8]) -> Envelope {
@@ -113,7 +121,8 @@ fn read_message(mut message: Map<String, Value>, body: &[u8]) -> Envelope {
         None => return Envelope::Other { id: None },
     };
     let method = method.as_str();
-    if method == CANCELLED && !message.contains_key("id") {
+    // A cancellation is absorbed however it is sent, an id or not.
+    if method == CANCELLED {
         let request_id = message
             .get("params")
             .and_then(|params| params.get("requestId"))
@@ -230,6 +239,29 @@ mod tests {
         assert_eq!(id, Some(Value::from("p")));
         let body = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
         assert!(matches!(read_str(body), Envelope::Other { id: None }));
+    }
+
+    #[test]
+    fn a_cancellation_in_a_batch_or_with_an_id_never_slips_past() {
+        let batch =
+            r#"[{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}]"#;
+        assert!(matches!(read_str(batch), Envelope::Refused(Refusal::Batch)));
+        let with_id = r#"{"jsonrpc":"2.0","id":5,"method":"notifications/cancelled","params":{"requestId":1}}"#;
+        assert!(matches!(read_str(with_id), Envelope::Cancellation { .. }));
+    }
+
+    #[test]
+    fn a_tool_call_the_layer_cannot_read_is_refused_not_passed_on() {
+        let broken = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{"n":NaN}}}"#;
+        assert!(matches!(
+            read_str(broken),
+            Envelope::Refused(Refusal::Unparsable)
+        ));
+        let lone = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{"s":"\ud800"}}}"#;
+        assert!(matches!(
+            read_str(lone),
+            Envelope::Refused(Refusal::Unparsable | Refusal::Unkeyable { .. })
+        ));
     }
 
     #[test]

@@ -89,9 +89,10 @@ where
     B::Error: Into<BoxError>,
 {
     if is_event_stream(headers) {
-        // Events are read one at a time and those before the answer dropped, so they do not
-        // count toward the bound; only an event over it is refused.
-        let body = body.map_err(|error| BodyError(error.into()));
+        // Events are read one at a time and those before the answer dropped; the stream as a
+        // whole is bounded at a multiple of the bound, so a stream that never answers cannot
+        // grow without end.
+        let body = Limited::new(body, limit.saturating_mul(4)).map_err(BodyError);
         let mut events = std::pin::pin!(SseStream::new(body));
         while let Some(event) = events.next().await {
             let Ok(Sse {

@@ -130,10 +130,11 @@ impl<St: Store> IdempotencyLayer<St> {
             narrowed: true,
         };
         settings.classify = Arc::new(|status: StatusCode, _: &http::HeaderMap| {
-            if status.is_success() {
-                Verdict::Keep
-            } else {
-                Verdict::Release(ReleaseCause::Status)
+            match status {
+                status if status.is_success() => Verdict::Keep,
+                // The server path's answer was lost or broke off: the tool may have run.
+                StatusCode::BAD_GATEWAY => Verdict::Release(ReleaseCause::ResponseBody),
+                _ => Verdict::Release(ReleaseCause::Status),
             }
         });
         if settings.route_label.is_none() {

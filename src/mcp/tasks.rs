@@ -14,7 +14,7 @@ use crate::clock::now_ms;
 use crate::key::{IntentKey, ScopeHash};
 use crate::layer::Shared;
 use crate::status::{self, Seen};
-use crate::store::{Record, Store};
+use crate::store::{KeptResponse, Omission, Record, Store};
 
 /// How often a requestor is asked to poll a task.
 const POLL_INTERVAL: Duration = Duration::from_secs(1);
@@ -47,8 +47,8 @@ impl TaskStatus {
             }
             Self::Completed => "The action ran; tasks/result gives its result.",
             Self::Failed => {
-                "The action failed and its result was not kept; calling the tool again with the \
-                 same arguments runs it again."
+                "The last attempt ended without a kept result; tasks/result tells what is known \
+                 of it. Check it before calling the tool again."
             }
         }
     }
@@ -170,6 +170,7 @@ pub(crate) enum TaskAnswer {
 }
 
 fn get(id: &Value, key: IntentKey, seen: &Seen, ttl: Duration) -> Value {
+    let told = told_of(seen);
     let (status, created, updated) = match seen {
         Seen::Running { started_at_ms } => (TaskStatus::Working, *started_at_ms, now_ms()),
         Seen::Completed(record) => (
@@ -190,7 +191,33 @@ fn get(id: &Value, key: IntentKey, seen: &Seen, ttl: Duration) -> Value {
         updated_at_ms: updated,
         ttl,
     };
-    answers::result(id, view.to_value())
+    let mut task = view.to_value();
+    if let Some(told) = told {
+        task["statusMessage"] = Value::from(told);
+    }
+    answers::result(id, task)
+}
+
+/// What a task's status message must say where its status alone would not tell the truth:
+/// a task that may have run (abandoned, unclassified, crashed, broken off), or one whose
+/// failure has a cause to name.
+fn told_of(seen: &Seen) -> Option<String> {
+    match seen {
+        Seen::Completed(record) => match record.response {
+            KeptResponse::Abandoned
+            | KeptResponse::Omitted {
+                why: Omission::Unclassified,
+                ..
+            } => Some(
+                "The action may have run: whether it took effect is not known. It will not \
+                     be run again by itself; check its effect before calling the tool again."
+                    .to_owned(),
+            ),
+            _ => None,
+        },
+        Seen::Failed(tombstone) => Some(Failure::of(tombstone).told("The action").2),
+        _ => None,
+    }
 }
 
 fn failed(id: &Value, key: &IntentKey, failure: Failure) -> Value {

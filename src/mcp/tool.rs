@@ -44,12 +44,11 @@ pub(crate) fn keeps(answer: &Value) -> bool {
 }
 
 /// Whether a JSON-RPC error is a server's answer to a cancelled call. Servers built on some
-/// SDKs answer one with code 0 (a code JSON-RPC does not define) and "Request cancelled".
+/// SDKs answer one with "Request cancelled" and a code outside the reserved range (0).
 fn is_cancelled(error: &Value) -> bool {
-    let code = error.get("code").and_then(Value::as_i64);
     let message = error.get("message").and_then(Value::as_str).unwrap_or("");
     let message = message.trim().trim_end_matches('.').to_ascii_lowercase();
-    code == Some(0) || matches!(message.as_str(), "request cancelled" | "request canceled")
+    matches!(message.as_str(), "request cancelled" | "request canceled")
 }
 
 /// The inner service, answering the protected path.
@@ -160,6 +159,8 @@ mod tests {
         for answer in kept {
             assert!(keeps(&answer), "{answer}");
         }
+        let refusal = json!({"id":1,"error":{"code":0,"message":"account closed"}});
+        assert!(keeps(&refusal), "code 0 alone is a server's own refusal");
         let released = [
             json!({"id":1,"error":{"code":-32603,"message":"internal"}}),
             json!({"id":1,"error":{"code":-32000,"message":"server error"}}),
