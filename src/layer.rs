@@ -384,7 +384,8 @@ impl<St> IdempotencyLayer<St> {
     /// Bounds every store call (default 2 s): a call that takes longer counts as failed, as a
     /// store that panics does, so a hanging custom store cannot hold a caller past its
     /// deadline. A claim that fails is answered 503 `not_executed` (fail-closed), and the
-    /// layer gives back the lease it may have taken.
+    /// layer gives back the lease it may have taken. The bound belongs to the store the layer
+    /// holds: layers cloned from this one before the call share it, and the last call wins.
     pub fn store_timeout(mut self, timeout: Duration) -> Self {
         self.shared.store.set_timeout(timeout);
         self.settings_mut().store_timeout = timeout;

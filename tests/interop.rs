@@ -15,6 +15,10 @@ use std::process::Command;
 use serde_json::Value;
 use support::gateway::start_example;
 
+/// Succeeds where the SDK the client script is written for is installed.
+const SDK_CHECK: &str =
+    "import importlib.metadata as m, mcp.client.streamable_http; assert m.version('mcp') == '2.3.0'";
+
 /// The interpreter of the environment that holds the SDK, or `None` where it is missing
 /// outside CI.
 fn python() -> Option<PathBuf> {
@@ -26,7 +30,7 @@ fn python() -> Option<PathBuf> {
         PathBuf::from,
     );
     let has_sdk = Command::new(&python)
-        .args(["-c", "import mcp.client.streamable_http"])
+        .args(["-c", SDK_CHECK])
         .output()
         .is_ok_and(|output| output.status.success());
     if has_sdk {
@@ -53,6 +57,9 @@ fn scenario(python: &PathBuf, name: &str) -> Value {
     );
     let output = Command::new(python)
         .args([script, "--url", &server.client.base, "--scenario", name])
+        // Loopback traffic never goes through a proxy the environment may name.
+        .env("NO_PROXY", "127.0.0.1,localhost")
+        .env("no_proxy", "127.0.0.1,localhost")
         .output()
         .expect("the Python client runs");
     let stderr = String::from_utf8_lossy(&output.stderr);

@@ -63,10 +63,11 @@ impl Gateway {
 
     /// Sends SIGTERM, as an orchestrator or a process manager does to stop a process.
     pub fn terminate(&self) {
-        let status = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
+        // The shell's own `kill`: no separate binary needed.
+        let status = Command::new("sh")
+            .args(["-c", &format!("kill -TERM {}", self.child.id())])
             .status()
-            .expect("kill runs");
+            .expect("sh runs");
         assert!(status.success(), "SIGTERM was delivered");
     }
 
