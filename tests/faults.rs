@@ -234,6 +234,30 @@ mod faults_in_user_code_and_stores {
     }
 
     #[tokio::test]
+    async fn when_the_release_write_fails_the_caller_still_gets_the_failure_at_once() {
+        let store = FaultyStore::new(MemoryStore::new(), always(Call::Release, Fault::Fail));
+        let layer = IdempotencyLayer::with_store(store).deadline(Duration::from_secs(3));
+        let (client, counts) = start(layer).await;
+        let asked = Instant::now();
+        let failed = client.post("/tools/status/503", "s", "{}").await;
+        assert_eq!(
+            failed.status,
+            StatusCode::SERVICE_UNAVAILABLE,
+            "{:?}",
+            failed.body
+        );
+        assert!(
+            asked.elapsed() < Duration::from_millis(500),
+            "{:?}",
+            asked.elapsed()
+        );
+        // A repeat meanwhile is told the attempt failed, never that it still runs.
+        let again = client.post("/tools/status/503", "s", "{}").await;
+        assert_ne!(again.status, StatusCode::ACCEPTED, "{:?}", again.body);
+        assert_eq!(counts.get("status"), 1);
+    }
+
+    #[tokio::test]
     async fn a_duplicate_waiting_on_another_instance_holds_no_execution_slot() {
         let store = MemoryStore::new();
         let other = IdempotencyLayer::with_store(store.clone());
