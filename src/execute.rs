@@ -92,6 +92,7 @@ pub(crate) fn start<S, St, B, ResBody>(
             token: &token,
             started_at_ms,
             unwritten: Mutex::new(None),
+            unreleased: Mutex::new(None),
         };
         let (settled, answer) = match ended {
             None => recorder.abandoned().await,
@@ -121,22 +122,28 @@ pub(crate) fn start<S, St, B, ResBody>(
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .take();
-        match unwritten {
-            None => {
-                lead.settle(settled);
-                // The caller may have had its answer already (202) or gone away: either is fine.
-                let _ = first.send(answer);
-            }
-            Some(record) => {
-                // The store refused the record: every caller waiting here gets the outcome now,
-                // and repeats in this process are answered from the slot while the write is
-                // retried, the lease kept alive.
-                lead.publish(settled.clone());
-                let _ = first.send(answer);
-                recorder.keep_writing(record).await;
-                lead.settle(settled);
-            }
+        let unreleased = recorder
+            .unreleased
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if unwritten.is_none() && unreleased.is_none() {
+            lead.settle(settled);
+            // The caller may have had its answer already (202) or gone away: either is fine.
+            let _ = first.send(answer);
+            return;
         }
+        // The store refused the outcome: every caller waiting here gets it now, and repeats
+        // in this process are answered from the slot while the write is retried.
+        lead.publish(settled.clone());
+        let _ = first.send(answer);
+        if let Some(record) = unwritten {
+            recorder.keep_writing(record).await;
+        }
+        if let Some(tombstone) = unreleased {
+            recorder.keep_releasing(tombstone).await;
+        }
+        lead.settle(settled);
     };
     // One poll here first: a tool that answers without waiting is done before a task would
     // have been scheduled, and there is nothing left to detach. Anything that waits is moved,

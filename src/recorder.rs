@@ -37,6 +37,8 @@ pub(crate) struct Recorder<'a, St> {
     pub(crate) started_at_ms: u64,
     /// A record the store refused at the first attempt, still to be written.
     pub(crate) unwritten: Mutex<Option<Arc<Record>>>,
+    /// A release the store refused at the first attempt, still to be written.
+    pub(crate) unreleased: Mutex<Option<Arc<Tombstone>>>,
 }
 
 impl<St: Store> Recorder<'_, St> {
@@ -207,24 +209,39 @@ impl<St: Store> Recorder<'_, St> {
             cause,
             retry_after_s,
         });
-        let key = &self.intent.key;
         telemetry::released(&self.intent.op, cause);
-        let ttl = self.shared.settings.failure_ttl;
-        for attempt in 0..3u32 {
-            match self
-                .shared
-                .store
-                .release(key, self.token, Arc::clone(&tombstone), ttl)
-                .await
-            {
-                Ok(_) => return,
-                Err(error) => {
-                    tracing::warn!(%error, attempt, "releasing the intent failed");
-                    tokio::time::sleep(Duration::from_millis(100 << attempt)).await;
-                }
-            }
+        if let Err(error) = self.write_release(&tombstone).await {
+            tracing::warn!(%error, "releasing the intent failed; retrying in the background");
+            *self
+                .unreleased
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner) = Some(tombstone);
         }
-        // The lease is no longer renewed, so the intent frees itself when it lapses.
+    }
+
+    async fn write_release(&self, tombstone: &Arc<Tombstone>) -> Result<Fence, StoreError> {
+        let ttl = self.shared.settings.failure_ttl;
+        let key = &self.intent.key;
+        let tombstone = Arc::clone(tombstone);
+        self.shared
+            .store
+            .release(key, self.token, tombstone, ttl)
+            .await
+    }
+
+    /// Retries a refused release until it is written or the lease, no longer renewed, has
+    /// lapsed by itself: either way the intent is free for a retry then.
+    pub(crate) async fn keep_releasing(&self, tombstone: Arc<Tombstone>) {
+        let lapsed = tokio::time::Instant::now() + self.shared.settings.lease;
+        let mut backoff = Duration::from_millis(50);
+        while tokio::time::Instant::now() < lapsed {
+            tokio::time::sleep(backoff.min(lapsed - tokio::time::Instant::now())).await;
+            match self.write_release(&tombstone).await {
+                Ok(_) => return,
+                Err(error) => tracing::debug!(%error, "releasing the intent failed; retrying"),
+            }
+            backoff = (backoff * 2).min(Duration::from_secs(2));
+        }
     }
 }
 

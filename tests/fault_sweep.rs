@@ -1,5 +1,5 @@
-//! Every fault in every store call: for a first execution, a coalesced duplicate, a replay and
-//! a status query, each store call (claim, complete, release, extend, get) fails, fails after
+//! Every fault in every store call: for a first execution, a coalesced duplicate, a replay, a
+//! status query and an execution that fails for real, each store call (claim, complete, release, extend, get) fails, fails after
 //! reaching the store, hangs, answers late or panics, at its first or second use. Over the
 //! memory store and a real Redis, every case must hold the promise:
 //!
@@ -32,13 +32,16 @@ enum Scenario {
     CoalescedDuplicate,
     Replay,
     StatusQuery,
+    /// The tool fails for real (503): the intent is released, and asked about.
+    FailedExecution,
 }
 
-const SCENARIOS: [Scenario; 4] = [
+const SCENARIOS: [Scenario; 5] = [
     Scenario::FirstExecution,
     Scenario::CoalescedDuplicate,
     Scenario::Replay,
     Scenario::StatusQuery,
+    Scenario::FailedExecution,
 ];
 
 /// A tool that records which attempt ran it: `attempt` is left out of the key.
@@ -47,6 +50,14 @@ async fn act(State(counts): State<Counts>, Json(body): Json<Value>) -> Json<Valu
     counts.bump(&format!("attempt:{}", body["attempt"]));
     tokio::time::sleep(Duration::from_millis(450)).await;
     Json(json!({ "done": true }))
+}
+
+/// The same tool, failing for real after it ran.
+async fn fail(State(counts): State<Counts>, Json(body): Json<Value>) -> axum::http::StatusCode {
+    counts.bump("executions");
+    counts.bump(&format!("attempt:{}", body["attempt"]));
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    axum::http::StatusCode::SERVICE_UNAVAILABLE
 }
 
 /// What one answer claims about the action.
@@ -89,15 +100,20 @@ async fn run<St: Store>(case: &Case, store: St, id: usize) -> Result<(), String>
         .lease(Duration::from_millis(1200));
     let app = Router::new()
         .route("/act", post(act))
+        .route("/fail", post(fail))
         .with_state(counts.clone())
         .layer(layer);
     let client = Client::new(serve(app).await);
+    let path = match case.scenario {
+        Scenario::FailedExecution => "/fail",
+        _ => "/act",
+    };
     let call = |attempt: usize| {
         let client = client.clone();
         async move {
             let body = format!(r#"{{"id":{id},"attempt":{attempt}}}"#);
             let asked = Instant::now();
-            let answer = client.post("/act", "s", &body).await;
+            let answer = client.post(path, "s", &body).await;
             (attempt, asked.elapsed(), answer)
         }
     };
@@ -117,7 +133,7 @@ async fn run<St: Store>(case: &Case, store: St, id: usize) -> Result<(), String>
             tokio::time::sleep(Duration::from_millis(150)).await;
             answers.push(call(2).await);
         }
-        Scenario::StatusQuery => {
+        Scenario::StatusQuery | Scenario::FailedExecution => {
             let first = call(1).await;
             let url = format!("/_idempotency/{}", first.2.intent());
             answers.push(first);
