@@ -63,6 +63,9 @@ pub(crate) fn is_answer_to(message: &Value, id: &Value) -> bool {
 #[derive(Debug)]
 pub(crate) struct Unreadable(pub(crate) &'static str);
 
+/// The answer was larger than the layer reads: the tool answered, so it ran.
+pub(crate) const TOO_LARGE: &str = "an answer larger than the layer reads";
+
 /// A body error as a `std::error::Error`, which the SSE reader asks for.
 #[derive(Debug)]
 struct BodyError(BoxError);
@@ -105,7 +108,7 @@ where
                 continue;
             };
             if data.len() > limit {
-                return Err(Unreadable("an event was larger than the layer reads"));
+                return Err(Unreadable(TOO_LARGE));
             }
             if let Ok(message) = serde_json::from_str::<Value>(&data) {
                 if is_answer_to(&message, id) {
@@ -117,6 +120,9 @@ where
     }
     let bytes = match Limited::new(body, limit).collect().await {
         Ok(collected) => collected.to_bytes(),
+        Err(error) if error.is::<http_body_util::LengthLimitError>() => {
+            return Err(Unreadable(TOO_LARGE))
+        }
         Err(_) => return Err(Unreadable("the answer could not be read")),
     };
     match serde_json::from_slice::<Value>(&bytes) {

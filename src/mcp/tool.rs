@@ -16,7 +16,7 @@ use tower_service::Service;
 
 use super::answers;
 use super::envelope::ToolCall;
-use super::message::{read_answer, Unreadable};
+use super::message::{read_answer, Unreadable, TOO_LARGE};
 use crate::BoxError;
 
 /// Marks the server's own HTTP error (an unknown session, say), passed on as it is. It is
@@ -115,6 +115,8 @@ where
     let (status, answer) = match read_answer(&parts.headers, body, id, ceiling).await {
         Ok(answer) if keeps(&answer) => (StatusCode::OK, answer),
         Ok(answer) => (StatusCode::SERVICE_UNAVAILABLE, answer),
+        // The tool answered, too much to read: it ran, and a repeat must not run it again.
+        Err(Unreadable(TOO_LARGE)) => (StatusCode::OK, too_large(id, ceiling)),
         Err(unreadable) => (StatusCode::BAD_GATEWAY, unanswered(id, &unreadable)),
     };
     let mut headers = HeaderMap::new();
@@ -123,6 +125,22 @@ where
         HeaderValue::from_static("application/json"),
     );
     answered(status, headers, Bytes::from(answer.to_string()))
+}
+
+/// The tool result for a call whose answer was larger than the layer reads: it ran, and this
+/// is what is kept of it.
+fn too_large(id: &Value, ceiling: usize) -> Value {
+    let text = format!(
+        "This action ran, but its answer was larger than {ceiling} bytes, more than the layer \
+         reads, so it cannot be shown. It will not be run again: do not call it again \
+         expecting it to run."
+    );
+    let result = json!({
+        "content": [{ "type": "text", "text": text }],
+        "structuredContent": { "outcome": "already_executed", "retryable": false },
+        "isError": true,
+    });
+    answers::result(id, result)
 }
 
 /// The JSON-RPC error for a call whose answer never came: whether the tool ran is unknown.
@@ -147,6 +165,26 @@ fn answered(status: StatusCode, headers: HeaderMap, body: Bytes) -> Response<Ful
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn an_answer_larger_than_the_layer_reads_is_kept_as_ran() {
+        let huge = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"result":{{"content":[{{"type":"text","text":"{}"}}]}}}}"#,
+            "x".repeat(17 << 20)
+        );
+        let mut response = Response::new(Full::new(Bytes::from(huge)));
+        response.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        let answered = answer_of(response, &json!(1), 1024).await;
+        assert_eq!(answered.status(), StatusCode::OK, "kept, never released");
+        let body = answered.into_body().collect().await.unwrap().to_bytes();
+        let message: Value = serde_json::from_slice(&body).unwrap();
+        let text = message["result"]["content"][0]["text"].as_str().unwrap();
+        assert!(text.starts_with("This action ran"), "{text}");
+        assert_eq!(message["id"], 1);
+    }
 
     #[test]
     fn results_and_deterministic_refusals_are_kept_internal_errors_released() {
