@@ -131,6 +131,7 @@ pub(crate) fn unkeyable(why: &crate::canonical::CanonicalError) -> Answer {
              repeated ({why}). Send it as plain JSON, with each member named once."
         ),
     )
+    .member("reason", why.to_string())
 }
 
 /// A hook of the user's (a scope function, a normalisation hook) panicked on this request

@@ -250,30 +250,40 @@ async fn an_explicit_key_of_10_kb_is_refused_without_running() {
     assert_eq!(counts.get("raw"), 0);
 }
 
-#[tokio::test]
-async fn one_scope_flooding_the_memory_store_cannot_evict_another_scopes_records() {
-    use tower_idempotency::store::MemoryStore;
-    let store = MemoryStore::builder().max_bytes(512 * 1024).build();
+/// A victim scope keeps 20 records while a hostile scope sends `flood(n)` to `path`, `count`
+/// times, into a memory store of `max_bytes`; every victim record must still be replayed.
+async fn victim_survives_a_flood(
+    max_bytes: u64,
+    path: &str,
+    count: usize,
+    flood: impl Fn(usize) -> String,
+) -> (tower_idempotency::store::MemoryStore, Counts) {
+    let store = tower_idempotency::store::MemoryStore::builder()
+        .max_bytes(max_bytes)
+        .build();
     let layer = IdempotencyLayer::with_store(store.clone());
     let counts = Counts::default();
     let client = Client::new(serve(tools(counts.clone()).layer(layer)).await);
+    let victim = |n: usize| format!(r#"{{"n":{n}}}"#);
     for n in 0..20 {
-        client
-            .post("/tools/echo", "victim", &format!(r#"{{"n":{n}}}"#))
-            .await;
+        client.post("/tools/echo", "victim", &victim(n)).await;
     }
-    // A hostile scope keeps making new intents, several times the whole budget.
-    let filler = "f".repeat(1000);
-    for n in 0..1500 {
-        let body = format!(r#"{{"n":{n},"filler":"{filler}"}}"#);
-        client.post("/tools/echo", "flood", &body).await;
+    for n in 0..count {
+        client.post(path, "flood", &flood(n)).await;
     }
     for n in 0..20 {
-        let again = client
-            .post("/tools/echo", "victim", &format!(r#"{{"n":{n}}}"#))
-            .await;
+        let again = client.post("/tools/echo", "victim", &victim(n)).await;
         assert!(again.replayed(), "the victim's record {n} was kept");
     }
+    (store, counts)
+}
+
+#[tokio::test]
+async fn one_scope_flooding_the_memory_store_cannot_evict_another_scopes_records() {
+    // A hostile scope keeps making new intents, several times the whole budget.
+    let filler = "f".repeat(1000);
+    let flood = |n| format!(r#"{{"n":{n},"filler":"{filler}"}}"#);
+    let (store, counts) = victim_survives_a_flood(512 * 1024, "/tools/echo", 1500, flood).await;
     assert!(store.weighted_size() <= 512 * 1024);
     assert!(store.evictions() > 0, "the flood evicted its own records");
     assert_eq!(counts.get("echo"), 1520);
@@ -281,26 +291,8 @@ async fn one_scope_flooding_the_memory_store_cannot_evict_another_scopes_records
 
 #[tokio::test]
 async fn one_scope_whose_calls_all_fail_cannot_evict_another_scopes_records() {
-    use tower_idempotency::store::MemoryStore;
-    let store = MemoryStore::builder().max_bytes(256 * 1024).build();
-    let layer = IdempotencyLayer::with_store(store.clone());
-    let counts = Counts::default();
-    let client = Client::new(serve(tools(counts.clone()).layer(layer)).await);
-    for n in 0..20 {
-        client
-            .post("/tools/echo", "victim", &format!(r#"{{"n":{n}}}"#))
-            .await;
-    }
     // Every failed call leaves a tombstone: they count against the failing scope's share.
-    for n in 0..1200 {
-        client
-            .post("/tools/status/503", "flood", &format!(r#"{{"n":{n}}}"#))
-            .await;
-    }
-    for n in 0..20 {
-        let again = client
-            .post("/tools/echo", "victim", &format!(r#"{{"n":{n}}}"#))
-            .await;
-        assert!(again.replayed(), "the victim's record {n} was kept");
-    }
+    let flood = |n| format!(r#"{{"n":{n}}}"#);
+    let (_, counts) = victim_survives_a_flood(256 * 1024, "/tools/status/503", 1200, flood).await;
+    assert_eq!(counts.get("status"), 1200);
 }

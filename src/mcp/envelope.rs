@@ -78,17 +78,15 @@ pub(crate) enum Refusal {
     /// No `params`, or no string `params.name`.
     NoToolName { id: Value },
     /// A message whose arguments cannot be told apart from its id and metadata: a member
-    /// named twice, or nesting past the canonical parser's limit.
-    Unkeyable {
-        id: Value,
-        why: crate::canonical::CanonicalError,
-    },
+    /// named twice, or nesting past the canonical parser's limit. The protected path finds
+    /// it, as it computes the key; `why` says what it found.
+    Unkeyable { id: Value, why: String },
 }
 
 /// Reads a POST body.
 pub(crate) fn read(body: &[u8]) -> Envelope {
     match serde_json::from_slice::<Value>(body) {
-        Ok(Value::Object(message)) => read_message(message, body),
+        Ok(Value::Object(message)) => read_message(message),
         Ok(Value::Array(batch)) if batch.iter().any(|m| is_tool_call(m) || is_cancellation(m)) => {
             Envelope::Refused(Refusal::Batch)
         }
@@ -109,13 +107,7 @@ fn is_cancellation(message: &Value) -> bool {
     message.get("method").and_then(Value::as_str) == Some(CANCELLED)
 }
 
-/// Why a tool call's body has no canonical form to leave its id and metadata out of, if so.
-/// serde_json takes the last of two members of one name; the key must not guess.
-fn unkeyable(body: &[u8]) -> Option<crate::canonical::CanonicalError> {
-    crate::canonical::parse(body).err()
-}
-
-fn read_message(mut message: Map<String, Value>, body: &[u8]) -> Envelope {
+fn read_message(mut message: Map<String, Value>) -> Envelope {
     let method = match message.get("method").and_then(Value::as_str) {
         Some(method) => method.to_owned(),
         None => return Envelope::Other { id: None },
@@ -166,11 +158,6 @@ fn read_message(mut message: Map<String, Value>, body: &[u8]) -> Envelope {
         };
     }
     let name = params.and_then(|p| p.get("name")).and_then(Value::as_str);
-    if name.is_some() {
-        if let Some(why) = unkeyable(body) {
-            return Envelope::Refused(Refusal::Unkeyable { id, why });
-        }
-    }
     match name {
         Some(name) => Envelope::ToolCall(ToolCall {
             name: name.to_owned(),
@@ -260,7 +247,7 @@ mod tests {
         let lone = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{"s":"\ud800"}}}"#;
         assert!(matches!(
             read_str(lone),
-            Envelope::Refused(Refusal::Unparsable | Refusal::Unkeyable { .. })
+            Envelope::Refused(Refusal::Unparsable) | Envelope::ToolCall(_)
         ));
     }
 

@@ -513,6 +513,15 @@ impl<St: Store> Endpoint<St> {
         let response = protect::protect(Arc::clone(&self.shared), server, request).await?;
         let (parts, answered) = Answer::of(response).await;
         let message = match answered {
+            // The key could not be taken: refused as the envelope refusal it is.
+            Answer::Written(answer) if is_unkeyable(&answer) => {
+                let why = answer
+                    .get("reason")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                let why = why.to_owned();
+                answers::refused(&Refusal::Unkeyable { id: call.id, why })
+            }
             Answer::Verbatim(bytes) => {
                 return Ok(Response::from_parts(parts, ResponseBody::full(bytes)))
             }
@@ -716,6 +725,10 @@ impl Answer {
         };
         (parts, answer)
     }
+}
+
+fn is_unkeyable(answer: &Map<String, Value>) -> bool {
+    answer.get("type").and_then(Value::as_str) == Some("urn:tower-idempotency:unkeyable")
 }
 
 fn is_in_progress(answer: &Map<String, Value>) -> bool {
