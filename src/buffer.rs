@@ -5,7 +5,7 @@ use http::{header, HeaderMap};
 use http_body::Body;
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 
-use crate::answer::{self, Answer};
+use crate::engine::Refusal;
 use crate::BoxError;
 
 /// Buffers the body under the limit; over it, 413 with nothing executed.
@@ -13,7 +13,7 @@ pub(crate) async fn read_body<B>(
     body: B,
     headers: &HeaderMap,
     limit: usize,
-) -> Result<Bytes, Answer>
+) -> Result<Bytes, Refusal>
 where
     B: Body,
     B::Error: Into<BoxError>,
@@ -23,13 +23,13 @@ where
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
     if declared.is_some_and(|length| length > limit as u64) {
-        return Err(answer::body_too_large(limit));
+        return Err(Refusal::BodyTooLarge(limit));
     }
     match Limited::new(body, limit).collect().await {
         Ok(collected) => Ok(collected.to_bytes()),
         Err(error) if error.downcast_ref::<LengthLimitError>().is_some() => {
-            Err(answer::body_too_large(limit))
+            Err(Refusal::BodyTooLarge(limit))
         }
-        Err(_) => Err(answer::body_unreadable()),
+        Err(_) => Err(Refusal::BodyUnreadable),
     }
 }

@@ -14,10 +14,12 @@ pub enum Verdict {
     KeepStatus,
     /// The action failed for real: release the key so that a retry runs.
     Release(ReleaseCause),
-    /// The action ran, but whether it took effect is not known (the layer gives this verdict
-    /// when a classification rule panics): keep that it ran; repeats are told to check before
-    /// they call again, and it never runs again by itself.
-    Unclassified,
+    /// The action was executed, but its outcome is not known: the answer came but cannot be
+    /// judged (the layer gives this verdict when a classification rule panics), or the call
+    /// reached the tool and then failed in a way that says nothing of the effect. Keep that it
+    /// ran; repeats are told to check before they call again, and it never runs again by
+    /// itself.
+    Unknown,
 }
 
 /// Decides, from the status and headers of a response, whether its action happened.
@@ -74,7 +76,7 @@ impl DefaultClassify {
             .filter_map(|v| v.to_str().ok())
             .flat_map(|v| v.split(','))
             .any(|directive| directive.trim().eq_ignore_ascii_case("no-store"));
-        let inner_layer = headers.contains_key(crate::answer::INTENT_HEADER);
+        let inner_layer = headers.contains_key(crate::headers::INTENT_HEADER);
         match (no_store, status.is_client_error() || inner_layer) {
             (false, _) => Verdict::Keep,
             (true, false) => Verdict::KeepStatus,
@@ -127,7 +129,10 @@ mod tests {
             DefaultClassify::verdict(StatusCode::BAD_REQUEST, &no_store),
             Verdict::Release(ReleaseCause::NoStore)
         );
-        no_store.insert(crate::answer::INTENT_HEADER, HeaderValue::from_static("ab"));
+        no_store.insert(
+            crate::headers::INTENT_HEADER,
+            HeaderValue::from_static("ab"),
+        );
         assert_eq!(
             DefaultClassify::verdict(StatusCode::ACCEPTED, &no_store),
             Verdict::Release(ReleaseCause::NoStore),

@@ -1,8 +1,8 @@
 //! Detached executions: tracked for shutdown, bounded in number.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::task::TaskTracker;
 
 /// Default bound on executions running at once.
@@ -74,24 +74,38 @@ impl DetachedExecutions {
     }
 }
 
-/// The tracker and the bound, shared by every service a layer makes.
-#[derive(Debug)]
+/// The tracker and the count of executions running, shared by every service a layer makes.
+/// The bound itself is a setting, so that changing it never replaces the tracker a
+/// [`DetachedExecutions`] handle already watches.
+#[derive(Debug, Default, Clone)]
 pub(crate) struct Detached {
     tracker: TaskTracker,
-    permits: Arc<Semaphore>,
+    running: Arc<AtomicUsize>,
+}
+
+/// A place held by one execution; dropping it frees the place.
+#[derive(Debug)]
+pub(crate) struct Reservation {
+    running: Arc<AtomicUsize>,
+}
+
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        self.running.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 impl Detached {
-    pub(crate) fn new(max: usize) -> Self {
-        Self {
-            tracker: TaskTracker::new(),
-            permits: Arc::new(Semaphore::new(max)),
-        }
-    }
-
-    /// A place for one more execution, if the bound allows it.
-    pub(crate) fn try_reserve(&self) -> Option<OwnedSemaphorePermit> {
-        Arc::clone(&self.permits).try_acquire_owned().ok()
+    /// A place for one more execution, if fewer than `max` run.
+    pub(crate) fn try_reserve(&self, max: usize) -> Option<Reservation> {
+        let taken = self
+            .running
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |running| {
+                (running < max).then_some(running + 1)
+            });
+        taken.ok().map(|_| Reservation {
+            running: Arc::clone(&self.running),
+        })
     }
 
     pub(crate) fn tracker(&self) -> &TaskTracker {
@@ -102,5 +116,20 @@ impl Detached {
         DetachedExecutions {
             tracker: self.tracker.clone(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_bound_counts_places_held_and_frees_them_on_drop() {
+        let detached = Detached::default();
+        let first = detached.try_reserve(2).unwrap();
+        let _second = detached.try_reserve(2).unwrap();
+        assert!(detached.try_reserve(2).is_none());
+        drop(first);
+        assert!(detached.try_reserve(2).is_some());
     }
 }

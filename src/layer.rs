@@ -9,51 +9,12 @@ use tower_layer::Layer;
 
 use crate::canonical::JsonPointer;
 use crate::classify::Classify;
-use crate::detached::{Detached, DetachedExecutions, DEFAULT_MAX_DETACHED};
-use crate::inflight::Inflight;
-use crate::key::RecentBodies;
+use crate::detached::DetachedExecutions;
+use crate::engine::{Engine, Runtime};
 use crate::scope::ScopeSource;
 use crate::service::Idempotency;
-use crate::settings::Settings;
-use crate::store::{MemoryStore, Observed, Store};
-use crate::telemetry::{Attempts, Ops};
-
-/// What every service made by one layer shares: settings, store, in-flight intents and the
-/// detached executions.
-pub(crate) struct Shared<St> {
-    pub(crate) settings: Settings,
-    pub(crate) store: Arc<Observed<St>>,
-    pub(crate) inflight: Arc<Inflight>,
-    pub(crate) detached: Arc<Detached>,
-    pub(crate) attempts: Arc<Attempts>,
-    pub(crate) ops: Arc<Ops>,
-    pub(crate) recent: Arc<RecentBodies>,
-}
-
-impl<St> Shared<St> {
-    /// The settings, to change. The recent-body table goes with the rules it was filled by:
-    /// a layer whose rules change starts a table of its own, so it never takes a fingerprint
-    /// that other rules computed.
-    pub(crate) fn settings_mut(&mut self) -> &mut Settings {
-        self.recent = Arc::default();
-        &mut self.settings
-    }
-}
-
-// Written by hand: a derive would require `St: Clone`, but the store is shared through an Arc.
-impl<St> Clone for Shared<St> {
-    fn clone(&self) -> Self {
-        Self {
-            settings: self.settings.clone(),
-            store: Arc::clone(&self.store),
-            inflight: Arc::clone(&self.inflight),
-            detached: Arc::clone(&self.detached),
-            attempts: Arc::clone(&self.attempts),
-            ops: Arc::clone(&self.ops),
-            recent: Arc::clone(&self.recent),
-        }
-    }
-}
+use crate::settings::{fresh_rules, Settings};
+use crate::store::{MemoryStore, Store};
 
 /// Makes repeated calls of one intent run once: concurrent duplicates wait for the running
 /// execution, later ones get its response replayed, and a caller past its deadline is told
@@ -80,22 +41,27 @@ impl<St> Clone for Shared<St> {
 ///     .route("/tools/send_email", post(|| async { "sent" }))
 ///     .layer(layer);
 /// ```
+#[must_use = "a layer does nothing until it wraps a service"]
 pub struct IdempotencyLayer<St = MemoryStore> {
-    pub(crate) shared: Arc<Shared<St>>,
+    /// Fixed once a service is built from them: a builder call makes new settings.
+    pub(crate) settings: Arc<Settings>,
+    /// Created with the layer, shared by every layer cloned from it and every service.
+    pub(crate) runtime: Arc<Runtime<St>>,
 }
 
 // Written by hand: a derive would require `St: Clone`.
 impl<St> Clone for IdempotencyLayer<St> {
     fn clone(&self) -> Self {
         Self {
-            shared: Arc::clone(&self.shared),
+            settings: Arc::clone(&self.settings),
+            runtime: Arc::clone(&self.runtime),
         }
     }
 }
 
 impl<St> std::fmt::Debug for IdempotencyLayer<St> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let settings = &self.shared.settings;
+        let settings = &self.settings;
         f.debug_struct("IdempotencyLayer")
             .field("scope", &settings.scope)
             .field("status_path", &settings.status_path)
@@ -122,55 +88,43 @@ impl IdempotencyLayer<MemoryStore> {
 impl<St: Store> IdempotencyLayer<St> {
     /// A layer with the default settings over `store`.
     pub fn with_store(store: St) -> Self {
-        let settings = Settings::default();
         Self {
-            shared: Arc::new(Shared {
-                store: Arc::new(Observed::new(store, settings.store_timeout)),
-                settings,
-                inflight: Arc::new(Inflight::default()),
-                detached: Arc::new(Detached::new(DEFAULT_MAX_DETACHED)),
-                attempts: Arc::default(),
-                ops: Arc::default(),
-                recent: Arc::default(),
-            }),
+            settings: Arc::new(Settings::default()),
+            runtime: Arc::new(Runtime::new(store)),
         }
     }
 
-    /// Keeps the settings and replaces the store.
+    /// Keeps the settings and replaces the store. The detached executions stay the same, so a
+    /// [`DetachedExecutions`] handle taken before still watches them.
     pub fn store<St2: Store>(self, store: St2) -> IdempotencyLayer<St2> {
-        let shared = Arc::unwrap_or_clone(self.shared);
+        let mut runtime = Runtime::new(store);
+        runtime.detached = self.runtime.detached.clone();
         IdempotencyLayer {
-            shared: Arc::new(Shared {
-                store: Arc::new(Observed::new(store, shared.settings.store_timeout)),
-                settings: shared.settings,
-                inflight: Arc::new(Inflight::default()),
-                detached: shared.detached,
-                attempts: shared.attempts,
-                ops: shared.ops,
-                recent: shared.recent,
-            }),
+            settings: self.settings,
+            runtime: Arc::new(runtime),
         }
     }
 }
 
 impl<St> IdempotencyLayer<St> {
-    fn settings_mut(&mut self) -> &mut Settings {
-        Arc::make_mut(&mut self.shared).settings_mut()
-    }
-
-    fn set(mut self, change: impl FnOnce(&mut Settings)) -> Self {
-        change(self.settings_mut());
+    /// New settings, changed by `change`; the services already built keep theirs.
+    pub(crate) fn set(mut self, change: impl FnOnce(&mut Settings)) -> Self {
+        let settings = Arc::make_mut(&mut self.settings);
+        change(settings);
+        settings.rules = fresh_rules();
         self
     }
 
     /// The store the layer uses.
     pub fn store_ref(&self) -> &St {
-        &self.shared.store.store
+        &self.runtime.store
     }
 
-    /// A handle on the executions running detached, to wait for them at shutdown.
+    /// A handle on the executions running detached, to wait for them at shutdown. Every
+    /// layer cloned from this one, and every service built from them, runs its executions
+    /// under it.
     pub fn detached(&self) -> DetachedExecutions {
-        self.shared.detached.handle()
+        self.runtime.detached.handle()
     }
 
     /// Takes the scope from this header (default `x-session-id`). A header that a client
@@ -384,12 +338,9 @@ impl<St> IdempotencyLayer<St> {
     /// Bounds every store call (default 2 s): a call that takes longer counts as failed, as a
     /// store that panics does, so a hanging custom store cannot hold a caller past its
     /// deadline. A claim that fails is answered 503 `not_executed` (fail-closed), and the
-    /// layer gives back the lease it may have taken. The bound belongs to the store the layer
-    /// holds: layers cloned from this one before the call share it, and the last call wins.
-    pub fn store_timeout(mut self, timeout: Duration) -> Self {
-        self.shared.store.set_timeout(timeout);
-        self.settings_mut().store_timeout = timeout;
-        self
+    /// layer gives back the lease it may have taken.
+    pub fn store_timeout(self, timeout: Duration) -> Self {
+        self.set(|s| s.store_timeout = timeout)
     }
 
     /// How long a failed attempt stays visible on the status path (default 5 min).
@@ -410,10 +361,9 @@ impl<St> IdempotencyLayer<St> {
     }
 
     /// Bounds the executions running at once (default 1024); past it, 503 with nothing
-    /// executed. Takes a fresh tracker: call it before [`IdempotencyLayer::detached`].
-    pub fn max_detached(mut self, max: usize) -> Self {
-        Arc::make_mut(&mut self.shared).detached = Arc::new(Detached::new(max));
-        self
+    /// executed.
+    pub fn max_detached(self, max: usize) -> Self {
+        self.set(|s| s.max_detached = max)
     }
 }
 
@@ -427,6 +377,7 @@ impl<S, St> Layer<S> for IdempotencyLayer<St> {
     type Service = Idempotency<S, St>;
 
     fn layer(&self, inner: S) -> Self::Service {
-        Idempotency::new(inner, Arc::clone(&self.shared))
+        let engine = Engine::new(Arc::clone(&self.settings), Arc::clone(&self.runtime));
+        Idempotency::new(inner, Arc::new(engine))
     }
 }

@@ -44,7 +44,6 @@
 //! incoming body in [`RequestBody`]). Outcomes live in a [`store::Store`]: the in-process
 //! [`store::MemoryStore`] by default.
 
-mod answer;
 mod body;
 mod bounds;
 mod buffer;
@@ -55,31 +54,29 @@ mod clock;
 #[cfg_attr(docsrs, doc(cfg(feature = "contract")))]
 pub mod contract;
 mod detached;
-mod execute;
+mod dialect;
+mod engine;
 mod future;
 mod guard;
-mod inflight;
+mod headers;
 pub mod key;
 mod layer;
 #[cfg(feature = "mcp")]
 #[cfg_attr(docsrs, doc(cfg(feature = "mcp")))]
 pub mod mcp;
 mod paths;
-mod protect;
-mod recorder;
-mod replay;
 mod scope;
 mod service;
 mod settings;
-mod status;
 pub mod store;
 mod telemetry;
+mod told;
 
-pub use answer::{INTENT_HEADER, REPLAYED_HEADER};
 pub use body::{RequestBody, ResponseBody};
 pub use classify::{Classify, DefaultClassify, Verdict};
 pub use detached::DetachedExecutions;
 pub use future::ResponseFuture;
+pub use headers::{INTENT_HEADER, REPLAYED_HEADER};
 pub use key::IntentKey;
 pub use layer::IdempotencyLayer;
 pub use scope::DEFAULT_SCOPE_HEADER;

@@ -9,22 +9,23 @@ use http_body::Body;
 use tower_service::Service;
 
 use crate::body::ResponseBody;
+use crate::dialect::http as dialect;
+use crate::engine::Engine;
 use crate::future::ResponseFuture;
-use crate::layer::Shared;
 use crate::store::{MemoryStore, Store};
-use crate::{protect, status, BoxError};
+use crate::BoxError;
 
 /// Middleware that makes repeated calls of one intent run once.
 ///
 /// Built by [`IdempotencyLayer`](crate::IdempotencyLayer); see there for the settings.
 pub struct Idempotency<S, St = MemoryStore> {
     inner: S,
-    shared: Arc<Shared<St>>,
+    engine: Arc<Engine<St>>,
 }
 
 impl<S, St> Idempotency<S, St> {
-    pub(crate) fn new(inner: S, shared: Arc<Shared<St>>) -> Self {
-        Self { inner, shared }
+    pub(crate) fn new(inner: S, engine: Arc<Engine<St>>) -> Self {
+        Self { inner, engine }
     }
 
     /// The inner service.
@@ -48,7 +49,7 @@ impl<S: Clone, St> Clone for Idempotency<S, St> {
     fn clone(&self) -> Self {
         Self {
             inner: self.inner.clone(),
-            shared: Arc::clone(&self.shared),
+            engine: Arc::clone(&self.engine),
         }
     }
 }
@@ -57,7 +58,8 @@ impl<S: std::fmt::Debug, St> std::fmt::Debug for Idempotency<S, St> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Idempotency")
             .field("inner", &self.inner)
-            .finish_non_exhaustive()
+            .field("engine", &self.engine)
+            .finish()
     }
 }
 
@@ -91,14 +93,14 @@ where
         // The service that was driven to readiness goes into the future; a clone stays.
         let clone = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, clone);
-        if status::asks_status(&self.shared.settings, &request) {
-            return status::respond(&self.shared, request);
+        if dialect::asks_status(&self.engine.settings, &request) {
+            return dialect::respond(&self.engine, request);
         }
-        let settings = &self.shared.settings;
+        let settings = &self.engine.settings;
         let path = request.uri().path();
         if is_safe(request.method()) || !settings.paths.is_protected(path) {
             return ResponseFuture::passthrough(inner.call(request));
         }
-        ResponseFuture::layered(protect::protect(Arc::clone(&self.shared), inner, request))
+        ResponseFuture::layered(dialect::protect(Arc::clone(&self.engine), inner, request))
     }
 }

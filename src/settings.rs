@@ -1,11 +1,14 @@
-//! Everything the builder sets, with the defaults of the contract.
+//! Everything the builder sets, with the defaults of the contract. Settings are fixed once a
+//! layer is built: a builder call makes new settings, never changes the ones a service holds.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use http::HeaderName;
 
 use crate::classify::{Classify, DefaultClassify};
+use crate::detached::DEFAULT_MAX_DETACHED;
 use crate::key::{FingerprintRules, KeySource};
 use crate::paths::PathRules;
 use crate::scope::{ScopeSource, DEFAULT_SCOPE_HEADER};
@@ -26,8 +29,8 @@ pub(crate) const DEFAULT_BODY_LIMIT: usize = 1024 * 1024;
 /// Default status path.
 pub(crate) const DEFAULT_STATUS_PATH: &str = "/_idempotency";
 
-/// A request's own deadline and retention, set as an extension by a mode that knows the
-/// operation better than its path does (the MCP mode knows the tool).
+/// A request's own deadline and retention, given by a dialect that knows the operation better
+/// than its path does (the MCP dialect knows the tool).
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Timing {
     pub(crate) deadline: Option<Duration>,
@@ -36,6 +39,9 @@ pub(crate) struct Timing {
 
 #[derive(Clone)]
 pub(crate) struct Settings {
+    /// Names these fingerprint rules: a table of recent bodies shared with layers built with
+    /// other rules never hands out a fingerprint these rules did not compute.
+    pub(crate) rules: u64,
     pub(crate) scope: ScopeSource,
     /// Whether the user chose the scope source (`scope_header`, `scope_fn`): in MCP mode it
     /// is then the principal that the session narrows.
@@ -55,11 +61,19 @@ pub(crate) struct Settings {
     pub(crate) fail_open: bool,
     pub(crate) annotate_replays: bool,
     pub(crate) route_label: Option<RouteLabel>,
+    pub(crate) max_detached: usize,
+}
+
+/// A fresh name of fingerprint rules, one per change.
+pub(crate) fn fresh_rules() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
 }
 
 impl Default for Settings {
     fn default() -> Self {
         Self {
+            rules: fresh_rules(),
             scope: ScopeSource::Header(HeaderName::from_static(DEFAULT_SCOPE_HEADER)),
             scope_configured: false,
             refuse_without_scope: true,
@@ -77,6 +91,7 @@ impl Default for Settings {
             fail_open: false,
             annotate_replays: false,
             route_label: None,
+            max_detached: DEFAULT_MAX_DETACHED,
         }
     }
 }

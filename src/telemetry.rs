@@ -13,7 +13,6 @@ use http::StatusCode;
 use metrics::{counter, histogram, Counter, Histogram, SharedString};
 
 use crate::key::IntentKey;
-use crate::store::ReleaseCause;
 
 /// A user function that names the operation of a request for metrics and traces.
 pub(crate) type RouteLabel = Arc<dyn Fn(&Parts) -> String + Send + Sync>;
@@ -99,6 +98,11 @@ impl Ops {
                 .unwrap_or_else(|_| default_route_label(parts)),
             None => default_route_label(parts),
         };
+        self.named(text)
+    }
+
+    /// The operation labelled `text`, as a dialect that knows the operation names it.
+    pub(crate) fn named(&self, text: String) -> Op {
         if let Some(op) = self
             .known
             .read()
@@ -192,10 +196,10 @@ pub(crate) fn in_progress(op: &Op) {
     tracing::debug!("rewritten to in_progress at the deadline");
 }
 
-pub(crate) fn released(op: &Op, cause: ReleaseCause) {
-    counter!("idempotency_releases_total", "operation" => op.value(), "cause" => cause.as_str())
+pub(crate) fn released(op: &Op, cause: &'static str) {
+    counter!("idempotency_releases_total", "operation" => op.value(), "cause" => cause)
         .increment(1);
-    tracing::debug!(cause = cause.as_str(), "released the intent for a retry");
+    tracing::debug!(cause, "released the intent for a retry");
 }
 
 pub(crate) fn fenced(op: &Op) {
@@ -224,7 +228,6 @@ pub(crate) fn lease_lost(op: &Op) {
 pub(crate) fn unprotected(op: &Op, reason: &'static str) {
     counter!("idempotency_unprotected_total", "operation" => op.value(), "reason" => reason)
         .increment(1);
-    tracing::Span::current().record("outcome", "unprotected");
 }
 
 /// A client's cancellation of a protected call, answered by the layer instead of the server.

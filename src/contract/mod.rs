@@ -37,9 +37,11 @@
 //!
 //! [`IdempotencyLayer`]: crate::IdempotencyLayer
 
+mod future;
 mod layer;
 mod service;
 mod violation;
 
+pub use future::ResponseFuture;
 pub use layer::{ContractLayer, InvalidSchema};
 pub use service::Contract;

@@ -8,13 +8,12 @@ use http::{Request, Response};
 use http_body::Body;
 use tower_service::Service;
 
+use super::future::ResponseFuture;
 use super::layer::Contracts;
 use super::violation::Violation;
-use crate::answer;
 use crate::body::ResponseBody;
 use crate::buffer::read_body;
-use crate::future::ResponseFuture;
-use crate::replay::written;
+use crate::dialect::http as http_dialect;
 use crate::telemetry;
 use crate::BoxError;
 
@@ -91,11 +90,11 @@ where
         };
         let contract = Arc::clone(contract);
         let body_limit = self.contracts.body_limit;
-        ResponseFuture::layered(async move {
+        ResponseFuture::checked(async move {
             let (parts, body) = request.into_parts();
             let bytes = match read_body(body, &parts.headers, body_limit).await {
                 Ok(bytes) => bytes,
-                Err(refusal) => return Ok(written(refusal)),
+                Err(refusal) => return Ok(http_dialect::refused(&Default::default(), &refusal)),
             };
             let violation = match serde_json::from_slice::<serde_json::Value>(&bytes) {
                 Err(_) => Some(Violation::not_json()),
@@ -107,13 +106,9 @@ where
             };
             if let Some(violation) = violation {
                 telemetry::rejected_by_schema(&contract.label, violation.reason);
-                let refusal = answer::invalid(
-                    violation.reason,
-                    &violation.field,
-                    &violation.problem,
-                    &contract.version,
-                );
-                return Ok(written(refusal));
+                let told = violation.told(&contract.version);
+                let status = http::StatusCode::UNPROCESSABLE_ENTITY;
+                return Ok(http_dialect::written(status, &told));
             }
             let response = inner
                 .call(Request::from_parts(parts, B::from(bytes)))

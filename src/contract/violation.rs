@@ -3,6 +3,8 @@
 use jsonschema::error::ValidationErrorKind;
 use jsonschema::ValidationError;
 
+use crate::told::Told;
+
 /// A violation, described without echoing the offending value.
 #[derive(Debug)]
 pub(crate) struct Violation {
@@ -14,6 +16,29 @@ pub(crate) struct Violation {
 }
 
 impl Violation {
+    /// What the layer says of it: the arguments break the operation's schema (`version`).
+    pub(crate) fn told(&self, version: &str) -> Told {
+        let place = if self.field.is_empty() {
+            "the arguments".to_owned()
+        } else {
+            format!("the field `{}`", self.field)
+        };
+        Told::new(
+            "invalid",
+            "Invalid arguments",
+            "invalid",
+            false,
+            format!(
+                "The action was not executed: {place} {}. Calling again with the same \
+                 arguments will be refused again; fix them first.",
+                self.problem
+            ),
+        )
+        .member("reason", self.reason)
+        .member("field", self.field.as_str())
+        .member("schema_version", version)
+    }
+
     /// The body is not JSON at all.
     pub(crate) fn not_json() -> Self {
         Self {

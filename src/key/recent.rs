@@ -25,6 +25,7 @@ pub(crate) const MAX_REMEMBERED: usize = 4096;
 
 struct Remembered {
     quick: u64,
+    rules: u64,
     scope: ScopeHash,
     content_type: Option<HeaderValue>,
     body: Vec<u8>,
@@ -52,9 +53,12 @@ impl Default for RecentBodies {
 
 impl RecentBodies {
     /// The fingerprint of `body`: remembered if the same bytes came lately in the same scope
-    /// with the same content type, else computed by `compute` and remembered.
+    /// with the same content type under the same fingerprint rules (`rules` names them: a
+    /// table may serve layers built with other rules), else computed by `compute` and
+    /// remembered.
     pub(crate) fn fingerprint(
         &self,
+        rules: u64,
         scope: &ScopeHash,
         content_type: Option<&HeaderValue>,
         body: &[u8],
@@ -70,6 +74,7 @@ impl RecentBodies {
             let remembered = slot.lock().unwrap_or_else(PoisonError::into_inner);
             if let Some(seen) = remembered.as_ref() {
                 let same = seen.quick == quick
+                    && seen.rules == rules
                     && seen.scope == *scope
                     && seen.content_type.as_ref() == content_type
                     && seen.body == body;
@@ -83,6 +88,7 @@ impl RecentBodies {
         match remembered.as_mut() {
             Some(seen) => {
                 seen.quick = quick;
+                seen.rules = rules;
                 seen.scope = *scope;
                 seen.content_type = content_type.cloned();
                 seen.body.clear();
@@ -92,6 +98,7 @@ impl RecentBodies {
             None => {
                 *remembered = Some(Remembered {
                     quick,
+                    rules,
                     scope: *scope,
                     content_type: content_type.cloned(),
                     body: body.to_vec(),
@@ -129,8 +136,8 @@ mod tests {
             printed(body)
         };
         let json = HeaderValue::from_static("application/json");
-        let first = recent.fingerprint(&scope, Some(&json), body, compute);
-        let again = recent.fingerprint(&scope, Some(&json), body, compute);
+        let first = recent.fingerprint(0, &scope, Some(&json), body, compute);
+        let again = recent.fingerprint(0, &scope, Some(&json), body, compute);
         assert_eq!(first.fingerprint, again.fingerprint);
         assert_eq!(computed.get(), 1);
     }
@@ -150,13 +157,13 @@ mod tests {
         let json_ld = Some(HeaderValue::from_static("application/ld+json"));
         let body: &[u8] = br#"{"a":1}"#;
         let (s1, s2) = (ScopeHash::of(b"s1"), ScopeHash::of(b"s2"));
-        recent.fingerprint(&s1, json.as_ref(), body, compute(body));
-        recent.fingerprint(&s2, json.as_ref(), body, compute(body));
-        recent.fingerprint(&s1, json_ld.as_ref(), body, compute(body));
+        recent.fingerprint(0, &s1, json.as_ref(), body, compute(body));
+        recent.fingerprint(0, &s2, json.as_ref(), body, compute(body));
+        recent.fingerprint(0, &s1, json_ld.as_ref(), body, compute(body));
         let other: &[u8] = br#"{"a":2}"#;
-        recent.fingerprint(&s1, json.as_ref(), other, compute(other));
-        recent.fingerprint(&s1, None, body, compute(body));
-        recent.fingerprint(&s1, None, body, compute(body));
+        recent.fingerprint(0, &s1, json.as_ref(), other, compute(other));
+        recent.fingerprint(0, &s1, None, body, compute(body));
+        recent.fingerprint(0, &s1, None, body, compute(body));
         assert_eq!(
             computed.get(),
             6,
@@ -172,11 +179,30 @@ mod tests {
         let json = HeaderValue::from_static("application/json");
         let computed = Cell::new(0);
         for _ in 0..2 {
-            recent.fingerprint(&scope, Some(&json), &body, || {
+            recent.fingerprint(0, &scope, Some(&json), &body, || {
                 computed.set(computed.get() + 1);
                 printed(&body)
             });
         }
         assert_eq!(computed.get(), 2);
+    }
+
+    #[test]
+    fn other_rules_fingerprint_the_same_bytes_anew() {
+        let recent = RecentBodies::default();
+        let scope = ScopeHash::of(b"s1");
+        let json = HeaderValue::from_static("application/json");
+        let computed = Cell::new(0);
+        for rules in [1, 2, 1] {
+            recent.fingerprint(rules, &scope, Some(&json), b"{}", || {
+                computed.set(computed.get() + 1);
+                printed(b"{}")
+            });
+        }
+        assert_eq!(
+            computed.get(),
+            3,
+            "each change of rules evicts the other's entry"
+        );
     }
 }

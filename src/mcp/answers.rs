@@ -6,6 +6,7 @@ use serde_json::{json, Map, Value};
 
 use super::envelope::Refusal;
 use crate::key::IntentKey;
+use crate::told::Told;
 
 /// JSON-RPC's "Internal error".
 pub(crate) const INTERNAL_ERROR: i64 = -32603;
@@ -30,24 +31,26 @@ pub(crate) fn error(id: &Value, code: i64, message: &str, data: Option<Value>) -
     json!({ "jsonrpc": "2.0", "id": id, "error": error })
 }
 
-/// The members of a layer answer that go into `structuredContent`. The `type`, `title` and
-/// `status` of a problem document say nothing to a model that the outcome does not, the
-/// detail is the text already, and a status URL is for HTTP clients.
-fn structured(answer: &Map<String, Value>) -> Map<String, Value> {
-    let left_out = ["type", "title", "status", "detail", "status_url"];
-    answer
-        .iter()
-        .filter(|(name, _)| !left_out.contains(&name.as_str()))
-        .map(|(name, value)| (name.clone(), value.clone()))
-        .collect()
+/// What a layer answer puts in `structuredContent`: the outcome, whether calling again is
+/// safe, and its members, less a status URL, which is for HTTP clients.
+fn structured(told: &Told) -> Map<String, Value> {
+    let mut structured = Map::new();
+    structured.insert("outcome".to_owned(), told.outcome.into());
+    structured.insert("retryable".to_owned(), told.retryable.into());
+    for (name, value) in &told.members {
+        if *name != "status_url" {
+            structured.insert((*name).to_owned(), value.clone());
+        }
+    }
+    structured
 }
 
 /// A layer answer (in progress, not executed, failed...) as the `CallToolResult` answering
 /// the call `id`. Only "in progress" is not an error: the action is under way.
-pub(crate) fn tool_result(id: &Value, answer: &Map<String, Value>) -> Value {
-    let in_progress = answer.get("outcome").and_then(Value::as_str) == Some("in_progress");
+pub(crate) fn tool_result(id: &Value, told: &Told) -> Value {
+    let in_progress = told.outcome == "in_progress";
     let detail = if in_progress {
-        let seconds = |name| answer.get(name).and_then(Value::as_u64).unwrap_or(1);
+        let seconds = |name| told.get(name).and_then(Value::as_u64).unwrap_or(1);
         format!(
             "This action is already running (started {} s ago) and was not started again. Do \
              not repeat it with new arguments: call this tool again with the same arguments in \
@@ -56,12 +59,11 @@ pub(crate) fn tool_result(id: &Value, answer: &Map<String, Value>) -> Value {
             seconds("retry_after_s")
         )
     } else {
-        let detail = answer.get("detail").and_then(Value::as_str).unwrap_or("");
-        detail.to_owned()
+        told.detail.clone()
     };
     let call_result = json!({
         "content": [{ "type": "text", "text": detail }],
-        "structuredContent": structured(answer),
+        "structuredContent": structured(told),
         "isError": !in_progress,
     });
     result(id, call_result)
@@ -180,16 +182,9 @@ mod tests {
 
     #[test]
     fn in_progress_is_a_result_that_is_not_an_error() {
-        let answer = json!({
-            "outcome": "in_progress",
-            "retryable": true,
-            "detail": "This action is already running. GET /_idempotency/ab for its result.",
-            "intent": "ab",
-            "status_url": "/_idempotency/ab",
-            "started_s_ago": 3,
-            "retry_after_s": 2,
-        });
-        let result = tool_result(&json!(5), answer.as_object().unwrap());
+        let key = IntentKey::from_bytes([0xab; 32]);
+        let told = crate::told::in_progress(&key, "/_idempotency/ab", 3, "the session");
+        let result = tool_result(&json!(5), &told);
         assert_eq!(result["id"], 5);
         assert_eq!(result["result"]["isError"], false);
         let text = result["result"]["content"][0]["text"].as_str().unwrap();
@@ -197,21 +192,18 @@ mod tests {
         assert!(text.contains("in 2 s") && !text.contains("GET"), "{text}");
         let structured = &result["result"]["structuredContent"];
         assert_eq!(structured["retry_after_s"], 2);
-        assert_eq!(structured["intent"], "ab");
+        assert_eq!(structured["intent"], key.to_hex());
         assert!(structured.get("status_url").is_none());
     }
 
     #[test]
-    fn refusals_drop_the_problem_members_and_are_errors() {
-        let answer = json!({
-            "type": "urn:tower-idempotency:too-busy",
-            "title": "Too busy",
-            "status": 503,
-            "outcome": "not_executed",
-            "retryable": true,
-            "detail": "Nothing was executed.",
-        });
-        let result = tool_result(&json!("x"), answer.as_object().unwrap());
+    fn refusals_are_errors_without_the_problem_members() {
+        let told = crate::told::refusal(
+            &crate::engine::Refusal::TooBusy,
+            &crate::settings::Settings::default(),
+            None,
+        );
+        let result = tool_result(&json!("x"), &told);
         assert_eq!(result["result"]["isError"], true);
         let structured = result["result"]["structuredContent"].as_object().unwrap();
         assert!(!structured.contains_key("type") && !structured.contains_key("status"));

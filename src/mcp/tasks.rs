@@ -9,12 +9,11 @@ use serde_json::{json, Map, Value};
 
 use super::answers;
 use super::envelope::TaskQuery;
-use crate::answer::Failure;
 use crate::clock::now_ms;
+use crate::engine::{Engine, Failure, Seen};
 use crate::key::{IntentKey, ScopeHash};
-use crate::layer::Shared;
-use crate::status::{self, Seen};
 use crate::store::{KeptResponse, Omission, Record, Store};
+use crate::told::failure_told;
 
 /// How often a requestor is asked to poll a task.
 const POLL_INTERVAL: Duration = Duration::from_secs(1);
@@ -117,7 +116,7 @@ fn unavailable(id: &Value) -> Value {
 /// running then, it answers "in progress" as a tool result). `None`: not one of the layer's
 /// tasks, for the server to answer.
 pub(crate) async fn answer<St: Store>(
-    shared: &Shared<St>,
+    engine: &Engine<St>,
     scope: Option<Vec<u8>>,
     query: &TaskQuery,
     ttl: Duration,
@@ -131,7 +130,7 @@ pub(crate) async fn answer<St: Store>(
     let give_up = tokio::time::Instant::now() + wait;
     let mut pause = Duration::from_millis(10);
     loop {
-        let seen = match status::seen(shared, &key, &scope).await {
+        let seen = match engine.seen(&key, &scope).await {
             Ok(seen) => seen,
             Err(error) => {
                 tracing::warn!(%error, "the store could not answer a task query");
@@ -215,13 +214,13 @@ fn told_of(seen: &Seen) -> Option<String> {
             ),
             _ => None,
         },
-        Seen::Failed(tombstone) => Some(Failure::of(tombstone).told("The action").2),
+        Seen::Failed(tombstone) => Some(failure_told(Failure::of(tombstone), "The action").2),
         _ => None,
     }
 }
 
 fn failed(id: &Value, key: &IntentKey, failure: Failure) -> Value {
-    let (outcome, retryable, message) = failure.told("This task's action");
+    let (outcome, retryable, message) = failure_told(failure, "This task's action");
     let data = json!({ "outcome": outcome, "retryable": retryable, "intent": key.to_hex() });
     answers::error(id, answers::INTERNAL_ERROR, &message, Some(data))
 }

@@ -1,30 +1,29 @@
-//! The server, as the protected path runs it: one `tools/call` in, its JSON-RPC answer out,
-//! with an HTTP status that tells the layer whether to keep it. A JSON-RPC answer is told
-//! from the layer's own answers by its `jsonrpc` member; only the transport's own refusal
-//! (never kept) carries a private marker.
-
-use std::future::Future;
-use std::pin::Pin;
-use std::task::{Context, Poll};
+//! The server's answer to one protected `tools/call`, read and judged for the engine: a
+//! JSON-RPC answer is kept or released by what it says, the transport's own HTTP refusal is
+//! passed on and released, and an answer that never came may have run.
 
 use bytes::Bytes;
-use http::{header, HeaderMap, HeaderName, HeaderValue, Request, Response, StatusCode};
+use http::{header, HeaderMap, HeaderValue, Response, StatusCode};
 use http_body::Body;
-use http_body_util::{BodyExt, Full, Limited};
+use http_body_util::{BodyExt, Limited};
 use serde_json::{json, Value};
-use tower_service::Service;
 
 use super::answers;
-use super::envelope::ToolCall;
 use super::message::{read_answer, Unreadable, TOO_LARGE};
+use crate::classify::Verdict;
+use crate::engine::{Answered, Produced};
+use crate::store::{ReleaseCause, StoredResponse};
 use crate::BoxError;
 
-/// Marks the server's own HTTP error (an unknown session, say), passed on as it is. It is
-/// always released, so it never reaches a stored record, and the MCP service removes it
-/// before anything reaches a client.
-pub(crate) const MARK: HeaderName = HeaderName::from_static("x-tower-idempotency-mcp");
-/// The value of [`MARK`].
-pub(crate) const MARK_VERBATIM: &str = "verbatim";
+/// What the server answered a protected call, as its first caller is given it.
+#[derive(Debug)]
+pub(crate) enum ServerAnswer {
+    /// A JSON-RPC answer to the call (or the layer's words in place of one it could not
+    /// read), and whether it is kept.
+    Message { message: Value, kept: bool },
+    /// The server's own HTTP refusal (an unknown session), passed on as it came.
+    Refused(Response<Bytes>),
+}
 
 /// Whether a JSON-RPC answer is kept for replay. A result is, `isError: true` included: it
 /// is the tool's own answer. So are the deterministic refusals (an invalid request, an
@@ -51,45 +50,15 @@ fn is_cancelled(error: &Value) -> bool {
     matches!(message.as_str(), "request cancelled" | "request canceled")
 }
 
-/// The inner service, answering the protected path.
-#[derive(Clone)]
-pub(crate) struct ServerPath<S> {
-    pub(crate) inner: S,
-    pub(crate) limit: usize,
-}
-
-type Answered<E> = Result<Response<Full<Bytes>>, E>;
-
-impl<S, B, ResBody> Service<Request<B>> for ServerPath<S>
-where
-    S: Service<Request<B>, Response = Response<ResBody>>,
-    S::Future: Send + 'static,
-    ResBody: Body<Data = Bytes> + Send + 'static,
-    ResBody::Error: Into<BoxError>,
-{
-    type Response = Response<Full<Bytes>>;
-    type Error = S::Error;
-    type Future = Pin<Box<dyn Future<Output = Answered<S::Error>> + Send>>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, request: Request<B>) -> Self::Future {
-        let id = request
-            .extensions()
-            .get::<ToolCall>()
-            .map_or(Value::Null, |call| call.id.clone());
-        let limit = self.limit;
-        let answered = self.inner.call(request);
-        Box::pin(async move {
-            let response = answered.await?;
-            Ok(answer_of(response, &id, limit).await)
-        })
-    }
-}
-
-async fn answer_of<B>(response: Response<B>, id: &Value, limit: usize) -> Response<Full<Bytes>>
+/// Reads and judges the server's answer to the call `id`. One over the stored-response cap
+/// (`limit`) still reaches its caller whole and is recorded as run without its answer; only
+/// one past a ceiling of sixteen times the cap is too large to read at all, and is kept as
+/// ran too.
+pub(crate) async fn read<B>(
+    response: Response<B>,
+    id: &Value,
+    limit: usize,
+) -> Produced<ServerAnswer>
 where
     B: Body<Data = Bytes> + Send,
     B::Error: Into<BoxError>,
@@ -105,26 +74,62 @@ where
         if let Some(content_type) = parts.headers.get(header::CONTENT_TYPE) {
             headers.insert(header::CONTENT_TYPE, content_type.clone());
         }
-        headers.insert(MARK, HeaderValue::from_static(MARK_VERBATIM));
-        return answered(parts.status, headers, bytes);
+        let stored = StoredResponse {
+            status: parts.status,
+            headers: headers.clone(),
+            body: bytes.clone(),
+        };
+        let mut refusal = Response::new(bytes);
+        *refusal.status_mut() = parts.status;
+        *refusal.headers_mut() = headers;
+        return Produced::Answered(Answered {
+            verdict: Verdict::Release(ReleaseCause::Status),
+            stored: Some(stored),
+            status: Some(parts.status),
+            retry_after_s: None,
+            answer: ServerAnswer::Refused(refusal),
+        });
     }
-    // An answer over the stored-response cap still reaches its caller whole, and is then
-    // recorded as run without its response (the protected path sees a body over the cap);
-    // only one past this ceiling is too large to read at all.
     let ceiling = limit.saturating_mul(16).max(16 << 20);
-    let (status, answer) = match read_answer(&parts.headers, body, id, ceiling).await {
-        Ok(answer) if keeps(&answer) => (StatusCode::OK, answer),
-        Ok(answer) => (StatusCode::SERVICE_UNAVAILABLE, answer),
+    let (verdict, message) = match read_answer(&parts.headers, body, id, ceiling).await {
+        Ok(answer) if keeps(&answer) => (Verdict::Keep, answer),
+        Ok(answer) => (Verdict::Release(ReleaseCause::Status), answer),
         // The tool answered, too much to read: it ran, and a repeat must not run it again.
-        Err(Unreadable(TOO_LARGE)) => (StatusCode::OK, too_large(id, ceiling)),
-        Err(unreadable) => (StatusCode::BAD_GATEWAY, unanswered(id, &unreadable)),
+        Err(Unreadable(TOO_LARGE)) => (Verdict::Keep, too_large(id, ceiling)),
+        Err(unreadable) => (
+            Verdict::Release(ReleaseCause::ResponseBody),
+            unanswered(id, &unreadable),
+        ),
     };
-    let mut headers = HeaderMap::new();
-    headers.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    answered(status, headers, Bytes::from(answer.to_string()))
+    Produced::Answered(judged(verdict, message, limit))
+}
+
+/// A JSON-RPC answer, judged: kept whole where it fits under the cap.
+fn judged(verdict: Verdict, message: Value, limit: usize) -> Answered<ServerAnswer> {
+    let bytes = Bytes::from(message.to_string());
+    let stored = (bytes.len() <= limit).then(|| {
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        StoredResponse {
+            status: StatusCode::OK,
+            headers,
+            body: bytes,
+        }
+    });
+    Answered {
+        verdict,
+        stored,
+        // A JSON-RPC answer has no status of its own to keep.
+        status: None,
+        retry_after_s: None,
+        answer: ServerAnswer::Message {
+            kept: verdict == Verdict::Keep,
+            message,
+        },
+    }
 }
 
 /// The tool result for a call whose answer was larger than the layer reads: it ran, and this
@@ -155,16 +160,10 @@ fn unanswered(id: &Value, unreadable: &Unreadable) -> Value {
     answers::error(id, answers::INTERNAL_ERROR, &message, Some(data))
 }
 
-fn answered(status: StatusCode, headers: HeaderMap, body: Bytes) -> Response<Full<Bytes>> {
-    let mut response = Response::new(Full::new(body));
-    *response.status_mut() = status;
-    *response.headers_mut() = headers;
-    response
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use http_body_util::Full;
 
     #[tokio::test]
     async fn an_answer_larger_than_the_layer_reads_is_kept_as_ran() {
@@ -177,10 +176,13 @@ mod tests {
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),
         );
-        let answered = answer_of(response, &json!(1), 1024).await;
-        assert_eq!(answered.status(), StatusCode::OK, "kept, never released");
-        let body = answered.into_body().collect().await.unwrap().to_bytes();
-        let message: Value = serde_json::from_slice(&body).unwrap();
+        let Produced::Answered(answered) = read(response, &json!(1), 1024).await else {
+            panic!("the tool answered");
+        };
+        assert_eq!(answered.verdict, Verdict::Keep, "kept, never released");
+        let ServerAnswer::Message { message, .. } = answered.answer else {
+            panic!("a JSON-RPC answer");
+        };
         let text = message["result"]["content"][0]["text"].as_str().unwrap();
         assert!(text.starts_with("This action ran"), "{text}");
         assert_eq!(message["id"], 1);

@@ -25,7 +25,7 @@ use std::time::Duration;
 use crate::key::{Fingerprint, IntentKey, ScopeHash};
 
 pub use memory::{MemoryStore, MemoryStoreBuilder};
-pub(crate) use observed::Observed;
+pub(crate) use observed::{Observed, StoreMetrics};
 pub use record::{
     KeptResponse, Omission, Record, ReleaseCause, RunningInfo, StoredResponse, Tombstone,
 };

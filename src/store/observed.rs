@@ -1,9 +1,11 @@
 //! A store wrapper that times every call, bounds it by the layer's store timeout, turns a
 //! panic in a custom store into an error, and counts failures.
+//!
+//! One store is shared by every layer built from one builder; each layer's own view carries
+//! its own timeout, so a setting on one layer never changes another's.
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -13,11 +15,8 @@ use super::{Claim, ClaimRequest, Entry, Fence, OwnerToken, Record, Store, StoreE
 use crate::key::IntentKey;
 use crate::telemetry::StoreCallMetrics;
 
-/// The layer's view of its store: the same calls, measured and bounded.
-pub(crate) struct Observed<St> {
-    pub(crate) store: St,
-    /// How long one call may take, in milliseconds, before it counts as failed.
-    timeout_ms: AtomicU64,
+/// The metric handles of every kind of store call, registered once per store.
+pub(crate) struct StoreMetrics {
     claim: StoreCallMetrics,
     complete: StoreCallMetrics,
     release: StoreCallMetrics,
@@ -25,11 +24,9 @@ pub(crate) struct Observed<St> {
     get: StoreCallMetrics,
 }
 
-impl<St> Observed<St> {
-    pub(crate) fn new(store: St, timeout: Duration) -> Self {
+impl Default for StoreMetrics {
+    fn default() -> Self {
         Self {
-            store,
-            timeout_ms: AtomicU64::new(timeout.as_millis() as u64),
             claim: StoreCallMetrics::new("claim"),
             complete: StoreCallMetrics::new("complete"),
             release: StoreCallMetrics::new("release"),
@@ -39,11 +36,21 @@ impl<St> Observed<St> {
     }
 }
 
+/// A layer's view of its store: the same calls, measured and bounded by its timeout.
+pub(crate) struct Observed<St> {
+    store: Arc<St>,
+    metrics: Arc<StoreMetrics>,
+    /// How long one call may take before it counts as failed.
+    timeout: Duration,
+}
+
 impl<St> Observed<St> {
-    /// Bounds every later call by `timeout`.
-    pub(crate) fn set_timeout(&self, timeout: Duration) {
-        self.timeout_ms
-            .store(timeout.as_millis() as u64, Ordering::Relaxed);
+    pub(crate) fn new(store: Arc<St>, metrics: Arc<StoreMetrics>, timeout: Duration) -> Self {
+        Self {
+            store,
+            metrics,
+            timeout,
+        }
     }
 
     /// Runs one store call: timed, bounded, and with a panic turned into an error, so that a
@@ -55,7 +62,7 @@ impl<St> Observed<St> {
         future: impl Future<Output = Result<T, StoreError>>,
     ) -> Result<T, StoreError> {
         let started = Instant::now();
-        let timeout = Duration::from_millis(self.timeout_ms.load(Ordering::Relaxed));
+        let timeout = self.timeout;
         let bounded = tokio::time::timeout(timeout, AssertUnwindSafe(future).catch_unwind());
         let result = match bounded.await {
             Ok(Ok(result)) => result,
@@ -71,7 +78,7 @@ impl<St> Observed<St> {
 
 impl<St: Store> Store for Observed<St> {
     async fn claim(&self, key: &IntentKey, request: &ClaimRequest) -> Result<Claim, StoreError> {
-        self.measured(&self.claim, self.store.claim(key, request))
+        self.measured(&self.metrics.claim, self.store.claim(key, request))
             .await
     }
 
@@ -83,7 +90,7 @@ impl<St: Store> Store for Observed<St> {
         retention: Duration,
     ) -> Result<Fence, StoreError> {
         self.measured(
-            &self.complete,
+            &self.metrics.complete,
             self.store.complete(key, token, record, retention),
         )
         .await
@@ -97,7 +104,7 @@ impl<St: Store> Store for Observed<St> {
         ttl: Duration,
     ) -> Result<Fence, StoreError> {
         self.measured(
-            &self.release,
+            &self.metrics.release,
             self.store.release(key, token, tombstone, ttl),
         )
         .await
@@ -109,17 +116,17 @@ impl<St: Store> Store for Observed<St> {
         token: &OwnerToken,
         lease: Duration,
     ) -> Result<Fence, StoreError> {
-        self.measured(&self.extend, self.store.extend(key, token, lease))
+        self.measured(&self.metrics.extend, self.store.extend(key, token, lease))
             .await
     }
 
     async fn abandon(&self, key: &IntentKey, token: &OwnerToken) -> Result<Fence, StoreError> {
-        self.measured(&self.extend, self.store.abandon(key, token))
+        self.measured(&self.metrics.extend, self.store.abandon(key, token))
             .await
     }
 
     async fn get(&self, key: &IntentKey) -> Result<Option<Entry>, StoreError> {
-        self.measured(&self.get, self.store.get(key)).await
+        self.measured(&self.metrics.get, self.store.get(key)).await
     }
 
     fn cached(&self, key: &IntentKey) -> Option<Arc<Record>> {

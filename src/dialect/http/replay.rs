@@ -1,17 +1,14 @@
 //! Turning kept outcomes back into responses.
 
-use http::{header, HeaderMap, HeaderName, HeaderValue, Response};
+use http::{header, HeaderMap, HeaderName, HeaderValue, Response, StatusCode};
 
-use crate::answer::{self, Answer, INTENT_HEADER, REPLAYED_HEADER};
+use super::answer::{annotate, written};
 use crate::body::ResponseBody;
+use crate::headers::{INTENT_HEADER, REPLAYED_HEADER};
 use crate::key::IntentKey;
 use crate::settings::Settings;
-use crate::store::{KeptResponse, Record, StoredResponse};
-
-/// A response the layer wrote.
-pub(crate) fn written<B>(answer: Answer) -> Response<ResponseBody<B>> {
-    answer.into_response().map(ResponseBody::full)
-}
+use crate::store::{KeptResponse, Omission, Record, StoredResponse};
+use crate::told;
 
 /// Marks a protected response with its intent.
 pub(crate) fn with_intent<B>(mut response: Response<B>, key: &IntentKey) -> Response<B> {
@@ -40,9 +37,14 @@ pub(crate) fn replay<B>(
             response
         }
         KeptResponse::Omitted { status, why } => {
-            written(answer::already_executed(key, *status, *why))
+            let told = told::already_executed(key, *status, *why);
+            let status = match why {
+                Omission::Unclassified => StatusCode::INTERNAL_SERVER_ERROR,
+                _ => *status,
+            };
+            written(status, &told)
         }
-        KeptResponse::Abandoned => written(answer::abandoned(key)),
+        KeptResponse::Abandoned => written(StatusCode::GATEWAY_TIMEOUT, &told::abandoned(key)),
     }
 }
 
@@ -53,7 +55,7 @@ pub(crate) fn replay_stored<B>(
     stored: &StoredResponse,
 ) -> Response<ResponseBody<B>> {
     let body = if settings.annotate_replays {
-        answer::annotate(&stored.body, key).unwrap_or_else(|| stored.body.clone())
+        annotate(&stored.body, key).unwrap_or_else(|| stored.body.clone())
     } else {
         stored.body.clone()
     };

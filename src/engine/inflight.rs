@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use crate::answer::Failure;
+use super::Failure;
 use crate::key::{Fingerprint, IntentKey, KeyHasher};
 use crate::store::{Record, StoredResponse};
 
@@ -21,8 +21,25 @@ pub(crate) enum Settled {
         response: Option<Arc<StoredResponse>>,
         failure: Failure,
     },
+}
+
+/// Where a slot stands, as its watchers see it.
+#[derive(Debug, Clone)]
+enum State {
+    Running,
+    Settled(Settled),
     /// The leader stopped before an outcome: start over.
     Redo,
+}
+
+/// What waiting on a slot came to.
+#[derive(Debug)]
+pub(crate) enum Waited {
+    Settled(Settled),
+    /// The leader stopped before an outcome: start over.
+    Redo,
+    /// The caller's deadline came first.
+    Deadline,
 }
 
 /// The intents this process is working on.
@@ -35,7 +52,7 @@ pub(crate) struct Inflight {
 pub(crate) struct Slot {
     started_at_ms: AtomicU64,
     pub(crate) fingerprint: Fingerprint,
-    outcome: watch::Sender<Option<Settled>>,
+    outcome: watch::Sender<State>,
 }
 
 /// Who a request is, for its intent.
@@ -70,7 +87,7 @@ impl Inflight {
         let slot = Arc::new(Slot {
             started_at_ms: AtomicU64::new(now_ms),
             fingerprint,
-            outcome: watch::Sender::new(None),
+            outcome: watch::Sender::new(State::Running),
         });
         slots.insert(key, Arc::clone(&slot));
         Role::Leader(Lead {
@@ -97,15 +114,19 @@ impl Slot {
         self.started_at_ms.load(Ordering::Relaxed)
     }
 
-    /// Waits for the outcome until `deadline`; `None` when the deadline came first.
-    pub(crate) async fn wait_until(&self, deadline: Instant) -> Option<Settled> {
+    /// Waits for the outcome until `deadline`.
+    pub(crate) async fn wait_until(&self, deadline: Instant) -> Waited {
         let mut outcome = self.outcome.subscribe();
-        let settled = tokio::time::timeout_at(deadline, outcome.wait_for(Option::is_some)).await;
-        match settled {
-            Ok(Ok(value)) => value.clone(),
+        let running = |state: &State| matches!(state, State::Running);
+        let waited = tokio::time::timeout_at(deadline, outcome.wait_for(|s| !running(s))).await;
+        match waited {
+            Ok(Ok(state)) => match &*state {
+                State::Settled(settled) => Waited::Settled(settled.clone()),
+                State::Running | State::Redo => Waited::Redo,
+            },
             // The sender lives in this slot, so it cannot be gone while we hold the slot.
-            Ok(Err(_)) => Some(Settled::Redo),
-            Err(_) => None,
+            Ok(Err(_)) => Waited::Redo,
+            Err(_) => Waited::Deadline,
         }
     }
 }
@@ -122,16 +143,16 @@ impl Lead {
     /// process get the outcome from it too, with no store call, until [`Lead::settle`]. For an
     /// outcome the store has not recorded yet.
     pub(crate) fn publish(&self, outcome: Settled) {
-        self.slot.outcome.send_replace(Some(outcome));
+        self.slot.outcome.send_replace(State::Settled(outcome));
     }
 
     /// Closes the slot and hands every waiter the outcome. Call it only after the store
     /// knows the outcome, so that a request arriving after the slot closes finds it there.
     pub(crate) fn settle(mut self, outcome: Settled) {
-        self.close(outcome);
+        self.close(State::Settled(outcome));
     }
 
-    fn close(&mut self, outcome: Settled) {
+    fn close(&mut self, state: State) {
         self.settled = true;
         {
             let mut slots = self
@@ -146,14 +167,14 @@ impl Lead {
                 slots.remove(&self.key);
             }
         }
-        self.slot.outcome.send_replace(Some(outcome));
+        self.slot.outcome.send_replace(state);
     }
 }
 
 impl Drop for Lead {
     fn drop(&mut self) {
         if !self.settled {
-            self.close(Settled::Redo);
+            self.close(State::Redo);
         }
     }
 }
@@ -188,7 +209,7 @@ mod tests {
         });
         assert!(matches!(
             waiter.await.unwrap(),
-            Some(Settled::Failed { .. })
+            Waited::Settled(Settled::Failed { .. })
         ));
         assert_eq!(inflight.len(), 0);
     }
@@ -205,7 +226,7 @@ mod tests {
         let outcome = slot
             .wait_until(Instant::now() + Duration::from_secs(5))
             .await;
-        assert!(matches!(outcome, Some(Settled::Redo)));
+        assert!(matches!(outcome, Waited::Redo));
         assert!(matches!(
             inflight.join(key, fingerprint(), 0),
             Role::Leader(_)
@@ -223,6 +244,6 @@ mod tests {
         let outcome = slot
             .wait_until(Instant::now() + Duration::from_millis(20))
             .await;
-        assert!(outcome.is_none());
+        assert!(matches!(outcome, Waited::Deadline));
     }
 }

@@ -1,0 +1,15 @@
+//! The HTTP dialect: reads the tool's response for the engine, and renders the engine's
+//! outcome as a response (the tool's own, a replay, or the layer's JSON with its status code),
+//! the status path included.
+
+mod answer;
+mod protect;
+mod read;
+mod render;
+mod replay;
+mod status;
+
+pub(crate) use answer::written;
+pub(crate) use protect::protect;
+pub(crate) use render::refused;
+pub(crate) use status::{asks_status, respond};

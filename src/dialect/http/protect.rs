@@ -1,0 +1,109 @@
+//! The protected path over HTTP: scope, body, then the engine; its outcome rendered.
+
+use std::sync::Arc;
+
+use http::{Request, Response};
+use tracing::field::Empty;
+use tracing::Instrument;
+
+use super::read::read;
+use super::render::render;
+use crate::body::ResponseBody;
+use crate::bounds::{Bufferable, Keepable, Tool};
+use crate::buffer::read_body;
+use crate::engine::{self, Decided, Engine, Refusal, Unprotected};
+use crate::settings::Timing;
+use crate::store::Store;
+use crate::telemetry;
+
+type Answered<B, E> = Result<Response<ResponseBody<B>>, E>;
+
+/// Where a protected request went.
+#[allow(
+    clippy::large_enum_variant,
+    reason = "it lives for one match, on the stack; boxing would cost every request an allocation"
+)]
+enum Went<B, E> {
+    /// To the engine, which decided (or the tool's error ended it).
+    Decided(Result<Decided<Response<ResponseBody<B>>>, E>),
+    /// Past it: no scope, and the layer lets such requests through unprotected.
+    Past(Answered<B, E>),
+}
+
+/// Runs a protected request to its answer, in a span of its own, and counts the answer.
+pub(crate) async fn protect<S, St, B, ResBody>(
+    engine: Arc<Engine<St>>,
+    mut inner: S,
+    request: Request<B>,
+) -> Answered<ResBody, S::Error>
+where
+    S: Tool<B, ResBody>,
+    B: Bufferable,
+    ResBody: Keepable,
+    St: Store,
+{
+    let started = std::time::Instant::now();
+    let (parts, body) = request.into_parts();
+    let settings = &engine.settings;
+    let scope = settings.scope.scope_of(&parts);
+    // Labelled after the scope check: callers without a scope share one label, so they cannot
+    // grow the label set.
+    let ops = &engine.runtime.ops;
+    let op = match &scope {
+        Ok(Some(_)) => ops.of(settings.route_label.as_ref(), &parts),
+        _ => ops.unscoped(),
+    };
+    let span = tracing::info_span!(
+        "idempotency",
+        operation = op.as_str(),
+        intent = Empty,
+        attempt = Empty,
+        outcome = Empty
+    );
+    let went = async {
+        let scope = match scope {
+            Ok(Some(scope)) => scope,
+            Ok(None) if !settings.refuse_without_scope => {
+                let outcome = engine::Outcome::Unprotected((), Unprotected::MissingScope);
+                engine::record_outcome(&op, &outcome);
+                let response = inner.call(Request::from_parts(parts, body)).await;
+                return Went::Past(response.map(|r| r.map(ResponseBody::inner)));
+            }
+            Ok(None) => return Went::Decided(Ok(Decided::Refused(Refusal::MissingScope))),
+            Err(panicked) => {
+                let refusal = Refusal::LayerFault(panicked.what);
+                return Went::Decided(Ok(Decided::Refused(refusal)));
+            }
+        };
+        let bytes = match read_body(body, &parts.headers, settings.body_limit).await {
+            Ok(bytes) => bytes,
+            Err(refusal) => return Went::Decided(Ok(Decided::Refused(refusal))),
+        };
+        let limit = settings.response_limit;
+        let rule = Arc::clone(&settings.classify);
+        let work = move |parts, bytes| async move {
+            let response = inner
+                .call(Request::from_parts(parts, B::from(bytes)))
+                .await?;
+            Ok(read(response, limit, &rule).await)
+        };
+        let timing = Timing::default();
+        Went::Decided(
+            engine
+                .protect(parts, bytes, &scope, &op, timing, work)
+                .await,
+        )
+    }
+    .instrument(span.clone())
+    .await;
+    let answered = match went {
+        Went::Past(answered) => answered,
+        Went::Decided(decided) => {
+            let _entered = span.enter();
+            engine::record(&op, decided.as_ref().ok());
+            decided.map(|decided| render(settings, decided))
+        }
+    };
+    telemetry::answered(&op, answered.as_ref().ok().map(Response::status), started);
+    answered
+}

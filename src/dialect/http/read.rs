@@ -1,0 +1,94 @@
+//! Reading the tool's HTTP response for the engine: buffered up to the stored-response cap,
+//! judged by the classification rule.
+
+use std::sync::Arc;
+
+use bytes::{Bytes, BytesMut};
+use http::{header, HeaderMap, Response};
+use http_body::Body;
+use http_body_util::BodyExt;
+
+use super::replay::storable_headers;
+use crate::body::ResponseBody;
+use crate::classify::{Classify, Verdict};
+use crate::engine::{Answered, Produced};
+use crate::guard::guarded;
+use crate::store::StoredResponse;
+
+/// The tool's response as its first caller is given it.
+pub(crate) type FirstResponse<B> = Response<ResponseBody<B>>;
+
+/// Reads `response` up to `limit` bytes, without copying a body that came in one piece, and
+/// judges it. One over the cap still reaches its first caller whole, and is recorded as run
+/// without its response.
+pub(crate) async fn read<B>(
+    response: Response<B>,
+    limit: usize,
+    rule: &Arc<dyn Classify>,
+) -> Produced<FirstResponse<B>>
+where
+    B: Body<Data = Bytes> + Send + 'static,
+{
+    let (parts, body) = response.into_parts();
+    // The tool has answered: a rule that panics leaves the outcome unknown, which is
+    // recorded, never released into a second run.
+    let verdict = guarded("classify", || rule.classify(parts.status, &parts.headers))
+        .unwrap_or(Verdict::Unknown);
+    let (status, wait) = (parts.status, retry_after_s(&parts.headers));
+    let judged = |stored, answer| Answered {
+        verdict,
+        stored,
+        status: Some(status),
+        retry_after_s: wait,
+        answer,
+    };
+    // Pinned in a box so that, over the cap, the partly read body can move to the caller.
+    let mut body = Box::pin(body);
+    let mut chunks: Vec<Bytes> = Vec::new();
+    let mut length = 0;
+    loop {
+        match body.frame().await {
+            None => {
+                let body = concat(chunks, length);
+                let stored = StoredResponse {
+                    status: parts.status,
+                    headers: storable_headers(&parts.headers),
+                    body: body.clone(),
+                };
+                let response = Response::from_parts(parts, ResponseBody::full(body));
+                return Produced::Answered(judged(Some(stored), response));
+            }
+            Some(Ok(frame)) => {
+                // Trailers are not kept.
+                let Ok(data) = frame.into_data() else {
+                    continue;
+                };
+                length += data.len();
+                chunks.push(data);
+                if length > limit {
+                    let head = concat(chunks, length);
+                    let response = Response::from_parts(parts, ResponseBody::chained(head, body));
+                    return Produced::Answered(judged(None, response));
+                }
+            }
+            Some(Err(_)) => return Produced::Broken,
+        }
+    }
+}
+
+fn concat(mut chunks: Vec<Bytes>, length: usize) -> Bytes {
+    if chunks.len() <= 1 {
+        return chunks.pop().unwrap_or_default();
+    }
+    let mut joined = BytesMut::with_capacity(length);
+    for chunk in chunks {
+        joined.extend_from_slice(&chunk);
+    }
+    joined.freeze()
+}
+
+/// The wait a response asks for in seconds (`retry-after: 7`; the date form is not read).
+fn retry_after_s(headers: &HeaderMap) -> Option<u64> {
+    let value = headers.get(header::RETRY_AFTER)?.to_str().ok()?;
+    value.trim().parse().ok()
+}

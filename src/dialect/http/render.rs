@@ -1,0 +1,104 @@
+//! The engine's outcome as an HTTP response: the tool's own, a replay, or the layer's words
+//! with the status code that goes with them.
+
+use http::{Response, StatusCode};
+
+use super::answer::{write, written};
+use super::replay::{replay, replay_stored, with_intent};
+use crate::body::ResponseBody;
+use crate::engine::{Decided, Failure, Intent, Outcome, Refusal};
+use crate::settings::Settings;
+use crate::told;
+
+/// The status code of a refusal.
+pub(crate) fn refusal_status(refusal: &Refusal) -> StatusCode {
+    match refusal {
+        Refusal::LayerFault(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        Refusal::MissingScope
+        | Refusal::BodyUnreadable
+        | Refusal::MalformedKey(_)
+        | Refusal::Unkeyable(_) => StatusCode::BAD_REQUEST,
+        Refusal::BodyTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+        Refusal::KeyReused { .. } => StatusCode::UNPROCESSABLE_ENTITY,
+        Refusal::StoreUnavailable | Refusal::TooBusy => StatusCode::SERVICE_UNAVAILABLE,
+    }
+}
+
+/// The status code of an attempt that ended without a kept outcome.
+fn failure_status(failure: Failure) -> StatusCode {
+    match failure {
+        Failure::Status(status, _) => status,
+        Failure::Panic => StatusCode::INTERNAL_SERVER_ERROR,
+        Failure::Error | Failure::Body => StatusCode::BAD_GATEWAY,
+    }
+}
+
+/// A refusal, answered over HTTP.
+pub(crate) fn refused<B>(settings: &Settings, refusal: &Refusal) -> Response<ResponseBody<B>> {
+    let told = told::refusal(refusal, settings, None);
+    written(refusal_status(refusal), &told)
+}
+
+/// 202 "in progress" (409 for duplicates in strict IETF mode), with where to ask later.
+pub(crate) fn in_progress<B>(
+    settings: &Settings,
+    key: &crate::IntentKey,
+    started_at_ms: u64,
+    duplicate: bool,
+    keeps: &str,
+) -> Response<ResponseBody<B>> {
+    let status_url = settings.status_url(key);
+    let started_s_ago = crate::clock::seconds_since(started_at_ms);
+    let told = told::in_progress(key, &status_url, started_s_ago, keeps);
+    let status = if duplicate && settings.strict_ietf {
+        StatusCode::CONFLICT
+    } else {
+        StatusCode::ACCEPTED
+    };
+    write(status, &told, Some(&status_url)).map(ResponseBody::full)
+}
+
+/// Renders what the engine decided; every response to a derived intent names it.
+pub(crate) fn render<B>(
+    settings: &Settings,
+    decided: Decided<Response<ResponseBody<B>>>,
+) -> Response<ResponseBody<B>> {
+    match decided {
+        Decided::Refused(refusal) => refused(settings, &refusal),
+        Decided::Keyed { intent, outcome } => {
+            let response = of_intent(settings, &intent, outcome);
+            with_intent(response, &intent.key)
+        }
+    }
+}
+
+fn of_intent<B>(
+    settings: &Settings,
+    intent: &Intent,
+    outcome: Outcome<Response<ResponseBody<B>>>,
+) -> Response<ResponseBody<B>> {
+    let key = &intent.key;
+    match outcome {
+        Outcome::Executed(response) | Outcome::Unprotected(response, _) => response,
+        Outcome::Replayed(record) | Outcome::Abandoned(record) => replay(settings, key, &record),
+        Outcome::InProgress {
+            started_at_ms,
+            duplicate,
+        } => {
+            let keeps = settings.repeat_keeps(intent.explicit);
+            in_progress(settings, key, started_at_ms, duplicate, &keeps)
+        }
+        Outcome::Failed {
+            answer: Some(stored),
+            ..
+        } => replay_stored(settings, key, &stored),
+        Outcome::Failed {
+            failure,
+            answer: None,
+        } => written(failure_status(failure), &told::attempt_failed(key, failure)),
+        Outcome::NotExecuted(refusal) => {
+            let told = told::refusal(&refusal, settings, Some(key));
+            written(refusal_status(&refusal), &told)
+        }
+    }
+}

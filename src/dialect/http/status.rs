@@ -1,0 +1,79 @@
+//! The status path: `GET {status_path}/{intent}` answers what became of an action.
+
+use std::sync::Arc;
+
+use http::request::Parts;
+use http::{Method, Request, Response, StatusCode};
+
+use super::answer::written;
+use super::render::in_progress;
+use super::replay::{replay, with_intent};
+use crate::body::ResponseBody;
+use crate::engine::{Engine, Failure, Seen};
+use crate::future::ResponseFuture;
+use crate::key::{IntentKey, ScopeHash};
+use crate::settings::Settings;
+use crate::store::Store;
+use crate::told;
+
+/// Whether `request` asks the status path about an intent.
+pub(crate) fn asks_status<B>(settings: &Settings, request: &Request<B>) -> bool {
+    request.method() == Method::GET && settings.status_target(request.uri().path()).is_some()
+}
+
+/// The answer to a request for which [`asks_status`] holds, as a service's response future.
+pub(crate) fn respond<St: Store, B, F, RB, E>(
+    engine: &Arc<Engine<St>>,
+    request: Request<B>,
+) -> ResponseFuture<F, RB, E> {
+    let engine = Arc::clone(engine);
+    let (parts, _) = request.into_parts();
+    ResponseFuture::layered(async move {
+        let target = engine
+            .settings
+            .status_target(parts.uri.path())
+            .unwrap_or_default();
+        Ok(answer_status(&engine, &parts, target).await)
+    })
+}
+
+/// Answers a status request for `target` (the path segment after the status path).
+pub(crate) async fn answer_status<St: Store, B>(
+    engine: &Engine<St>,
+    parts: &Parts,
+    target: &str,
+) -> Response<ResponseBody<B>> {
+    let settings = &engine.settings;
+    let Ok(key) = target.parse::<IntentKey>() else {
+        return written(StatusCode::NOT_FOUND, &told::status_malformed());
+    };
+    let scope = match settings.scope.scope_of(parts) {
+        Ok(scope) => scope,
+        Err(panicked) => {
+            let told = told::status_layer_fault(panicked.what);
+            return written(StatusCode::INTERNAL_SERVER_ERROR, &told);
+        }
+    };
+    let Some(scope) = scope else {
+        let told = told::status_missing_scope(&settings.scope.describe());
+        return written(StatusCode::BAD_REQUEST, &told);
+    };
+    let response = match engine.seen(&key, &ScopeHash::of(&scope)).await {
+        Err(error) => {
+            tracing::warn!(intent = %key.short(), %error, "the store could not answer a status request");
+            let told = told::status_unavailable(&key, &settings.status_url(&key));
+            written(StatusCode::SERVICE_UNAVAILABLE, &told)
+        }
+        Ok(Seen::Completed(record)) => replay(settings, &key, &record),
+        Ok(Seen::Running { started_at_ms }) => {
+            let keeps = settings.repeat_keeps(None);
+            in_progress(settings, &key, started_at_ms, false, &keeps)
+        }
+        Ok(Seen::Failed(tombstone)) => {
+            let told = told::status_failed(&key, Failure::of(&tombstone));
+            written(StatusCode::OK, &told)
+        }
+        Ok(Seen::Unknown) => written(StatusCode::NOT_FOUND, &told::status_not_found(&key)),
+    };
+    with_intent(response, &key)
+}

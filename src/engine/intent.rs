@@ -1,0 +1,118 @@
+//! A protected request's intent: its key from the scope, the operation and the body (or the
+//! client's explicit key), and the times that bound its execution.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{header, request};
+use tokio::time::Instant;
+
+use super::{Engine, Refusal};
+use crate::key::{
+    ExplicitKey, Fingerprint, IntentKey, KeyMaterial, KeySource, Operation, ScopeHash, Unkeyable,
+};
+use crate::scope::Scope;
+use crate::settings::Timing;
+use crate::telemetry::Op;
+
+/// One protected request's intent, as the execution and the answers need it.
+#[derive(Debug, Clone)]
+pub(crate) struct Intent {
+    pub(crate) key: IntentKey,
+    /// The operation label, for metrics.
+    pub(crate) op: Op,
+    pub(crate) scope: ScopeHash,
+    /// Whose part of a bounded store the record counts against.
+    pub(crate) share: ScopeHash,
+    pub(crate) fingerprint: Fingerprint,
+    /// Where the client sent its key, if it did: a payload mismatch must be refused, and a
+    /// repeat must send the key again.
+    pub(crate) explicit: Option<KeySource>,
+    /// When this caller stops waiting and is told "in progress".
+    pub(crate) deadline: Instant,
+    /// A zero deadline: the first caller is always told "in progress", even by a tool that
+    /// answered at once.
+    pub(crate) asynchronous: bool,
+    pub(crate) retention: Duration,
+    /// How long the execution may run before it is abandoned, if it is bounded.
+    pub(crate) max_execution: Option<Duration>,
+}
+
+impl Intent {
+    /// Whether an execution asked for `fingerprint` under this intent's explicit key: a
+    /// client that reuses its key for other arguments is refused.
+    pub(crate) fn reuses_key_for(&self, fingerprint: &Fingerprint) -> bool {
+        self.explicit.is_some() && *fingerprint != self.fingerprint
+    }
+}
+
+/// Derives the intent, from an explicit key where one is configured and sent.
+pub(crate) fn derive<St>(
+    engine: &Engine<St>,
+    parts: &request::Parts,
+    scope: &Scope,
+    body: &Bytes,
+    op: &Op,
+    timing: Timing,
+) -> Result<Intent, Refusal> {
+    let settings = &engine.settings;
+    let header_key = match &settings.key_header {
+        Some(name) => match parts.headers.get(name) {
+            Some(value) => match ExplicitKey::from_bytes(value.as_bytes()) {
+                Ok(key) => Some(key),
+                Err(_) => return Err(Refusal::MalformedKey(KeySource::Header)),
+            },
+            None => None,
+        },
+        None => None,
+    };
+    let scope_hash = ScopeHash::of(scope);
+    let content_type = parts.headers.get(header::CONTENT_TYPE);
+    let printed =
+        engine
+            .runtime
+            .recent
+            .fingerprint(settings.rules, &scope_hash, content_type, body, || {
+                settings.fingerprint.fingerprint(content_type, body)
+            });
+    match &printed.unkeyable {
+        Some(Unkeyable::Uncanonical(why)) => return Err(Refusal::Unkeyable(*why)),
+        Some(Unkeyable::Panicked(panicked)) => return Err(Refusal::LayerFault(panicked.what)),
+        None => {}
+    }
+    let field_key = match printed.key_field {
+        Some(Err(_)) => return Err(Refusal::MalformedKey(KeySource::Field)),
+        Some(Ok(key)) => Some(key),
+        None => None,
+    };
+    let source = match (&header_key, &field_key) {
+        (Some(_), _) => Some(KeySource::Header),
+        (None, Some(_)) => Some(KeySource::Field),
+        (None, None) => None,
+    };
+    let explicit = header_key.or(field_key);
+    let operation = Operation::new(&parts.method, &parts.uri);
+    let material = match &explicit {
+        Some(key) => KeyMaterial::Explicit(key),
+        None => KeyMaterial::Fingerprint(&printed.fingerprint),
+    };
+    let path = parts.uri.path();
+    let deadline = timing
+        .deadline
+        .unwrap_or_else(|| settings.paths.deadline(path));
+    let retention = timing
+        .retention
+        .unwrap_or_else(|| settings.paths.retention(path));
+    Ok(Intent {
+        key: IntentKey::derive(scope, &operation, material),
+        op: op.clone(),
+        scope: scope_hash,
+        share: scope.share(),
+        fingerprint: printed.fingerprint,
+        explicit: source,
+        deadline: Instant::now() + deadline,
+        asynchronous: deadline.is_zero(),
+        retention,
+        max_execution: settings.paths.max_execution(path),
+    })
+}

@@ -1,0 +1,141 @@
+//! The engine: from a request's scope, operation and body to an [`Outcome`], whatever protocol
+//! the request came in. It claims, coalesces, executes detached and records; it names no
+//! status code and no header, and the dialects (`http`, `mcp`) render what it decides.
+
+mod coalesce;
+mod execute;
+mod inflight;
+mod intent;
+mod lookup;
+mod outcome;
+mod recorder;
+mod runtime;
+
+use std::future::Future;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::request::Parts;
+
+use crate::guard::guarded;
+use crate::scope::Scope;
+use crate::settings::{Settings, Timing};
+use crate::store::{Observed, Store};
+use crate::telemetry::{self, Op};
+
+pub(crate) use intent::Intent;
+pub(crate) use lookup::Seen;
+pub(crate) use outcome::{Answered, Failure, Outcome, Produced, Refusal, Unprotected};
+pub(crate) use runtime::Runtime;
+
+/// One layer's settings and shared state, as every request of it sees them.
+pub(crate) struct Engine<St> {
+    pub(crate) settings: Arc<Settings>,
+    pub(crate) runtime: Arc<Runtime<St>>,
+    /// The store, bounded by this layer's store timeout.
+    pub(crate) store: Observed<St>,
+}
+
+impl<St> Engine<St> {
+    pub(crate) fn new(settings: Arc<Settings>, runtime: Arc<Runtime<St>>) -> Self {
+        let store = Observed::new(
+            Arc::clone(&runtime.store),
+            Arc::clone(&runtime.store_metrics),
+            settings.store_timeout,
+        );
+        Self {
+            settings,
+            runtime,
+            store,
+        }
+    }
+}
+
+impl<St> std::fmt::Debug for Engine<St> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("runtime", &self.runtime)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The engine's answer to one protected request.
+#[derive(Debug)]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "the keyed variant is the common one; boxing it would cost every request an allocation"
+)]
+pub(crate) enum Decided<A> {
+    /// Refused before an intent could be derived: nothing ran.
+    Refused(Refusal),
+    /// What became of the request's intent.
+    Keyed { intent: Intent, outcome: Outcome<A> },
+}
+
+impl<St: Store> Engine<St> {
+    /// Protects one request whose scope is known and whose body is read: derives its intent,
+    /// then replays a kept outcome, joins a running execution, or claims the intent and runs
+    /// `work` (the dialect's call of the tool, given the request's parts and body) detached.
+    pub(crate) async fn protect<A, E, F>(
+        self: &Arc<Self>,
+        parts: Parts,
+        body: Bytes,
+        scope: &Scope,
+        op: &Op,
+        timing: Timing,
+        work: impl FnOnce(Parts, Bytes) -> F,
+    ) -> Result<Decided<A>, E>
+    where
+        F: Future<Output = Result<Produced<A>, E>> + Send + 'static,
+        A: Send + 'static,
+        E: Send + 'static,
+    {
+        let intent = match intent::derive(self, &parts, scope, &body, op, timing) {
+            Ok(intent) => intent,
+            Err(refusal) => return Ok(Decided::Refused(refusal)),
+        };
+        let attempt = self.runtime.attempts.count(&intent.op, &intent.key);
+        let span = tracing::Span::current();
+        if !span.is_disabled() {
+            span.record("intent", intent.key.short());
+            span.record("attempt", attempt);
+        }
+        // A replay this process has seen needs neither the store nor the in-flight registry.
+        let cached = guarded("store", || self.store.cached(&intent.key));
+        let outcome = match cached.ok().flatten() {
+            Some(record) if intent.reuses_key_for(&record.fingerprint) => {
+                Outcome::NotExecuted(Refusal::KeyReused { running: false })
+            }
+            Some(record) => Outcome::Replayed(record),
+            None => coalesce::coalesce_or_execute(self, &intent, work(parts, body)).await?,
+        };
+        Ok(Decided::Keyed { intent, outcome })
+    }
+}
+
+/// Records how one protected request ended, once: from what the engine decided, or `None`
+/// when the tool's own error ended it.
+pub(crate) fn record<A>(op: &Op, decided: Option<&Decided<A>>) {
+    match decided {
+        None => telemetry::outcome("error"),
+        Some(Decided::Refused(refusal)) => refused(op, refusal),
+        Some(Decided::Keyed { outcome, .. }) => record_outcome(op, outcome),
+    }
+}
+
+/// Records how a request ended, from its outcome.
+pub(crate) fn record_outcome<A>(op: &Op, outcome: &Outcome<A>) {
+    match outcome {
+        Outcome::NotExecuted(refusal) => return refused(op, refusal),
+        Outcome::Replayed(_) => telemetry::replayed(op),
+        Outcome::InProgress { .. } => telemetry::in_progress(op),
+        Outcome::Unprotected(_, why) => telemetry::unprotected(op, why.as_str()),
+        Outcome::Executed(_) | Outcome::Abandoned(_) | Outcome::Failed { .. } => {}
+    }
+    telemetry::outcome(outcome.tag());
+}
+
+fn refused(op: &Op, refusal: &Refusal) {
+    telemetry::not_executed(op, refusal.reason());
+    telemetry::outcome("not_executed");
+}

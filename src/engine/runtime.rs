@@ -1,0 +1,44 @@
+//! The state every service of one layer shares, created once: the store, the intents in
+//! flight, the detached executions, the attempt counts, the labels and the recent bodies.
+
+use std::sync::Arc;
+
+use super::inflight::Inflight;
+use crate::detached::Detached;
+use crate::key::RecentBodies;
+use crate::store::StoreMetrics;
+use crate::telemetry::{Attempts, Ops};
+
+/// Created with the layer and never replaced: a handle taken from it (the detached
+/// executions) stays valid whatever the builder is asked later.
+pub(crate) struct Runtime<St> {
+    pub(crate) store: Arc<St>,
+    pub(crate) store_metrics: Arc<StoreMetrics>,
+    pub(crate) inflight: Arc<Inflight>,
+    pub(crate) detached: Detached,
+    pub(crate) attempts: Attempts,
+    pub(crate) ops: Ops,
+    pub(crate) recent: RecentBodies,
+}
+
+impl<St> Runtime<St> {
+    pub(crate) fn new(store: St) -> Self {
+        Self {
+            store: Arc::new(store),
+            store_metrics: Arc::default(),
+            inflight: Arc::default(),
+            detached: Detached::default(),
+            attempts: Attempts::default(),
+            ops: Ops::default(),
+            recent: RecentBodies::default(),
+        }
+    }
+}
+
+impl<St> std::fmt::Debug for Runtime<St> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runtime")
+            .field("detached", &self.detached)
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,154 @@
+//! A protected `tools/call`: keyed by its session, tool and arguments, run once by the engine,
+//! answered in JSON-RPC terms.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::request::Parts;
+use http::{header, Request, Response};
+use tracing::field::Empty;
+use tracing::Instrument;
+
+use super::endpoint::{Answered, Endpoint};
+use super::envelope::{self, ToolCall};
+use super::message::Form;
+use super::render::Rendering;
+use super::tool;
+use crate::body::ResponseBody;
+use crate::bounds::{Bufferable, Keepable, Tool};
+use crate::engine::{self, Decided, Refusal};
+use crate::store::Store;
+use crate::telemetry::{self, Op};
+use crate::BoxError;
+
+/// The operation label of a tool call: `tools/call NAME` for names that look like tool
+/// names, so that a client cannot grow the label set at will.
+fn tool_label(name: &str) -> String {
+    let plain = name.len() <= 64
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_-./".contains(&b));
+    if plain {
+        format!("tools/call {name}")
+    } else {
+        "tools/call (other)".to_owned()
+    }
+}
+
+impl<St: Store> Endpoint<St> {
+    /// The operation of a call: the user's route label where one is set, else the tool's.
+    fn op_of(&self, parts: &Parts, call: &ToolCall) -> Op {
+        let ops = &self.engine.runtime.ops;
+        match &self.engine.settings.route_label {
+            Some(_) => ops.of(self.engine.settings.route_label.as_ref(), parts),
+            None => ops.named(tool_label(&call.name)),
+        }
+    }
+
+    /// A protected tool call, run once per intent; run as a task where one is asked for and
+    /// tasks are served.
+    pub(crate) async fn call_tool<S, B, ResBody>(
+        &self,
+        mut inner: S,
+        mut parts: Parts,
+        mut bytes: Bytes,
+        call: ToolCall,
+        form: Form,
+    ) -> Answered<ResBody, S::Error>
+    where
+        S: Tool<B, ResBody>,
+        B: Bufferable,
+        ResBody: Keepable<Error: Into<BoxError>>,
+    {
+        let started = std::time::Instant::now();
+        let settings = &self.engine.settings;
+        let mut timing = self.policy.timing(&call.name);
+        let as_task = call.as_task && self.tasks;
+        if as_task {
+            // The server runs a plain call; the layer is the one that answers with a task.
+            if let Some(plain) = envelope::without_task(&bytes) {
+                bytes = Bytes::from(plain);
+                parts.headers.remove(header::CONTENT_LENGTH);
+            }
+            timing.deadline = Some(Duration::ZERO);
+        }
+        let scope = settings.scope.scope_of(&parts);
+        let op = match &scope {
+            Ok(Some(_)) => self.op_of(&parts, &call),
+            _ => self.engine.runtime.ops.unscoped(),
+        };
+        let span = tracing::info_span!(
+            "idempotency",
+            operation = op.as_str(),
+            intent = Empty,
+            attempt = Empty,
+            outcome = Empty
+        );
+        let scope = match scope {
+            Ok(Some(scope)) => scope,
+            Ok(None) if !settings.refuse_without_scope => {
+                let outcome = engine::Outcome::Unprotected((), engine::Unprotected::MissingScope);
+                engine::record_outcome(&op, &outcome);
+                let response = inner
+                    .call(Request::from_parts(parts, B::from(bytes)))
+                    .await?;
+                return Ok(response.map(ResponseBody::inner));
+            }
+            Ok(None) => return Ok(self.finish(&op, started, &call, form, as_task, missing())),
+            Err(panicked) => {
+                let refused = Decided::Refused(Refusal::LayerFault(panicked.what));
+                return Ok(self.finish(&op, started, &call, form, as_task, refused));
+            }
+        };
+        let limit = settings.response_limit;
+        let id = call.id.clone();
+        let work = move |parts, bytes| async move {
+            let response = inner
+                .call(Request::from_parts(parts, B::from(bytes)))
+                .await?;
+            Ok(tool::read(response, &id, limit).await)
+        };
+        let decided = self
+            .engine
+            .protect(parts, bytes, &scope, &op, timing, work)
+            .instrument(span.clone())
+            .await;
+        let _entered = span.enter();
+        match decided {
+            Ok(decided) => Ok(self.finish(&op, started, &call, form, as_task, decided)),
+            Err(error) => {
+                engine::record::<()>(&op, None);
+                telemetry::answered(&op, None, started);
+                Err(error)
+            }
+        }
+    }
+
+    /// Records what the engine decided and renders it.
+    fn finish<B>(
+        &self,
+        op: &Op,
+        started: std::time::Instant,
+        call: &ToolCall,
+        form: Form,
+        as_task: bool,
+        decided: Decided<tool::ServerAnswer>,
+    ) -> Response<ResponseBody<B>> {
+        engine::record(op, Some(&decided));
+        let timing = self.policy.timing(&call.name);
+        let settings = &self.engine.settings;
+        let rendering = Rendering {
+            endpoint: self,
+            call,
+            as_task,
+            retention: timing.retention.unwrap_or(settings.paths.default_retention),
+        };
+        let response = rendering.render(decided, form);
+        telemetry::answered(op, Some(response.status()), started);
+        response
+    }
+}
+
+fn missing<A>() -> Decided<A> {
+    Decided::Refused(Refusal::MissingScope)
+}

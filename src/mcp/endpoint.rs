@@ -1,0 +1,152 @@
+//! One POST to the MCP endpoint: a protected tool call, a task query the layer answers, a
+//! cancellation it keeps, a discovery answer it reads on the way back, or a message passed on.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::request::Parts;
+use http::{Request, Response, StatusCode};
+use serde_json::Value;
+
+use super::answers;
+use super::cancellation::ForwardedRequests;
+use super::envelope::{self, Envelope, Refusal, TaskQuery, ToolCall};
+use super::message::{self, Form};
+use super::policy::ToolPolicy;
+use crate::body::ResponseBody;
+use crate::bounds::{Bufferable, Keepable, Tool};
+use crate::buffer::read_body;
+use crate::dialect::http as http_dialect;
+use crate::engine::Engine;
+use crate::store::Store;
+use crate::BoxError;
+
+pub(crate) type Answered<B, E> = Result<Response<ResponseBody<B>>, E>;
+
+/// What one POST needs of the layer.
+pub(crate) struct Endpoint<St> {
+    pub(crate) engine: Arc<Engine<St>>,
+    pub(crate) policy: Arc<ToolPolicy>,
+    pub(crate) forwarded: ForwardedRequests,
+    pub(crate) tasks: bool,
+    pub(crate) replay_notice: bool,
+}
+
+impl<St> std::fmt::Debug for Endpoint<St> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Endpoint")
+            .field("engine", &self.engine)
+            .field("tools", &self.policy.configured)
+            .field("tasks", &self.tasks)
+            .field("replay_notice", &self.replay_notice)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<St: Store> Endpoint<St> {
+    /// One POST to the endpoint: a tool call is protected, a task query answered, a discovery
+    /// answer read on its way back, and the rest passed on.
+    pub(crate) async fn post<S, B, ResBody>(
+        self: Arc<Self>,
+        mut inner: S,
+        request: Request<B>,
+    ) -> Answered<ResBody, S::Error>
+    where
+        S: Tool<B, ResBody>,
+        B: Bufferable,
+        ResBody: Keepable<Error: Into<BoxError>>,
+    {
+        let (parts, body) = request.into_parts();
+        let settings = &self.engine.settings;
+        let bytes = match read_body(body, &parts.headers, settings.body_limit).await {
+            Ok(bytes) => bytes,
+            Err(refusal) => return Ok(http_dialect::refused(settings, &refusal)),
+        };
+        let form = Form::of(&parts.headers);
+        match envelope::read(&bytes) {
+            Envelope::ToolCall(call) if !self.policy.passes_through(&call.name) => {
+                self.forwarded.protected(&parts.headers, &call.id);
+                self.call_tool(inner, parts, bytes, call, form).await
+            }
+            Envelope::Discovery { id, what } => {
+                self.forwarded.forwarded(&parts.headers, &id);
+                let response = inner
+                    .call(Request::from_parts(parts, B::from(bytes)))
+                    .await?;
+                Ok(self.read_discovery(response, &id, what).await)
+            }
+            Envelope::TaskQuery(query) if self.tasks => {
+                match self.answer_task_query(&parts, &query).await {
+                    Some(message) => Ok(message::write(&message, form, http::HeaderMap::new())
+                        .map(ResponseBody::full)),
+                    None => self.forward(inner, parts, bytes, Some(query.id)).await,
+                }
+            }
+            Envelope::Refused(refusal) => Ok(self.refuse(&parts, &refusal, form)),
+            Envelope::Cancellation { request_id } => {
+                let passes_on = request_id
+                    .as_ref()
+                    .is_some_and(|id| self.forwarded.passes_on(&parts.headers, id));
+                if !passes_on {
+                    crate::telemetry::cancellation_absorbed();
+                    return Ok(accepted());
+                }
+                self.forward(inner, parts, bytes, None).await
+            }
+            Envelope::ToolCall(ToolCall { id, .. }) | Envelope::TaskQuery(TaskQuery { id, .. }) => {
+                self.forward(inner, parts, bytes, Some(id)).await
+            }
+            Envelope::Other { id } => self.forward(inner, parts, bytes, id).await,
+        }
+    }
+
+    /// Passes a message on to the server unprotected, remembering the id of a request so
+    /// that the client can still cancel it.
+    async fn forward<S, B, ResBody>(
+        &self,
+        mut inner: S,
+        parts: Parts,
+        bytes: Bytes,
+        id: Option<Value>,
+    ) -> Answered<ResBody, S::Error>
+    where
+        S: Tool<B, ResBody>,
+        B: Bufferable,
+        ResBody: Keepable<Error: Into<BoxError>>,
+    {
+        if let Some(id) = id {
+            self.forwarded.forwarded(&parts.headers, &id);
+        }
+        let response = inner
+            .call(Request::from_parts(parts, B::from(bytes)))
+            .await?;
+        Ok(response.map(ResponseBody::inner))
+    }
+
+    /// Answers a refused envelope, counted as not executed.
+    fn refuse<B>(&self, parts: &Parts, refusal: &Refusal, form: Form) -> Response<ResponseBody<B>> {
+        let engine = &self.engine;
+        let op = engine
+            .runtime
+            .ops
+            .of(engine.settings.route_label.as_ref(), parts);
+        crate::telemetry::not_executed(&op, "mcp-envelope");
+        let error = answers::refused(refusal);
+        let (status, form) = match refusal {
+            // A request with an id is answered as requests are.
+            Refusal::NoToolName { .. } | Refusal::Unkeyable { .. } => (StatusCode::OK, form),
+            // The rest cannot be answered as a request: an HTTP error with the JSON-RPC error.
+            _ => (StatusCode::BAD_REQUEST, Form::Json),
+        };
+        let mut response = message::write(&error, form, http::HeaderMap::new());
+        *response.status_mut() = status;
+        response.map(ResponseBody::full)
+    }
+}
+
+/// What Streamable HTTP answers to a notification the server accepts: 202, no body.
+fn accepted<B>() -> Response<ResponseBody<B>> {
+    let mut response = Response::new(ResponseBody::full(Bytes::new()));
+    *response.status_mut() = StatusCode::ACCEPTED;
+    response
+}

@@ -1,0 +1,192 @@
+//! [`McpLayer`]: the MCP mode's builder, made from a configured [`IdempotencyLayer`].
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use http::HeaderName;
+use tower_layer::Layer;
+
+use super::cancellation::ForwardedRequests;
+use super::endpoint::Endpoint;
+use super::policy::{self, ToolPolicy};
+use super::service::McpService;
+use super::MCP_SESSION_HEADER;
+use crate::canonical::JsonPointer;
+use crate::engine::Engine;
+use crate::layer::parse_pointer;
+use crate::scope::ScopeSource;
+use crate::store::{MemoryStore, Store};
+use crate::IdempotencyLayer;
+
+/// The parts of a request the key leaves out: the JSON-RPC id, the request's metadata
+/// (progress token) and the task it may ask to be run as.
+const LEFT_OUT: [&str; 3] = ["/id", "/params/_meta", "/params/task"];
+
+impl<St: Store> IdempotencyLayer<St> {
+    /// This layer in MCP mode: for the Streamable HTTP endpoint of an MCP server. Configure
+    /// the layer first; see [`McpLayer`].
+    #[cfg_attr(docsrs, doc(cfg(feature = "mcp")))]
+    pub fn mcp(self) -> McpLayer<St> {
+        let layer = self.set(|settings| {
+            let pointers = LEFT_OUT.iter().map(|pointer| parse_pointer(pointer));
+            settings.fingerprint.ignored.extend(pointers);
+            let configured = std::mem::replace(
+                &mut settings.scope,
+                ScopeSource::Header(HeaderName::from_static(MCP_SESSION_HEADER)),
+            );
+            settings.scope = ScopeSource::Narrowed {
+                principal: settings.scope_configured.then(|| Box::new(configured)),
+                by: HeaderName::from_static(MCP_SESSION_HEADER),
+                narrowed: true,
+            };
+        });
+        McpLayer {
+            layer,
+            policy: Arc::default(),
+            forwarded: ForwardedRequests::default(),
+            tasks: false,
+            replay_notice: true,
+        }
+    }
+}
+
+/// [`IdempotencyLayer`] in MCP mode, made by [`IdempotencyLayer::mcp`]; see the
+/// [module](crate::mcp) for what it does.
+#[must_use = "a layer does nothing until it wraps a service"]
+pub struct McpLayer<St = MemoryStore> {
+    layer: IdempotencyLayer<St>,
+    policy: Arc<ToolPolicy>,
+    forwarded: ForwardedRequests,
+    tasks: bool,
+    replay_notice: bool,
+}
+
+// Written by hand: a derive would require `St: Clone`.
+impl<St> Clone for McpLayer<St> {
+    fn clone(&self) -> Self {
+        Self {
+            layer: self.layer.clone(),
+            policy: Arc::clone(&self.policy),
+            forwarded: self.forwarded.clone(),
+            tasks: self.tasks,
+            replay_notice: self.replay_notice,
+        }
+    }
+}
+
+impl<St> std::fmt::Debug for McpLayer<St> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpLayer")
+            .field("tools", &self.policy.configured)
+            .field("tasks", &self.tasks)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<St> McpLayer<St> {
+    fn tool(mut self, name: &str, change: impl FnOnce(&mut policy::ToolRule)) -> Self {
+        change(Arc::make_mut(&mut self.policy).rule_mut(name));
+        self
+    }
+
+    /// Protects calls of this tool even if the server declares it read-only.
+    pub fn protect_tool(self, name: &str) -> Self {
+        self.tool(name, |rule| rule.pass_through = Some(false))
+    }
+
+    /// Passes calls of this tool through unprotected, whatever the server declares: a
+    /// read-only tool, or one that talks to the client in the middle of a call.
+    pub fn pass_through_tool(self, name: &str) -> Self {
+        self.tool(name, |rule| rule.pass_through = Some(true))
+    }
+
+    /// How long a call of this tool waits before it is told "in progress"; zero answers
+    /// "in progress" at once.
+    pub fn deadline_for_tool(self, name: &str, deadline: Duration) -> Self {
+        self.tool(name, |rule| rule.timing.deadline = Some(deadline))
+    }
+
+    /// How long the outcome of a call of this tool is kept for replay.
+    pub fn retention_for_tool(self, name: &str, retention: Duration) -> Self {
+        self.tool(name, |rule| rule.timing.retention = Some(retention))
+    }
+
+    /// Scopes calls by the configured principal alone ([`IdempotencyLayer::scope_header`],
+    /// [`IdempotencyLayer::scope_fn`]), not narrowed by the session: a client that crashes
+    /// and reconnects with a new session still gets the results of its earlier calls. The
+    /// trade-off: two conversations of one principal that make the same call share its result.
+    ///
+    /// # Panics
+    ///
+    /// If no principal was configured before [`IdempotencyLayer::mcp`].
+    pub fn scope_by_principal(mut self) -> Self {
+        self.layer = self.layer.set(|settings| match &mut settings.scope {
+            ScopeSource::Narrowed {
+                principal: Some(_),
+                narrowed,
+                ..
+            } => *narrowed = false,
+            _ => panic!(
+                "McpLayer::scope_by_principal: configure a principal first \
+                 (IdempotencyLayer::scope_header or scope_fn, before .mcp())"
+            ),
+        });
+        self
+    }
+
+    /// Serves MCP tasks (specification 2025-11-25, experimental, so off by default): a
+    /// `tools/call` that asks to run as a task (`params.task`) is answered at once with a task
+    /// whose id is its intent, while the server runs the call as a plain one; `tasks/get` and
+    /// `tasks/result` for it are answered from the store, so any instance sharing the store
+    /// answers them. The `initialize` answer then declares `tasks.requests.tools.call`, and
+    /// the `tools/list` answer marks every protected tool `execution.taskSupport: optional`.
+    /// `tasks/result` waits for a running task up to the deadline, then answers "in progress"
+    /// as a tool result.
+    pub fn tasks(mut self) -> Self {
+        self.tasks = true;
+        self
+    }
+
+    /// Replays a kept result exactly as it was first given. By default a replayed tool result
+    /// says so to the model, which never sees HTTP headers: a leading text block ("This exact
+    /// call already ran N s ago and was not run again; its result follows.") and
+    /// `_meta["tower-idempotency/replay"]`.
+    pub fn no_replay_notice(mut self) -> Self {
+        self.replay_notice = false;
+        self
+    }
+
+    /// Leaves an argument out of the key, such as `/request_nonce`: a JSON Pointer into
+    /// `params.arguments`.
+    ///
+    /// # Panics
+    ///
+    /// If `pointer` is not a JSON Pointer (RFC 6901).
+    pub fn ignore_argument(mut self, pointer: &str) -> Self {
+        let _: JsonPointer = parse_pointer(pointer);
+        let within = parse_pointer(&format!("/params/arguments{pointer}"));
+        self.layer = self
+            .layer
+            .set(|settings| settings.fingerprint.ignored.push(within));
+        self
+    }
+}
+
+impl<S, St> Layer<S> for McpLayer<St> {
+    type Service = McpService<S, St>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        let engine = Engine::new(
+            Arc::clone(&self.layer.settings),
+            Arc::clone(&self.layer.runtime),
+        );
+        let endpoint = Endpoint {
+            engine: Arc::new(engine),
+            policy: Arc::clone(&self.policy),
+            forwarded: self.forwarded.clone(),
+            tasks: self.tasks,
+            replay_notice: self.replay_notice,
+        };
+        McpService::new(inner, Arc::new(endpoint))
+    }
+}

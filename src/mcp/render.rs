@@ -1,0 +1,213 @@
+//! The engine's outcome for a `tools/call`, in JSON-RPC terms: the server's answer with the
+//! caller's id, a replay marked as one, a task, or the layer's words as a tool result.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{header, HeaderMap, HeaderName, HeaderValue, Response};
+use serde_json::Value;
+
+use super::answers;
+use super::endpoint::Endpoint;
+use super::envelope::{self, ToolCall};
+use super::message::{self, Form};
+use super::tasks::{TaskStatus, TaskView};
+use super::tool::ServerAnswer;
+use crate::body::ResponseBody;
+use crate::clock::{now_ms, seconds_since};
+use crate::engine::{Decided, Intent, Outcome, Refusal};
+use crate::headers::{INTENT_HEADER, REPLAYED_HEADER};
+use crate::key::IntentKey;
+use crate::store::{KeptResponse, Record, StoredResponse};
+use crate::told::{self, Told};
+
+/// What one call is rendered for.
+pub(crate) struct Rendering<'a, St> {
+    pub(crate) endpoint: &'a Endpoint<St>,
+    pub(crate) call: &'a ToolCall,
+    /// The call asked to run as a task, and tasks are served.
+    pub(crate) as_task: bool,
+    /// How long the call's outcome is kept: a task's time to live.
+    pub(crate) retention: Duration,
+}
+
+/// A rendered answer.
+enum Said {
+    /// A JSON-RPC message, with the headers that go with it.
+    Message(Value, HeaderMap),
+    /// The server's own HTTP answer, as it came.
+    Verbatim(Response<Bytes>),
+}
+
+impl<St> Rendering<'_, St> {
+    pub(crate) fn render<B>(
+        &self,
+        decided: Decided<ServerAnswer>,
+        form: Form,
+    ) -> Response<ResponseBody<B>> {
+        let (key, said) = match decided {
+            Decided::Refused(refusal) => (None, self.refused(&refusal, None)),
+            Decided::Keyed { intent, outcome } => (Some(intent.key), self.keyed(&intent, outcome)),
+        };
+        let mut response = match said {
+            Said::Message(message, headers) => message::write(&message, form, headers),
+            Said::Verbatim(response) => response,
+        };
+        if let Some(value) = key.and_then(|key| HeaderValue::from_bytes(&key.hex_digits()).ok()) {
+            response
+                .headers_mut()
+                .insert(HeaderName::from_static(INTENT_HEADER), value);
+        }
+        response.map(ResponseBody::full)
+    }
+
+    fn id(&self) -> &Value {
+        &self.call.id
+    }
+
+    /// A refusal: a body that cannot be keyed is an envelope refusal (invalid params), the
+    /// rest a tool result saying nothing was executed.
+    fn refused(&self, refusal: &Refusal, key: Option<&IntentKey>) -> Said {
+        if let Refusal::Unkeyable(why) = refusal {
+            let id = self.id().clone();
+            let why = why.to_string();
+            let error = answers::refused(&envelope::Refusal::Unkeyable { id, why });
+            return Said::Message(error, HeaderMap::new());
+        }
+        let settings = &self.endpoint.engine.settings;
+        self.told(&told::refusal(refusal, settings, key))
+    }
+
+    /// The layer's words as a tool result.
+    fn told(&self, told: &Told) -> Said {
+        let mut headers = HeaderMap::new();
+        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        if let Some(seconds) = told.retry_after_s {
+            headers.insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+        }
+        Said::Message(answers::tool_result(self.id(), told), headers)
+    }
+
+    fn keyed(&self, intent: &Intent, outcome: Outcome<ServerAnswer>) -> Said {
+        let key = &intent.key;
+        match outcome {
+            Outcome::Executed(answer) | Outcome::Unprotected(answer, _) => match answer {
+                ServerAnswer::Refused(response) => Said::Verbatim(response),
+                ServerAnswer::Message { message, kept } => {
+                    let status = if kept {
+                        TaskStatus::Completed
+                    } else {
+                        TaskStatus::Failed
+                    };
+                    self.message(key, message, status)
+                }
+            },
+            Outcome::Replayed(record) => self.replayed(key, &record),
+            Outcome::Abandoned(_) => self.told(&told::abandoned(key)),
+            Outcome::InProgress { started_at_ms, .. } => {
+                let started_s_ago = seconds_since(started_at_ms);
+                if self.as_task {
+                    return self.task(key, TaskStatus::Working, started_s_ago);
+                }
+                let settings = &self.endpoint.engine.settings;
+                let status_url = settings.status_url(key);
+                let keeps = settings.repeat_keeps(intent.explicit);
+                self.told(&told::in_progress(key, &status_url, started_s_ago, &keeps))
+            }
+            Outcome::Failed {
+                answer: Some(stored),
+                ..
+            } => match stored_message(&stored) {
+                Some(message) => self.message(key, message, TaskStatus::Failed),
+                None => self.verbatim_or_lost(&stored),
+            },
+            Outcome::Failed {
+                failure,
+                answer: None,
+            } => self.told(&told::attempt_failed(key, failure)),
+            Outcome::NotExecuted(refusal) => self.refused(&refusal, Some(key)),
+        }
+    }
+
+    /// The server's answer, with the caller's id; as a task of `status` where one was asked.
+    fn message(&self, key: &IntentKey, message: Value, status: TaskStatus) -> Said {
+        if self.as_task {
+            return self.task(key, status, 0);
+        }
+        Said::Message(with_id(message, self.id()), HeaderMap::new())
+    }
+
+    /// A kept record, replayed to a repeat: told to the model as a replay unless the layer
+    /// was asked not to.
+    fn replayed(&self, key: &IntentKey, record: &Record) -> Said {
+        let stored = match &record.response {
+            KeptResponse::Full(stored) => stored,
+            KeptResponse::Omitted { status, why } => {
+                return self.told(&told::already_executed(key, *status, *why))
+            }
+            KeptResponse::Abandoned => return self.told(&told::abandoned(key)),
+        };
+        let Some(message) = stored_message(stored) else {
+            return self.verbatim_or_lost(stored);
+        };
+        if self.as_task {
+            return self.task(key, TaskStatus::Completed, 0);
+        }
+        let mut message = with_id(message, self.id());
+        let ran_s_ago = seconds_since(record.completed_at_ms);
+        if self.endpoint.replay_notice {
+            answers::note_replay(&mut message, ran_s_ago, &key.to_hex());
+        }
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            HeaderName::from_static(REPLAYED_HEADER),
+            HeaderValue::from_static("true"),
+        );
+        headers.insert(header::AGE, HeaderValue::from(ran_s_ago));
+        Said::Message(message, headers)
+    }
+
+    /// A stored answer that is not a JSON-RPC message: the server's own HTTP refusal, passed
+    /// on as it came; anything else cannot be read back.
+    fn verbatim_or_lost(&self, stored: &StoredResponse) -> Said {
+        if stored.status.is_success() {
+            return Said::Message(answers::lost(self.id()), HeaderMap::new());
+        }
+        let mut response = Response::new(stored.body.clone());
+        *response.status_mut() = stored.status;
+        *response.headers_mut() = stored.headers.clone();
+        Said::Verbatim(response)
+    }
+
+    /// The task a task-augmented call created: its id is the intent.
+    fn task(&self, key: &IntentKey, status: TaskStatus, started_s_ago: u64) -> Said {
+        let now = now_ms();
+        let view = TaskView {
+            key: *key,
+            status,
+            created_at_ms: now.saturating_sub(started_s_ago * 1000),
+            updated_at_ms: now,
+            ttl: self.retention,
+        };
+        Said::Message(view.created(self.id()), HeaderMap::new())
+    }
+}
+
+/// The JSON-RPC message a stored answer holds, if it holds one.
+pub(crate) fn stored_message(stored: &StoredResponse) -> Option<Value> {
+    if !stored.status.is_success() {
+        return None;
+    }
+    match serde_json::from_slice(&stored.body) {
+        Ok(message @ Value::Object(_)) => Some(message),
+        _ => None,
+    }
+}
+
+/// A JSON-RPC message answering the request `id`.
+pub(crate) fn with_id(mut message: Value, id: &Value) -> Value {
+    if let Value::Object(message) = &mut message {
+        message.insert("id".to_owned(), id.clone());
+    }
+    message
+}

@@ -1,0 +1,99 @@
+//! [`McpService`]: the MCP mode's middleware.
+
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use http::{Method, Request, Response};
+use http_body::Body;
+use tower_service::Service;
+
+use super::endpoint::Endpoint;
+use crate::body::ResponseBody;
+use crate::dialect::http as http_dialect;
+use crate::future::ResponseFuture;
+use crate::store::{MemoryStore, Store};
+use crate::BoxError;
+
+/// Middleware that makes an MCP server's tool calls safe to repeat; built by
+/// [`McpLayer`](super::McpLayer).
+pub struct McpService<S, St = MemoryStore> {
+    inner: S,
+    endpoint: Arc<Endpoint<St>>,
+}
+
+impl<S, St> McpService<S, St> {
+    pub(crate) fn new(inner: S, endpoint: Arc<Endpoint<St>>) -> Self {
+        Self { inner, endpoint }
+    }
+
+    /// The inner service.
+    pub fn get_ref(&self) -> &S {
+        &self.inner
+    }
+
+    /// The inner service, mutably.
+    pub fn get_mut(&mut self) -> &mut S {
+        &mut self.inner
+    }
+
+    /// Unwraps the inner service.
+    pub fn into_inner(self) -> S {
+        self.inner
+    }
+}
+
+// Written by hand: a derive would require `St: Clone`.
+impl<S: Clone, St> Clone for McpService<S, St> {
+    fn clone(&self) -> Self {
+        Self {
+            inner: self.inner.clone(),
+            endpoint: Arc::clone(&self.endpoint),
+        }
+    }
+}
+
+impl<S: std::fmt::Debug, St> std::fmt::Debug for McpService<S, St> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpService")
+            .field("inner", &self.inner)
+            .field("endpoint", &self.endpoint)
+            .finish()
+    }
+}
+
+impl<S, St, B, ResBody> Service<Request<B>> for McpService<S, St>
+where
+    S: Service<Request<B>, Response = Response<ResBody>> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+    S::Error: Send + 'static,
+    B: Body + From<Bytes> + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<BoxError>,
+    ResBody: Body<Data = Bytes> + Send + 'static,
+    ResBody::Error: Into<BoxError>,
+    St: Store,
+{
+    type Response = Response<ResponseBody<ResBody>>;
+    type Error = S::Error;
+    type Future = ResponseFuture<S::Future, ResBody, S::Error>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request<B>) -> Self::Future {
+        // The service that was driven to readiness goes into the future; a clone stays.
+        let clone = self.inner.clone();
+        let mut inner = std::mem::replace(&mut self.inner, clone);
+        let engine = &self.endpoint.engine;
+        if http_dialect::asks_status(&engine.settings, &request) {
+            return http_dialect::respond(engine, request);
+        }
+        let protected = engine.settings.paths.is_protected(request.uri().path());
+        if request.method() != Method::POST || !protected {
+            return ResponseFuture::passthrough(inner.call(request));
+        }
+        ResponseFuture::layered(Arc::clone(&self.endpoint).post(inner, request))
+    }
+}

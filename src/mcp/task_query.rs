@@ -1,0 +1,58 @@
+//! `tasks/get` and `tasks/result` for the layer's own tasks, answered from the store.
+
+use http::request::Parts;
+use serde_json::Value;
+
+use super::answers;
+use super::endpoint::Endpoint;
+use super::envelope::TaskQuery;
+use super::render::{stored_message, with_id};
+use super::tasks::{self, TaskAnswer};
+use crate::clock::seconds_since;
+use crate::key::IntentKey;
+use crate::store::{KeptResponse, Record, Store};
+use crate::told;
+
+impl<St: Store> Endpoint<St> {
+    /// Answers `tasks/get` or `tasks/result` for one of the layer's tasks; `None` for a task
+    /// that is not (the server's own), which the server answers.
+    pub(crate) async fn answer_task_query(
+        &self,
+        parts: &Parts,
+        query: &TaskQuery,
+    ) -> Option<Value> {
+        let settings = &self.engine.settings;
+        // A scope function that panics finds no task: nothing leaks, nothing runs.
+        let scope = settings.scope.scope_of(parts).ok().flatten();
+        let scope = scope.map(|scope| scope.to_vec());
+        let ttl = settings.paths.default_retention;
+        let wait = settings.paths.default_deadline;
+        let answered = tasks::answer(&self.engine, scope, query, ttl, wait).await?;
+        let key: IntentKey = query.task_id.parse().ok()?;
+        let mut message = match answered {
+            TaskAnswer::Message(message) => return Some(message),
+            TaskAnswer::Result(record) => result_of(&record, &query.id, &key),
+            TaskAnswer::StillRunning { started_at_ms } => {
+                answers::task_still_running(&query.id, &key, seconds_since(started_at_ms))
+            }
+        };
+        if let Value::Object(message) = &mut message {
+            tasks::relate(message, &query.task_id);
+        }
+        Some(message)
+    }
+}
+
+/// The kept result of a task, answering the query `id`.
+fn result_of(record: &Record, id: &Value, key: &IntentKey) -> Value {
+    match &record.response {
+        KeptResponse::Full(stored) => match stored_message(stored) {
+            Some(message) => with_id(message, id),
+            None => answers::lost(id),
+        },
+        KeptResponse::Omitted { status, why } => {
+            answers::tool_result(id, &told::already_executed(key, *status, *why))
+        }
+        KeptResponse::Abandoned => answers::tool_result(id, &told::abandoned(key)),
+    }
+}

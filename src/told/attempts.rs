@@ -1,0 +1,179 @@
+//! What the layer says about an action that ran, runs, or may have run.
+
+use http::StatusCode;
+
+use super::Told;
+use crate::engine::Failure;
+use crate::key::IntentKey;
+use crate::store::Omission;
+
+/// The outcome, whether a repeat is safe, and the sentences after `subject` ("This action",
+/// "The last attempt of this action") for an attempt that ended without a kept outcome.
+pub(crate) fn failure_told(failure: Failure, subject: &str) -> (&'static str, bool, String) {
+    let again = "Calling again with the same arguments will run it again.";
+    match failure {
+        Failure::Status(status, wait) if status.is_client_error() => {
+            let when = wait.map_or(String::new(), |s| format!(" in {s} s"));
+            let code = status.as_u16();
+            let text = format!(
+                "{subject} was refused with status {code} and its answer was not kept. Calling \
+                 again with the same arguments{when} will run it again."
+            );
+            ("failed", true, text)
+        }
+        Failure::Status(status, _) => {
+            let code = status.as_u16();
+            let text =
+                format!("{subject} failed with status {code} and its result was not kept. {again}");
+            ("failed", true, text)
+        }
+        Failure::Error => {
+            let text = format!(
+                "{subject} failed with an internal error and its result was not kept. {again}"
+            );
+            ("failed", true, text)
+        }
+        Failure::Panic => {
+            let text = format!(
+                "{subject} may have run: the tool crashed or stopped before it answered, so \
+                 whether it took effect is not known. Check whether it did before calling \
+                 again: calling again with the same arguments would run it again."
+            );
+            ("unknown", false, text)
+        }
+        Failure::Body => {
+            let text = format!(
+                "{subject} may have run: it answered, but its response broke off before it was \
+                 complete, so whether it took effect is not known. Check whether it did before \
+                 calling again: calling again with the same arguments would run it again."
+            );
+            ("unknown", false, text)
+        }
+    }
+}
+
+fn last_status(failure: Failure) -> serde_json::Value {
+    match failure {
+        Failure::Status(status, _) => status.as_u16().into(),
+        _ => serde_json::Value::Null,
+    }
+}
+
+fn failed(told: Told, key: &IntentKey, failure: Failure) -> Told {
+    let told = told.intent(key).member("last_status", last_status(failure));
+    match failure.wait() {
+        Some(seconds) => told.retry_after(seconds),
+        None => told,
+    }
+}
+
+/// The attempt ended without a kept outcome; said to its first caller and to duplicates that
+/// waited for it.
+pub(crate) fn attempt_failed(key: &IntentKey, failure: Failure) -> Told {
+    let (outcome, retryable, detail) = failure_told(failure, "This action");
+    let told = Told::new(
+        "attempt-failed",
+        "Action failed",
+        outcome,
+        retryable,
+        detail,
+    );
+    failed(told, key, failure)
+}
+
+/// The status path: the last attempt ended without a kept outcome.
+pub(crate) fn status_failed(key: &IntentKey, failure: Failure) -> Told {
+    let (outcome, retryable, detail) = failure_told(failure, "The last attempt of this action");
+    let told = Told::new(
+        "attempt-failed",
+        "Action failed",
+        outcome,
+        retryable,
+        detail,
+    );
+    failed(told, key, failure)
+}
+
+/// The action is still running at the caller's deadline. `keeps` names what a repeat must
+/// send again besides the arguments (the scope header, the idempotency key).
+pub(crate) fn in_progress(
+    key: &IntentKey,
+    status_url: &str,
+    started_s_ago: u64,
+    keeps: &str,
+) -> Told {
+    let retry_after = started_s_ago.div_ceil(2).clamp(1, 30);
+    let detail = format!(
+        "This action is already running (started {started_s_ago} s ago) and was not started \
+         again. Do not repeat it with new arguments: call again with the same arguments, \
+         keeping {keeps}, in {retry_after} s, or GET {status_url} (keeping the same) for its \
+         result."
+    );
+    Told::new(
+        "in-progress",
+        "Action already in progress",
+        "in_progress",
+        true,
+        detail,
+    )
+    .intent(key)
+    .member("status_url", status_url)
+    .member("started_s_ago", started_s_ago)
+    .retry_after(retry_after)
+}
+
+/// The action ran, but its outcome could not be classified: whether it took effect is not
+/// known.
+fn outcome_unknown(key: &IntentKey, status: StatusCode) -> Told {
+    Told::new(
+        "outcome-unknown",
+        "Outcome unknown",
+        "unknown",
+        false,
+        format!(
+            "This action ran (it answered status {}), but its outcome could not be \
+             classified, so whether it took effect is not known. It was not run again: check \
+             its effect before calling again.",
+            status.as_u16()
+        ),
+    )
+    .intent(key)
+    .member("last_status", status.as_u16())
+}
+
+/// The execution was abandoned at its bound: the action may have happened.
+pub(crate) fn abandoned(key: &IntentKey) -> Told {
+    Told::new(
+        "abandoned",
+        "Action abandoned",
+        "unknown",
+        false,
+        "This action may have run: it was still running at its time limit and was abandoned, \
+         so whether it took effect is not known. It will not be run again by itself: check its \
+         effect before calling again."
+            .to_owned(),
+    )
+    .intent(key)
+}
+
+/// The action ran, but its response was not kept.
+pub(crate) fn already_executed(key: &IntentKey, status: StatusCode, why: Omission) -> Told {
+    let why = match why {
+        Omission::TooLarge => "was too large to keep",
+        Omission::NoStore => "was marked `cache-control: no-store`, so it was not kept",
+        Omission::Unclassified => return outcome_unknown(key, status),
+    };
+    Told::new(
+        "already-executed",
+        "Action already executed",
+        "already_executed",
+        false,
+        format!(
+            "This action already ran (it answered status {}) and was not run again; its \
+             response {why}, so it cannot be shown here. Do not call it again expecting it to \
+             run.",
+            status.as_u16()
+        ),
+    )
+    .intent(key)
+}

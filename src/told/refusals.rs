@@ -1,0 +1,175 @@
+//! What the layer says when it executed nothing: each of these is known for certain.
+
+use super::Told;
+use crate::engine::Refusal;
+use crate::key::{IntentKey, KeySource};
+use crate::settings::Settings;
+
+/// The words for a refusal; `key` is the intent, where it was derived.
+pub(crate) fn refusal(refusal: &Refusal, settings: &Settings, key: Option<&IntentKey>) -> Told {
+    match refusal {
+        Refusal::LayerFault(what) => layer_fault(what),
+        Refusal::MissingScope => missing_scope(&settings.scope.describe()),
+        Refusal::BodyTooLarge(limit) => body_too_large(*limit),
+        Refusal::BodyUnreadable => body_unreadable(),
+        Refusal::MalformedKey(source) => malformed_key(&key_source(settings, *source)),
+        Refusal::Unkeyable(why) => unkeyable(why),
+        Refusal::KeyReused { running } => named(key_reused(*running), key),
+        Refusal::StoreUnavailable => named(store_unavailable(), key).retry_after(1),
+        Refusal::TooBusy => named(too_busy(), key).retry_after(1),
+    }
+}
+
+/// Names the intent, where it was derived.
+fn named(told: Told, key: Option<&IntentKey>) -> Told {
+    match key {
+        Some(key) => told.intent(key),
+        None => told,
+    }
+}
+
+fn key_source(settings: &Settings, source: KeySource) -> String {
+    match (
+        source,
+        &settings.key_header,
+        &settings.fingerprint.key_field,
+    ) {
+        (KeySource::Header, Some(name), _) => format!("the `{name}` header"),
+        (KeySource::Field, _, Some(pointer)) => format!("the `{pointer}` field"),
+        _ => "the request".to_owned(),
+    }
+}
+
+/// A JSON body has fields to leave out of its key but no canonical form to find them in.
+fn unkeyable(why: &crate::canonical::CanonicalError) -> Told {
+    Told::new(
+        "unkeyable",
+        "Body cannot be keyed",
+        "not_executed",
+        false,
+        format!(
+            "The action was not executed: the request body cannot be recognised when it is \
+             repeated ({why}). Send it as plain JSON, with each member named once."
+        ),
+    )
+    .member("reason", why.to_string())
+}
+
+/// A hook of the user's (a scope function, a normalisation hook) panicked on this request
+/// before anything was claimed.
+fn layer_fault(what: &str) -> Told {
+    Told::new(
+        "layer-fault",
+        "Idempotency hook failed",
+        "not_executed",
+        false,
+        format!(
+            "The action was not executed: the layer's `{what}` hook failed on this request, so \
+             it could not be protected. The same call will fail the same way until the hook is \
+             fixed."
+        ),
+    )
+}
+
+/// A protected request came without a scope.
+fn missing_scope(what: &str) -> Told {
+    Told::new(
+        "missing-scope",
+        "Missing session scope",
+        "not_executed",
+        false,
+        format!(
+            "The action was not executed: this endpoint needs {what} to recognise repeated \
+             calls. Send the call again with it set."
+        ),
+    )
+}
+
+/// The request body is over the limit.
+fn body_too_large(limit: usize) -> Told {
+    Told::new(
+        "body-too-large",
+        "Request body too large",
+        "not_executed",
+        false,
+        format!(
+            "The action was not executed: the request body is larger than the {limit}-byte \
+             limit. Repeating the same call will be refused again; send a smaller body."
+        ),
+    )
+    .member("limit_bytes", limit)
+}
+
+/// The request body could not be read.
+fn body_unreadable() -> Told {
+    Told::new(
+        "body-unreadable",
+        "Request body could not be read",
+        "not_executed",
+        true,
+        "The action was not executed: the request body could not be read to the end. It is \
+         safe to send the same call again."
+            .to_owned(),
+    )
+}
+
+/// The explicit key is not 1 to 255 visible ASCII characters.
+fn malformed_key(source: &str) -> Told {
+    Told::new(
+        "malformed-key",
+        "Malformed idempotency key",
+        "not_executed",
+        false,
+        format!(
+            "The action was not executed: the idempotency key in {source} must be 1 to 255 \
+             visible ASCII characters. Send the call again with a valid key."
+        ),
+    )
+}
+
+/// An explicit key was reused with another payload: the action under it ran (or runs).
+fn key_reused(running: bool) -> Told {
+    let state = if running {
+        "is already running"
+    } else {
+        "already ran"
+    };
+    Told::new(
+        "key-reused",
+        "Idempotency key reused with a different payload",
+        "not_executed",
+        false,
+        format!(
+            "This call was not executed: an action under this idempotency key {state}, with \
+             other arguments, and these arguments were not used. A retry of that action must \
+             resend its original arguments with this key to get its result."
+        ),
+    )
+}
+
+/// The store could not answer a claim, and the layer fails closed.
+fn store_unavailable() -> Told {
+    Told::new(
+        "store-unavailable",
+        "Idempotency store unavailable",
+        "not_executed",
+        true,
+        "The action was not executed: the idempotency store could not be reached, so the call \
+         could not be protected against running twice. It is safe to call again with the same \
+         arguments in 1 s."
+            .to_owned(),
+    )
+}
+
+/// Too many detached executions are running.
+fn too_busy() -> Told {
+    Told::new(
+        "too-busy",
+        "Too many actions running",
+        "not_executed",
+        true,
+        "The action was not executed: too many actions are already running on this server. It \
+         is safe to call again with the same arguments in 1 s."
+            .to_owned(),
+    )
+}
