@@ -6,6 +6,9 @@
 
 #[cfg(feature = "redis")]
 mod codec;
+#[cfg(feature = "conformance")]
+#[cfg_attr(docsrs, doc(cfg(feature = "conformance")))]
+pub mod conformance;
 mod memory;
 mod observed;
 mod record;
