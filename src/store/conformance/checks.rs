@@ -52,7 +52,8 @@ enum Write {
 }
 
 /// Makes `write` under the token of a claim that found the intent running, and expects it
-/// fenced with nothing changed: the lease still held, and the owner still able to complete.
+/// fenced with nothing changed: the lease still held, and the owner still able to extend and
+/// complete it.
 async fn under_a_wrong_token<St: Store>(
     store: &St,
     c: &mut Check,
@@ -89,6 +90,12 @@ async fn under_a_wrong_token<St: Store>(
     expect_running(store, c, &key, &owner, "get after the fenced write").await?;
     let when = "claim under a third token after the fenced write";
     expect_running_claim(store, c, &key, &rival(&owner), &owner, when).await?;
+    let answer = store.extend(&key, &owner.token, HELD).await;
+    c.fence(
+        "extend by the owner after the fenced write",
+        answer,
+        Fence::Held,
+    )?;
     let kept = record(&owner, plain_response(), KEPT);
     let answer = store
         .complete(&key, &owner.token, Arc::clone(&kept), KEPT)
