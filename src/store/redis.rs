@@ -254,11 +254,13 @@ impl RedisStore {
         timed(self.call_timeout, call).await
     }
 
-    fn forget(&self, key: &IntentKey) {
-        self.owned
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(key);
+    /// Forgets the lease `token` held on `key`: a write under another token (fenced, or a
+    /// claim's give-back) must not make the real owner's renewals stop.
+    fn forget(&self, key: &IntentKey, token: &OwnerToken) {
+        let mut owned = self.owned.lock().unwrap_or_else(PoisonError::into_inner);
+        if owned.get(key).is_some_and(|(held, _)| held == token) {
+            owned.remove(key);
+        }
     }
 }
 
@@ -310,7 +312,7 @@ impl Store for RedisStore {
                 &[token.as_bytes(), &encoded, retention.as_bytes()],
             )
             .await?;
-        self.forget(key);
+        self.forget(key, token);
         Ok(fence(written))
     }
 
@@ -330,7 +332,7 @@ impl Store for RedisStore {
                 &[token.as_bytes(), &encoded, ttl.as_bytes()],
             )
             .await?;
-        self.forget(key);
+        self.forget(key, token);
         Ok(fence(written))
     }
 
@@ -340,7 +342,7 @@ impl Store for RedisStore {
         let deleted: i64 = self
             .run(&scripts::ABANDON, key, &[token.as_bytes()])
             .await?;
-        self.forget(key);
+        self.forget(key, token);
         Ok(fence(deleted))
     }
 
