@@ -13,8 +13,10 @@ use serde_json::Value;
 
 use crate::key::IntentKey;
 
+#[cfg(feature = "mcp")]
+pub(crate) use attempts::failure_told;
 pub(crate) use attempts::{
-    abandoned, already_executed, attempt_failed, failure_told, in_progress, status_failed,
+    abandoned, already_executed, attempt_failed, in_progress, status_failed,
 };
 pub(crate) use refusals::refusal;
 pub(crate) use status::{
@@ -72,6 +74,7 @@ impl Told {
     }
 
     /// The member named `name`, if the answer has one.
+    #[cfg(feature = "mcp")]
     pub(crate) fn get(&self, name: &str) -> Option<&Value> {
         self.members
             .iter()

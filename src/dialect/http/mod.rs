@@ -9,7 +9,9 @@ mod render;
 mod replay;
 mod status;
 
+#[cfg(feature = "contract")]
 pub(crate) use answer::written;
 pub(crate) use protect::protect;
+#[cfg(any(feature = "mcp", feature = "contract"))]
 pub(crate) use render::refused;
 pub(crate) use status::{asks_status, respond};
