@@ -1,15 +1,56 @@
-//! Wall-clock milliseconds, the unit records share across processes.
+//! The layer's one clock: Tokio's, so that tests can pause and advance it, read as wall-clock
+//! milliseconds, the unit records share across processes.
+//!
+//! The wall clock is read once, at the first call; after that the time is that reading plus
+//! the time Tokio has seen pass. Within a process every deadline, lease and record time then
+//! moves together, and a wall clock that jumps does not make a lease lapse early.
 
+use std::sync::OnceLock;
 use std::time::{SystemTime, UNIX_EPOCH};
+
+use tokio::time::Instant;
+
+/// The wall clock and Tokio's clock, read together once.
+static ANCHOR: OnceLock<(u64, Instant)> = OnceLock::new();
 
 /// Milliseconds since the Unix epoch.
 pub(crate) fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
+    let (wall_ms, at) = *ANCHOR.get_or_init(|| {
+        let wall = SystemTime::now().duration_since(UNIX_EPOCH);
+        (wall.map_or(0, |d| d.as_millis() as u64), Instant::now())
+    });
+    let passed = Instant::now().saturating_duration_since(at);
+    wall_ms.saturating_add(passed.as_millis() as u64)
 }
 
-/// Whole seconds since `since_ms` (zero if the clock went back).
+/// Whole seconds since `since_ms` (zero if that is later than now).
 pub(crate) fn seconds_since(since_ms: u64) -> u64 {
     now_ms().saturating_sub(since_ms) / 1000
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[tokio::test(start_paused = true)]
+    async fn the_clock_moves_with_tokio_time() {
+        let before = now_ms();
+        tokio::time::sleep(Duration::from_secs(90)).await;
+        let after = now_ms();
+        assert!(
+            (90_000..91_000).contains(&(after - before)),
+            "{}",
+            after - before
+        );
+        assert_eq!(seconds_since(before), 90);
+    }
+
+    #[test]
+    fn the_clock_reads_the_wall_clock() {
+        let wall = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
+        let now = now_ms();
+        let wall = wall.as_millis() as u64;
+        assert!(now.abs_diff(wall) < 60_000, "{now} vs {wall}");
+    }
 }

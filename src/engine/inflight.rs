@@ -188,7 +188,7 @@ mod tests {
         Fingerprint::raw(None, b"")
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn followers_get_the_leaders_outcome() {
         let inflight = Arc::new(Inflight::default());
         let key = IntentKey::from_bytes([1; 32]);
@@ -214,7 +214,7 @@ mod tests {
         assert_eq!(inflight.len(), 0);
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn a_dropped_lead_tells_followers_to_start_over() {
         let inflight = Arc::new(Inflight::default());
         let key = IntentKey::from_bytes([2; 32]);
@@ -233,7 +233,7 @@ mod tests {
         ));
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn waiting_ends_at_the_deadline() {
         let inflight = Arc::new(Inflight::default());
         let key = IntentKey::from_bytes([3; 32]);

@@ -10,6 +10,8 @@ mod lookup;
 mod outcome;
 mod recorder;
 mod runtime;
+#[cfg(test)]
+mod tests;
 
 use std::future::Future;
 use std::sync::Arc;

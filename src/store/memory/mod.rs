@@ -8,6 +8,8 @@ use std::time::{Duration, Instant};
 use moka::notification::RemovalCause;
 use moka::policy::{EvictionPolicy, Expiry};
 use moka::sync::Cache;
+// Leases run on the layer's clock (Tokio's), so that a test that pauses time can let one lapse.
+use tokio::time::Instant as LeaseClock;
 
 use super::shares::Shares;
 use super::{
@@ -57,7 +59,7 @@ struct Inner {
 
 struct Lease {
     token: OwnerToken,
-    expires: Instant,
+    expires: LeaseClock,
     info: RunningInfo,
     share: ScopeHash,
 }
@@ -276,7 +278,7 @@ impl MemoryStore {
 
 impl Store for MemoryStore {
     async fn claim(&self, key: &IntentKey, request: &ClaimRequest) -> Result<Claim, StoreError> {
-        let now = Instant::now();
+        let now = LeaseClock::now();
         let mut running = self.running_map();
         if let Some(lease) = running.get(key) {
             if lease.expires > now && lease.token != request.token {
@@ -334,7 +336,7 @@ impl Store for MemoryStore {
     ) -> Result<Fence, StoreError> {
         Ok(self.fenced(key, token, |running| {
             if let Some(held) = running.get_mut(key) {
-                held.expires = Instant::now() + lease;
+                held.expires = LeaseClock::now() + lease;
             }
         }))
     }
@@ -350,7 +352,7 @@ impl Store for MemoryStore {
         {
             let running = self.running_map();
             if let Some(lease) = running.get(key) {
-                if lease.expires > Instant::now() {
+                if lease.expires > LeaseClock::now() {
                     return Ok(Some(Entry::Running(lease.info)));
                 }
             }
