@@ -13,6 +13,7 @@ type Layered<B, E> = Pin<Box<dyn Future<Output = Result<Response<ResponseBody<B>
 
 pin_project! {
     /// Response future of [`Idempotency`](crate::Idempotency).
+    #[must_use = "futures do nothing unless polled"]
     pub struct ResponseFuture<F, B, E> {
         #[pin]
         kind: Kind<F, B, E>,
@@ -44,6 +45,12 @@ impl<F, B, E> ResponseFuture<F, B, E> {
                 future: Box::pin(future),
             },
         }
+    }
+}
+
+impl<F, B, E> std::fmt::Debug for ResponseFuture<F, B, E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ResponseFuture").finish_non_exhaustive()
     }
 }
 

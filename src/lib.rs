@@ -1,5 +1,6 @@
-#![deny(unsafe_code, unreachable_pub)]
-#![warn(missing_docs)]
+#![forbid(unsafe_code)]
+#![deny(unreachable_pub)]
+#![warn(missing_docs, missing_debug_implementations)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 //! Tower middleware that makes HTTP tool APIs safe to call more than once.
 //!

@@ -298,8 +298,8 @@ mod a_wait_elsewhere {
     use bytes::Bytes;
     use tower_idempotency::key::{Fingerprint, IntentKey};
     use tower_idempotency::store::{
-        Claim, ClaimRequest, Entry, Fence, KeptResponse, OwnerToken, Record, RunningInfo, Store,
-        StoreError, StoredResponse, Tombstone,
+        Claim, ClaimRequest, Entry, Fence, KeptResponse, OwnerToken, Record, Store, StoreError,
+        StoredResponse, Tombstone,
     };
     use tower_idempotency::IdempotencyLayer;
 
@@ -311,11 +311,7 @@ mod a_wait_elsewhere {
 
     impl Store for RunElsewhereThenOtherPayload {
         async fn claim(&self, _: &IntentKey, request: &ClaimRequest) -> Result<Claim, StoreError> {
-            Ok(Claim::Running(RunningInfo {
-                started_at_ms: request.started_at_ms,
-                scope: request.scope,
-                fingerprint: request.fingerprint,
-            }))
+            Ok(Claim::Running(request.running()))
         }
         async fn complete(
             &self,
@@ -345,18 +341,16 @@ mod a_wait_elsewhere {
         }
         async fn get(&self, _: &IntentKey) -> Result<Option<Entry>, StoreError> {
             let scope = tower_idempotency::key::ScopeHash::of(b"not this caller's");
-            Ok(Some(Entry::Completed(Arc::new(Record {
+            let body = Bytes::from_static(b"someone else's result");
+            let response = StoredResponse::new(StatusCode::OK, Default::default(), body);
+            Ok(Some(Entry::Completed(Arc::new(Record::new(
                 scope,
-                fingerprint: Fingerprint::from_bytes(&[b'J'; 33]).unwrap(),
-                started_at_ms: 1,
-                completed_at_ms: 2,
-                expires_at_ms: u64::MAX,
-                response: KeptResponse::Full(StoredResponse {
-                    status: StatusCode::OK,
-                    headers: Default::default(),
-                    body: Bytes::from_static(b"someone else's result"),
-                }),
-            }))))
+                Fingerprint::from_bytes(&[b'J'; 33]).unwrap(),
+                1,
+                2,
+                u64::MAX,
+                KeptResponse::Full(response),
+            )))))
         }
     }
 

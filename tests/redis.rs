@@ -195,29 +195,26 @@ async fn round_trips_are_two_per_execution_one_per_remote_replay_none_per_local_
 }
 
 fn claim_request(lease: Duration) -> ClaimRequest {
-    ClaimRequest {
-        token: OwnerToken::generate(),
+    ClaimRequest::new(
+        OwnerToken::generate(),
         lease,
-        scope: ScopeHash::of(b"s"),
-        share: ScopeHash::of(b"s"),
-        fingerprint: Fingerprint::from_bytes(&[b'J'; 33]).unwrap(),
-        started_at_ms: 1,
-    }
+        ScopeHash::of(b"s"),
+        ScopeHash::of(b"s"),
+        Fingerprint::from_bytes(&[b'J'; 33]).unwrap(),
+        1,
+    )
 }
 
 fn record(body: &'static str) -> Arc<Record> {
-    Arc::new(Record {
-        scope: ScopeHash::of(b"s"),
-        fingerprint: Fingerprint::from_bytes(&[b'J'; 33]).unwrap(),
-        started_at_ms: 1,
-        completed_at_ms: 2,
-        expires_at_ms: u64::MAX,
-        response: KeptResponse::Full(StoredResponse {
-            status: StatusCode::OK,
-            headers: Default::default(),
-            body: body.into(),
-        }),
-    })
+    let response = StoredResponse::new(StatusCode::OK, Default::default(), body.into());
+    Arc::new(Record::new(
+        ScopeHash::of(b"s"),
+        Fingerprint::from_bytes(&[b'J'; 33]).unwrap(),
+        1,
+        2,
+        u64::MAX,
+        KeptResponse::Full(response),
+    ))
 }
 
 #[tokio::test]

@@ -81,12 +81,6 @@ impl Sink for Vec<u8> {
     }
 }
 
-impl Sink for sha2::Sha256 {
-    fn put(&mut self, bytes: &[u8]) {
-        sha2::Digest::update(self, bytes);
-    }
-}
-
 /// Why a text has no canonical form; the fingerprint then falls back to the raw bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]

@@ -13,6 +13,7 @@ type Checked<B, E> = Pin<Box<dyn Future<Output = Result<Response<ResponseBody<B>
 
 pin_project! {
     /// Response future of [`Contract`](super::Contract).
+    #[must_use = "futures do nothing unless polled"]
     pub struct ResponseFuture<F, B, E> {
         #[pin]
         kind: Kind<F, B, E>,

@@ -40,6 +40,7 @@ impl Contracts {
 ///
 /// See the [module docs](crate::contract) for an example.
 #[derive(Clone)]
+#[must_use = "a layer does nothing until it wraps a service"]
 pub struct ContractLayer {
     contracts: Arc<Contracts>,
 }

@@ -1,4 +1,4 @@
-//! [`McpLayer`]: the MCP mode's builder, made from a configured [`IdempotencyLayer`].
+//! [`McpIdempotencyLayer`]: the MCP mode's builder, made from a configured [`IdempotencyLayer`].
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -9,7 +9,7 @@ use tower_layer::Layer;
 use super::cancellation::ForwardedRequests;
 use super::endpoint::Endpoint;
 use super::policy::{self, ToolPolicy};
-use super::service::McpService;
+use super::service::McpIdempotency;
 use super::MCP_SESSION_HEADER;
 use crate::canonical::JsonPointer;
 use crate::engine::Engine;
@@ -24,9 +24,9 @@ const LEFT_OUT: [&str; 3] = ["/id", "/params/_meta", "/params/task"];
 
 impl<St: Store> IdempotencyLayer<St> {
     /// This layer in MCP mode: for the Streamable HTTP endpoint of an MCP server. Configure
-    /// the layer first; see [`McpLayer`].
+    /// the layer first; see [`McpIdempotencyLayer`].
     #[cfg_attr(docsrs, doc(cfg(feature = "mcp")))]
-    pub fn mcp(self) -> McpLayer<St> {
+    pub fn mcp(self) -> McpIdempotencyLayer<St> {
         let layer = self.set(|settings| {
             let pointers = LEFT_OUT.iter().map(|pointer| parse_pointer(pointer));
             settings.fingerprint.ignored.extend(pointers);
@@ -40,7 +40,7 @@ impl<St: Store> IdempotencyLayer<St> {
                 narrowed: true,
             };
         });
-        McpLayer {
+        McpIdempotencyLayer {
             layer,
             policy: Arc::default(),
             forwarded: ForwardedRequests::default(),
@@ -53,7 +53,7 @@ impl<St: Store> IdempotencyLayer<St> {
 /// [`IdempotencyLayer`] in MCP mode, made by [`IdempotencyLayer::mcp`]; see the
 /// [module](crate::mcp) for what it does.
 #[must_use = "a layer does nothing until it wraps a service"]
-pub struct McpLayer<St = MemoryStore> {
+pub struct McpIdempotencyLayer<St = MemoryStore> {
     layer: IdempotencyLayer<St>,
     policy: Arc<ToolPolicy>,
     forwarded: ForwardedRequests,
@@ -62,7 +62,7 @@ pub struct McpLayer<St = MemoryStore> {
 }
 
 // Written by hand: a derive would require `St: Clone`.
-impl<St> Clone for McpLayer<St> {
+impl<St> Clone for McpIdempotencyLayer<St> {
     fn clone(&self) -> Self {
         Self {
             layer: self.layer.clone(),
@@ -74,16 +74,16 @@ impl<St> Clone for McpLayer<St> {
     }
 }
 
-impl<St> std::fmt::Debug for McpLayer<St> {
+impl<St> std::fmt::Debug for McpIdempotencyLayer<St> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("McpLayer")
+        f.debug_struct("McpIdempotencyLayer")
             .field("tools", &self.policy.configured)
             .field("tasks", &self.tasks)
             .finish_non_exhaustive()
     }
 }
 
-impl<St> McpLayer<St> {
+impl<St> McpIdempotencyLayer<St> {
     fn tool(mut self, name: &str, change: impl FnOnce(&mut policy::ToolRule)) -> Self {
         change(Arc::make_mut(&mut self.policy).rule_mut(name));
         self
@@ -127,7 +127,7 @@ impl<St> McpLayer<St> {
                 ..
             } => *narrowed = false,
             _ => panic!(
-                "McpLayer::scope_by_principal: configure a principal first \
+                "McpIdempotencyLayer::scope_by_principal: configure a principal first \
                  (IdempotencyLayer::scope_header or scope_fn, before .mcp())"
             ),
         });
@@ -172,8 +172,8 @@ impl<St> McpLayer<St> {
     }
 }
 
-impl<S, St> Layer<S> for McpLayer<St> {
-    type Service = McpService<S, St>;
+impl<S, St> Layer<S> for McpIdempotencyLayer<St> {
+    type Service = McpIdempotency<S, St>;
 
     fn layer(&self, inner: S) -> Self::Service {
         let engine = Engine::new(
@@ -187,6 +187,6 @@ impl<S, St> Layer<S> for McpLayer<St> {
             tasks: self.tasks,
             replay_notice: self.replay_notice,
         };
-        McpService::new(inner, Arc::new(endpoint))
+        McpIdempotency::new(inner, Arc::new(endpoint))
     }
 }

@@ -1,16 +1,16 @@
 //! The MCP mode: protects the tools of a Model Context Protocol server served over
 //! Streamable HTTP (one `POST /mcp` endpoint, JSON-RPC 2.0 bodies).
 //!
-//! [`IdempotencyLayer::mcp`] turns a configured layer into an [`McpLayer`]. For a
+//! [`IdempotencyLayer::mcp`](crate::IdempotencyLayer::mcp) turns a configured layer into an [`McpIdempotencyLayer`]. For a
 //! `tools/call`:
 //!
 //! - **the key** is the scope and the canonical JSON of the request without its `id`,
 //!   `params._meta` and `params.task`: the tool's name and its arguments. A retry with a new
 //!   JSON-RPC id, or with a new progress token, is the same intent; two sessions never share
 //!   one. The scope is the `Mcp-Session-Id` session; where the layer was given a principal
-//!   ([`IdempotencyLayer::scope_header`], [`IdempotencyLayer::scope_fn`]) that principal is
+//!   ([`IdempotencyLayer::scope_header`](crate::IdempotencyLayer::scope_header), [`IdempotencyLayer::scope_fn`](crate::IdempotencyLayer::scope_fn)) that principal is
 //!   required and the session only narrows it, so a session id that a client chooses can
-//!   never reach another principal's results ([`McpLayer::scope_by_principal`] leaves the
+//!   never reach another principal's results ([`McpIdempotencyLayer::scope_by_principal`] leaves the
 //!   session out);
 //! - **cancellations stay with the layer**: a client's `notifications/cancelled` for a
 //!   protected call is answered (202) and not passed on, so the execution goes on for every
@@ -27,7 +27,7 @@
 //!   (-32768 to -32000). Every other reserved code (-32603 internal error, -32700, the
 //!   -32000 to -32099 server errors), an HTTP error from the server (an unknown session) and
 //!   an answer that never came release the key, so that a retry runs. The layer's
-//!   [`classify`](IdempotencyLayer::classify) rule does not apply in this mode;
+//!   [`classify`](crate::IdempotencyLayer::classify) rule does not apply in this mode;
 //! - **in progress**: past its deadline, a call is answered with a `CallToolResult` whose text
 //!   says that the action is already running and must not be repeated with new arguments,
 //!   and whose `structuredContent` holds `outcome: "in_progress"`, `retry_after_s` and the
@@ -36,7 +36,7 @@
 //!   `isError: true` whose text says first what happened and whether calling again is safe;
 //! - **read-only tools pass through**: a tool that a `tools/list` answer passing through the
 //!   layer annotates `readOnlyHint: true` is not protected, unless the configuration says
-//!   otherwise ([`McpLayer::protect_tool`], [`McpLayer::pass_through_tool`]).
+//!   otherwise ([`McpIdempotencyLayer::protect_tool`], [`McpIdempotencyLayer::pass_through_tool`]).
 //!
 //! Every other message (`initialize`, `tools/list`, notifications, `ping`, responses, the
 //! `GET` stream and `DELETE`) passes through untouched. A batch that holds a `tools/call`, a
@@ -46,7 +46,7 @@
 //! Tools that ask the client something in the middle of a call (sampling, elicitation) need
 //! the server's stream to reach the client: pass them through.
 //!
-//! With [`McpLayer::tasks`], a call that asks to run as an MCP task gets a task at once, and
+//! With [`McpIdempotencyLayer::tasks`], a call that asks to run as an MCP task gets a task at once, and
 //! the layer answers `tasks/get` and `tasks/result` for it from the store.
 //!
 //! ```
@@ -77,8 +77,8 @@ mod task_query;
 mod tasks;
 mod tool;
 
-pub use layer::McpLayer;
-pub use service::McpService;
+pub use layer::McpIdempotencyLayer;
+pub use service::McpIdempotency;
 
 /// The header that names an MCP session.
 pub const MCP_SESSION_HEADER: &str = "mcp-session-id";

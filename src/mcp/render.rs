@@ -18,7 +18,7 @@ use crate::clock::{now_ms, seconds_since};
 use crate::engine::{Decided, Intent, Outcome, Refusal};
 use crate::headers::{INTENT_HEADER, REPLAYED_HEADER};
 use crate::key::IntentKey;
-use crate::store::{KeptResponse, Record, StoredResponse};
+use crate::store::{Dialect, KeptResponse, Record, StoredResponse};
 use crate::told::{self, Told};
 
 /// What one call is rendered for.
@@ -147,7 +147,11 @@ impl<St> Rendering<'_, St> {
             }
             KeptResponse::Abandoned => return self.told(&told::abandoned(key)),
         };
-        let Some(message) = stored_message(stored) else {
+        // A record another protocol wrote holds no JSON-RPC answer to give back.
+        let message = (record.dialect == Dialect::Mcp)
+            .then(|| stored_message(stored))
+            .flatten();
+        let Some(message) = message else {
             return self.verbatim_or_lost(stored);
         };
         if self.as_task {

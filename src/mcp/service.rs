@@ -1,4 +1,4 @@
-//! [`McpService`]: the MCP mode's middleware.
+//! [`McpIdempotency`]: the MCP mode's middleware.
 
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -16,13 +16,13 @@ use crate::store::{MemoryStore, Store};
 use crate::BoxError;
 
 /// Middleware that makes an MCP server's tool calls safe to repeat; built by
-/// [`McpLayer`](super::McpLayer).
-pub struct McpService<S, St = MemoryStore> {
+/// [`McpIdempotencyLayer`](super::McpIdempotencyLayer).
+pub struct McpIdempotency<S, St = MemoryStore> {
     inner: S,
     endpoint: Arc<Endpoint<St>>,
 }
 
-impl<S, St> McpService<S, St> {
+impl<S, St> McpIdempotency<S, St> {
     pub(crate) fn new(inner: S, endpoint: Arc<Endpoint<St>>) -> Self {
         Self { inner, endpoint }
     }
@@ -44,7 +44,7 @@ impl<S, St> McpService<S, St> {
 }
 
 // Written by hand: a derive would require `St: Clone`.
-impl<S: Clone, St> Clone for McpService<S, St> {
+impl<S: Clone, St> Clone for McpIdempotency<S, St> {
     fn clone(&self) -> Self {
         Self {
             inner: self.inner.clone(),
@@ -53,16 +53,16 @@ impl<S: Clone, St> Clone for McpService<S, St> {
     }
 }
 
-impl<S: std::fmt::Debug, St> std::fmt::Debug for McpService<S, St> {
+impl<S: std::fmt::Debug, St> std::fmt::Debug for McpIdempotency<S, St> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("McpService")
+        f.debug_struct("McpIdempotency")
             .field("inner", &self.inner)
             .field("endpoint", &self.endpoint)
             .finish()
     }
 }
 
-impl<S, St, B, ResBody> Service<Request<B>> for McpService<S, St>
+impl<S, St, B, ResBody> Service<Request<B>> for McpIdempotency<S, St>
 where
     S: Service<Request<B>, Response = Response<ResBody>> + Clone + Send + 'static,
     S::Future: Send + 'static,

@@ -12,7 +12,7 @@ use super::answers;
 use super::message::{read_answer, Unreadable, TOO_LARGE};
 use crate::classify::Verdict;
 use crate::engine::{Answered, Produced};
-use crate::store::{ReleaseCause, StoredResponse};
+use crate::store::{Dialect, ReleaseCause, StoredResponse};
 use crate::BoxError;
 
 /// What the server answered a protected call, as its first caller is given it.
@@ -88,6 +88,7 @@ where
             status: Some(parts.status),
             retry_after_s: None,
             answer: ServerAnswer::Refused(refusal),
+            dialect: Dialect::Mcp,
         });
     }
     let ceiling = limit.saturating_mul(16).max(16 << 20);
@@ -129,6 +130,7 @@ fn judged(verdict: Verdict, message: Value, limit: usize) -> Answered<ServerAnsw
             kept: verdict == Verdict::Keep,
             message,
         },
+        dialect: Dialect::Mcp,
     }
 }
 

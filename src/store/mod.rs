@@ -4,11 +4,11 @@
 //! write by the [`OwnerToken`] that claim handed out, so an owner that lost its lease can never
 //! overwrite the record of the one that took over.
 
-#[cfg(feature = "redis")]
 mod codec;
 #[cfg(feature = "conformance")]
 #[cfg_attr(docsrs, doc(cfg(feature = "conformance")))]
 pub mod conformance;
+mod encoding;
 mod memory;
 mod observed;
 mod record;
@@ -27,10 +27,11 @@ use std::time::Duration;
 
 use crate::key::{Fingerprint, IntentKey, ScopeHash};
 
+pub use codec::DecodeError;
 pub use memory::{MemoryStore, MemoryStoreBuilder};
 pub(crate) use observed::{Observed, StoreMetrics};
 pub use record::{
-    KeptResponse, Omission, Record, ReleaseCause, RunningInfo, StoredResponse, Tombstone,
+    Dialect, KeptResponse, Omission, Record, ReleaseCause, RunningInfo, StoredResponse, Tombstone,
 };
 #[cfg(feature = "redis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
@@ -40,6 +41,7 @@ pub use token::OwnerToken;
 
 /// What a claim asks the store to remember about the execution it starts.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct ClaimRequest {
     /// The owner token the claimer minted: the store keeps it with the lease and answers
     /// `Acquired` with it. A repeated claim with the same token (its first answer was lost)
@@ -59,8 +61,37 @@ pub struct ClaimRequest {
     pub started_at_ms: u64,
 }
 
+impl ClaimRequest {
+    /// A claim under `token` for `lease`, of an execution that started at `started_at_ms`
+    /// (milliseconds since the Unix epoch), asking for `fingerprint` within `scope`, counted
+    /// against `share`.
+    pub fn new(
+        token: OwnerToken,
+        lease: Duration,
+        scope: ScopeHash,
+        share: ScopeHash,
+        fingerprint: Fingerprint,
+        started_at_ms: u64,
+    ) -> Self {
+        Self {
+            token,
+            lease,
+            scope,
+            share,
+            fingerprint,
+            started_at_ms,
+        }
+    }
+
+    /// What a store answers another claim of this intent with while this one holds it.
+    pub fn running(&self) -> RunningInfo {
+        RunningInfo::new(self.started_at_ms, self.scope, self.fingerprint)
+    }
+}
+
 /// The answer to a claim.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub enum Claim {
     /// Nobody holds the intent: the caller now does, and must complete or release it.
     Acquired(OwnerToken),
@@ -72,6 +103,7 @@ pub enum Claim {
 
 /// What a store knows of an intent, for the status path and for waiting duplicates.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub enum Entry {
     /// An execution holds the lease.
     Running(RunningInfo),
@@ -83,6 +115,7 @@ pub enum Entry {
 
 /// Whether a fenced write was made under the caller's token.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Fence {
     /// The caller still held the intent; the write happened.
     Held,

@@ -7,6 +7,7 @@ use crate::key::{Fingerprint, ScopeHash};
 
 /// An execution that holds the lease.
 #[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
 pub struct RunningInfo {
     /// When it started, in milliseconds since the Unix epoch.
     pub started_at_ms: u64,
@@ -16,8 +17,20 @@ pub struct RunningInfo {
     pub fingerprint: Fingerprint,
 }
 
+impl RunningInfo {
+    /// An execution of `fingerprint` within `scope`, started at `started_at_ms`.
+    pub fn new(started_at_ms: u64, scope: ScopeHash, fingerprint: Fingerprint) -> Self {
+        Self {
+            started_at_ms,
+            scope,
+            fingerprint,
+        }
+    }
+}
+
 /// A response as it will be replayed.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct StoredResponse {
     /// The status the tool answered.
     pub status: StatusCode,
@@ -27,8 +40,20 @@ pub struct StoredResponse {
     pub body: Bytes,
 }
 
+impl StoredResponse {
+    /// A response with this status, these headers and this body.
+    pub fn new(status: StatusCode, headers: HeaderMap, body: Bytes) -> Self {
+        Self {
+            status,
+            headers,
+            body,
+        }
+    }
+}
+
 /// What was kept of a completed execution's response.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub enum KeptResponse {
     /// The whole response, replayed as it was.
     Full(StoredResponse),
@@ -59,6 +84,7 @@ pub enum Omission {
 
 /// The outcome of a completed execution.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct Record {
     /// Whose it is.
     pub scope: ScopeHash,
@@ -72,9 +98,45 @@ pub struct Record {
     pub expires_at_ms: u64,
     /// What it answered.
     pub response: KeptResponse,
+    /// Whose answer it keeps: the protocol the execution was called in.
+    pub dialect: Dialect,
+}
+
+/// The protocol a record's answer was given in, so that each reader renders it in its own
+/// terms (the HTTP status path shows an MCP call's JSON-RPC answer as the JSON it is).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum Dialect {
+    /// An HTTP response, replayed as it was.
+    #[default]
+    Http,
+    /// The JSON-RPC answer of an MCP server to a `tools/call`.
+    Mcp,
 }
 
 impl Record {
+    /// The record of an execution of `fingerprint` within `scope` that started and completed
+    /// at these times (milliseconds since the Unix epoch) and is kept until `expires_at_ms`,
+    /// with the answer of an HTTP call; see [`Record::dialect`].
+    pub fn new(
+        scope: ScopeHash,
+        fingerprint: Fingerprint,
+        started_at_ms: u64,
+        completed_at_ms: u64,
+        expires_at_ms: u64,
+        response: KeptResponse,
+    ) -> Self {
+        Self {
+            scope,
+            fingerprint,
+            started_at_ms,
+            completed_at_ms,
+            expires_at_ms,
+            response,
+            dialect: Dialect::Http,
+        }
+    }
+
     /// Bytes this record occupies in memory, cache entry included: what a byte-weighted
     /// cache charges for it. The constants were measured (resident memory over 200 000 kept
     /// records), so that a byte budget bounds the process's memory, not only the payloads.
@@ -138,6 +200,7 @@ impl ReleaseCause {
 
 /// A short-lived note that the last attempt of an intent failed, for the status path.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct Tombstone {
     /// Whose it was.
     pub scope: ScopeHash,
@@ -152,4 +215,27 @@ pub struct Tombstone {
     /// How long the tool asked callers to wait before they try again (`retry-after`, in
     /// seconds), if it did.
     pub retry_after_s: Option<u64>,
+}
+
+impl Tombstone {
+    /// The note that an attempt of `fingerprint` within `scope` failed at `failed_at_ms`
+    /// (milliseconds since the Unix epoch), answering `status` if it answered, released for
+    /// `cause`, asking for a wait of `retry_after_s` seconds if it did.
+    pub fn new(
+        scope: ScopeHash,
+        fingerprint: Fingerprint,
+        failed_at_ms: u64,
+        status: Option<StatusCode>,
+        cause: ReleaseCause,
+        retry_after_s: Option<u64>,
+    ) -> Self {
+        Self {
+            scope,
+            fingerprint,
+            failed_at_ms,
+            status,
+            cause,
+            retry_after_s,
+        }
+    }
 }

@@ -91,8 +91,18 @@ pub struct RedisStore {
     owned: Arc<Mutex<HashMap<IntentKey, OwnedLease>>>,
 }
 
+impl std::fmt::Debug for RedisStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisStore")
+            .field("prefix", &self.prefix)
+            .field("call_timeout", &self.call_timeout)
+            .finish_non_exhaustive()
+    }
+}
+
 /// Builds a [`RedisStore`].
 #[derive(Debug, Clone)]
+#[must_use = "a builder does nothing until it connects"]
 pub struct RedisStoreBuilder {
     prefix: String,
     call_timeout: Duration,
@@ -289,7 +299,7 @@ impl Store for RedisStore {
                     .insert(*key, (token, running));
                 Ok(Claim::Acquired(token))
             }
-            Some(Stored::Running(info)) => Ok(Claim::Running(info)),
+            Some(Stored::Running(_, info)) => Ok(Claim::Running(info)),
             Some(Stored::Completed(record)) => Ok(Claim::Completed(Arc::new(record))),
             // The script never returns a tombstone.
             Some(Stored::Failed(_)) => Err(StoreError::new("claim returned a tombstone")),
@@ -378,7 +388,7 @@ impl Store for RedisStore {
             timed(self.call_timeout, get.query_async(&mut connection)).await?;
         Ok(match value.map(decode).transpose()? {
             None => None,
-            Some(Stored::Running(info)) => Some(Entry::Running(info)),
+            Some(Stored::Running(_, info)) => Some(Entry::Running(info)),
             Some(Stored::Completed(record)) => Some(Entry::Completed(Arc::new(record))),
             Some(Stored::Failed(tombstone)) => Some(Entry::Failed(Arc::new(tombstone))),
         })

@@ -25,6 +25,15 @@ pub struct TieredStore<S> {
     local: Cache<IntentKey, Arc<Record>, KeyHasher>,
 }
 
+impl<S: std::fmt::Debug> std::fmt::Debug for TieredStore<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TieredStore")
+            .field("remote", &self.remote)
+            .field("local_records", &self.local.entry_count())
+            .finish()
+    }
+}
+
 struct UntilExpiry;
 
 impl Expiry<IntentKey, Arc<Record>> for UntilExpiry {

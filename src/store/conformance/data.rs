@@ -10,8 +10,8 @@ use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use crate::clock::now_ms;
 use crate::key::{Fingerprint, IntentKey, ScopeHash};
 use crate::store::{
-    Claim, ClaimRequest, Entry, KeptResponse, OwnerToken, Record, ReleaseCause, RunningInfo,
-    StoredResponse, Tombstone,
+    Claim, ClaimRequest, Dialect, Entry, KeptResponse, OwnerToken, Record, ReleaseCause,
+    RunningInfo, StoredResponse, Tombstone,
 };
 
 /// A lease no check outlives.
@@ -78,6 +78,8 @@ pub(super) fn record(
         completed_at_ms: now,
         expires_at_ms: now.saturating_add(millis(retention)),
         response,
+        // Not the default, so that a store that drops it is seen to.
+        dialect: Dialect::Mcp,
     })
 }
 
@@ -155,6 +157,7 @@ pub(super) fn response_kind(response: &KeptResponse) -> &'static str {
 pub(super) fn record_differences(got: &Record, want: &Record) -> Vec<String> {
     let mut off = Vec::new();
     differ!(off, got, want; scope, fingerprint, started_at_ms, completed_at_ms, expires_at_ms);
+    differ!(off, got, want; dialect);
     match (&got.response, &want.response) {
         (KeptResponse::Full(got), KeptResponse::Full(want)) => {
             differ!(off, got, want; status, headers, body);

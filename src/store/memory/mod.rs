@@ -50,6 +50,15 @@ pub struct MemoryStore {
     inner: Arc<Inner>,
 }
 
+impl std::fmt::Debug for MemoryStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemoryStore")
+            .field("kept_bytes", &self.inner.settled.weighted_size())
+            .field("evictions", &self.evictions())
+            .finish_non_exhaustive()
+    }
+}
+
 struct Inner {
     running: Mutex<HashMap<IntentKey, Lease, KeyHasher>>,
     settled: Cache<IntentKey, Settled, KeyHasher>,
@@ -107,6 +116,7 @@ impl Expiry<IntentKey, Settled> for SettledExpiry {
 
 /// Builds a [`MemoryStore`].
 #[derive(Debug, Clone)]
+#[must_use = "a builder does nothing until it builds"]
 pub struct MemoryStoreBuilder {
     max_bytes: u64,
     max_bytes_per_scope: Option<u64>,

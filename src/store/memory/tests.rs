@@ -33,6 +33,7 @@ fn record(body_len: usize) -> Arc<Record> {
             headers: HeaderMap::new(),
             body: Bytes::from(vec![b'x'; body_len]),
         }),
+        dialect: crate::store::Dialect::Http,
     })
 }
 

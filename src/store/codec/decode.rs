@@ -1,0 +1,192 @@
+//! Reading values back.
+
+use bytes::Bytes;
+use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
+
+use super::{DecodeError, Stored, COMPLETED, DIALECT, FAILED, RUNNING, VERSION};
+use crate::key::{Fingerprint, ScopeHash};
+use crate::store::{
+    Dialect, KeptResponse, Omission, OwnerToken, Record, ReleaseCause, RunningInfo, StoredResponse,
+    Tombstone,
+};
+
+/// Reads fields off a value; `Bytes` so that a stored body is sliced, not copied.
+struct Reader {
+    bytes: Bytes,
+    at: usize,
+}
+
+impl Reader {
+    fn take(&mut self, n: usize) -> Result<Bytes, DecodeError> {
+        let end = self
+            .at
+            .checked_add(n)
+            .filter(|&end| end <= self.bytes.len());
+        let end = end.ok_or(DecodeError("truncated"))?;
+        let out = self.bytes.slice(self.at..end);
+        self.at = end;
+        Ok(out)
+    }
+
+    fn array<const N: usize>(&mut self) -> Result<[u8; N], DecodeError> {
+        let mut out = [0u8; N];
+        out.copy_from_slice(&self.take(N)?);
+        Ok(out)
+    }
+
+    fn u8(&mut self) -> Result<u8, DecodeError> {
+        Ok(self.array::<1>()?[0])
+    }
+
+    fn u16(&mut self) -> Result<u16, DecodeError> {
+        Ok(u16::from_be_bytes(self.array()?))
+    }
+
+    fn u32(&mut self) -> Result<u32, DecodeError> {
+        Ok(u32::from_be_bytes(self.array()?))
+    }
+
+    fn u64(&mut self) -> Result<u64, DecodeError> {
+        Ok(u64::from_be_bytes(self.array()?))
+    }
+
+    fn identity(&mut self) -> Result<(ScopeHash, Fingerprint), DecodeError> {
+        let scope = ScopeHash::from_bytes(self.array()?);
+        let fingerprint =
+            Fingerprint::from_bytes(&self.array()?).ok_or(DecodeError("fingerprint"))?;
+        Ok((scope, fingerprint))
+    }
+
+    fn status(&mut self) -> Result<StatusCode, DecodeError> {
+        StatusCode::from_u16(self.u16()?).map_err(|_| DecodeError("status"))
+    }
+
+    fn remaining(&self) -> usize {
+        self.bytes.len() - self.at
+    }
+
+    fn end(&self) -> Result<(), DecodeError> {
+        if self.at == self.bytes.len() {
+            Ok(())
+        } else {
+            Err(DecodeError("trailing bytes"))
+        }
+    }
+}
+
+pub(crate) fn decode(bytes: Bytes) -> Result<Stored, DecodeError> {
+    let mut r = Reader { bytes, at: 0 };
+    if r.u8()? != VERSION {
+        return Err(DecodeError("unknown version"));
+    }
+    let stored = match r.u8()? {
+        RUNNING => {
+            let token = OwnerToken::from_bytes(r.array()?);
+            let started_at_ms = r.u64()?;
+            let (scope, fingerprint) = r.identity()?;
+            let info = RunningInfo {
+                started_at_ms,
+                scope,
+                fingerprint,
+            };
+            Stored::Running(token, info)
+        }
+        COMPLETED => {
+            let (scope, fingerprint) = r.identity()?;
+            let started_at_ms = r.u64()?;
+            let completed_at_ms = r.u64()?;
+            let expires_at_ms = r.u64()?;
+            let response = match r.u8()? {
+                b'F' => {
+                    let status = r.status()?;
+                    let count = r.u32()?;
+                    let mut headers = HeaderMap::with_capacity(count.min(64) as usize);
+                    for _ in 0..count {
+                        let name_len = r.u16()? as usize;
+                        let name = HeaderName::from_bytes(&r.take(name_len)?)
+                            .map_err(|_| DecodeError("header name"))?;
+                        let value_len = r.u32()? as usize;
+                        let value = HeaderValue::from_maybe_shared(r.take(value_len)?)
+                            .map_err(|_| DecodeError("header value"))?;
+                        headers.append(name, value);
+                    }
+                    let body_len = r.u32()? as usize;
+                    let body = r.take(body_len)?;
+                    KeptResponse::Full(StoredResponse {
+                        status,
+                        headers,
+                        body,
+                    })
+                }
+                b'O' => KeptResponse::Omitted {
+                    status: r.status()?,
+                    why: Omission::TooLarge,
+                },
+                b'S' => KeptResponse::Omitted {
+                    status: r.status()?,
+                    why: Omission::NoStore,
+                },
+                b'U' => KeptResponse::Omitted {
+                    status: r.status()?,
+                    why: Omission::Unclassified,
+                },
+                b'A' => KeptResponse::Abandoned,
+                _ => return Err(DecodeError("response kind")),
+            };
+            let mut dialect = Dialect::Http;
+            while r.remaining() > 0 {
+                let tag = r.u8()?;
+                let length = r.u16()? as usize;
+                let value = r.take(length)?;
+                if tag == DIALECT {
+                    dialect = match &value[..] {
+                        b"M" => Dialect::Mcp,
+                        b"H" => Dialect::Http,
+                        _ => return Err(DecodeError("dialect")),
+                    };
+                }
+            }
+            Stored::Completed(Record {
+                scope,
+                fingerprint,
+                started_at_ms,
+                completed_at_ms,
+                expires_at_ms,
+                response,
+                dialect,
+            })
+        }
+        FAILED => {
+            let (scope, fingerprint) = r.identity()?;
+            let failed_at_ms = r.u64()?;
+            let status = match r.u16()? {
+                0 => None,
+                code => Some(StatusCode::from_u16(code).map_err(|_| DecodeError("status"))?),
+            };
+            let cause = match r.u8()? {
+                1 => ReleaseCause::Status,
+                2 => ReleaseCause::NoStore,
+                3 => ReleaseCause::Predicate,
+                4 => ReleaseCause::InnerError,
+                5 => ReleaseCause::Panic,
+                6 => ReleaseCause::ResponseBody,
+                _ => return Err(DecodeError("release cause")),
+            };
+            let retry_after_s = match r.remaining() {
+                0 => None,
+                _ => Some(u64::from(r.u32()?)),
+            };
+            Stored::Failed(Tombstone {
+                scope,
+                fingerprint,
+                failed_at_ms,
+                status,
+                cause,
+                retry_after_s,
+            })
+        }
+        _ => return Err(DecodeError("unknown kind")),
+    };
+    r.end()?;
+    Ok(stored)
+}

@@ -1,0 +1,140 @@
+//! The versioned binary encoding of what a network store keeps per intent.
+//!
+//! ```text
+//! byte 0     version (1)
+//! byte 1     kind: b'R' running, b'C' completed, b'F' failed
+//! running    token[16] started_ms:u64 scope[32] fingerprint[33]
+//! completed  scope[32] fingerprint[33] started_ms:u64 completed_ms:u64 expires_ms:u64
+//!            b'F' status:u16 headers:u32 (name:u16 bytes value:u32 bytes)* body:u32 bytes
+//!          | b'O' status:u16 (over the size cap) | b'S' status:u16 (marked no-store)
+//!          | b'U' status:u16 (not classified) | b'A' (abandoned at its execution bound)
+//!            then extensions, each tag:u8 length:u16 bytes, skipped when unknown:
+//!            b'D' dialect:u8 (b'M' MCP; absent for HTTP)
+//! failed     scope[32] fingerprint[33] failed_ms:u64 status:u16 (0 = none) cause:u8
+//!            [retry_after_s:u32, when the tool asked for a wait]
+//! ```
+//!
+//! Integers are big-endian. The token sits at bytes 2..18 so that store scripts can compare it
+//! without decoding anything else. A record of an HTTP call is written as versions before the
+//! extensions wrote it; later fields are added as extensions, which a reader that does not
+//! know them skips, so records survive additions.
+
+mod decode;
+#[cfg(test)]
+mod tests;
+
+use super::{
+    Dialect, KeptResponse, Omission, OwnerToken, Record, ReleaseCause, RunningInfo, Tombstone,
+};
+use crate::key::{Fingerprint, ScopeHash};
+
+pub(crate) use decode::decode;
+
+pub(crate) const VERSION: u8 = 1;
+pub(crate) const RUNNING: u8 = b'R';
+pub(crate) const COMPLETED: u8 = b'C';
+pub(crate) const FAILED: u8 = b'F';
+
+/// What one intent's value decodes to.
+#[derive(Debug)]
+pub(crate) enum Stored {
+    /// A running entry, with the token of its owner.
+    Running(OwnerToken, RunningInfo),
+    Completed(Record),
+    Failed(Tombstone),
+}
+
+/// The extension that names a record's dialect.
+const DIALECT: u8 = b'D';
+
+/// The bytes are not a value this version of the encoding can read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DecodeError(pub(crate) &'static str);
+
+impl std::fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "undecodable idempotency record: {}", self.0)
+    }
+}
+
+impl std::error::Error for DecodeError {}
+
+fn header(kind: u8, capacity: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(capacity);
+    out.push(VERSION);
+    out.push(kind);
+    out
+}
+
+fn put_identity(out: &mut Vec<u8>, scope: &ScopeHash, fingerprint: &Fingerprint) {
+    out.extend_from_slice(scope.as_bytes());
+    out.extend_from_slice(&fingerprint.to_bytes());
+}
+
+pub(crate) fn encode_running(token: &OwnerToken, info: &RunningInfo) -> Vec<u8> {
+    let mut out = header(RUNNING, 2 + 16 + 8 + 32 + 33);
+    out.extend_from_slice(token.as_bytes());
+    out.extend_from_slice(&info.started_at_ms.to_be_bytes());
+    put_identity(&mut out, &info.scope, &info.fingerprint);
+    out
+}
+
+pub(crate) fn encode_record(record: &Record) -> Vec<u8> {
+    let mut out = header(COMPLETED, 128 + record.weight());
+    put_identity(&mut out, &record.scope, &record.fingerprint);
+    out.extend_from_slice(&record.started_at_ms.to_be_bytes());
+    out.extend_from_slice(&record.completed_at_ms.to_be_bytes());
+    out.extend_from_slice(&record.expires_at_ms.to_be_bytes());
+    match &record.response {
+        KeptResponse::Full(response) => {
+            out.push(b'F');
+            out.extend_from_slice(&response.status.as_u16().to_be_bytes());
+            out.extend_from_slice(&(response.headers.len() as u32).to_be_bytes());
+            for (name, value) in &response.headers {
+                out.extend_from_slice(&(name.as_str().len() as u16).to_be_bytes());
+                out.extend_from_slice(name.as_str().as_bytes());
+                out.extend_from_slice(&(value.len() as u32).to_be_bytes());
+                out.extend_from_slice(value.as_bytes());
+            }
+            out.extend_from_slice(&(response.body.len() as u32).to_be_bytes());
+            out.extend_from_slice(&response.body);
+        }
+        KeptResponse::Omitted { status, why } => {
+            out.push(match why {
+                Omission::TooLarge => b'O',
+                Omission::NoStore => b'S',
+                Omission::Unclassified => b'U',
+            });
+            out.extend_from_slice(&status.as_u16().to_be_bytes());
+        }
+        KeptResponse::Abandoned => out.push(b'A'),
+    }
+    match record.dialect {
+        Dialect::Http => {}
+        Dialect::Mcp => {
+            out.push(DIALECT);
+            out.extend_from_slice(&1u16.to_be_bytes());
+            out.push(b'M');
+        }
+    }
+    out
+}
+
+pub(crate) fn encode_tombstone(tombstone: &Tombstone) -> Vec<u8> {
+    let mut out = header(FAILED, 2 + 32 + 33 + 8 + 2 + 1);
+    put_identity(&mut out, &tombstone.scope, &tombstone.fingerprint);
+    out.extend_from_slice(&tombstone.failed_at_ms.to_be_bytes());
+    out.extend_from_slice(&tombstone.status.map_or(0, |s| s.as_u16()).to_be_bytes());
+    out.push(match tombstone.cause {
+        ReleaseCause::Status => 1,
+        ReleaseCause::NoStore => 2,
+        ReleaseCause::Predicate => 3,
+        ReleaseCause::InnerError => 4,
+        ReleaseCause::Panic => 5,
+        ReleaseCause::ResponseBody => 6,
+    });
+    if let Some(seconds) = tombstone.retry_after_s {
+        out.extend_from_slice(&(seconds.min(u64::from(u32::MAX)) as u32).to_be_bytes());
+    }
+    out
+}

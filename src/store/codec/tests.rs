@@ -1,0 +1,176 @@
+//! Round trips and damaged values.
+
+use bytes::Bytes;
+use http::{HeaderMap, HeaderValue, StatusCode};
+
+use super::*;
+use crate::store::StoredResponse;
+
+fn identity() -> (ScopeHash, Fingerprint) {
+    (
+        ScopeHash::of(b"s"),
+        Fingerprint::raw(Some(b"text/plain"), b"b"),
+    )
+}
+
+#[test]
+fn records_round_trip() {
+    let (scope, fingerprint) = identity();
+    let mut headers = HeaderMap::new();
+    headers.insert("content-type", HeaderValue::from_static("application/json"));
+    headers.append("set-cookie", HeaderValue::from_static("a=1"));
+    headers.append("set-cookie", HeaderValue::from_static("b=2"));
+    let record = Record {
+        scope,
+        fingerprint,
+        started_at_ms: 1,
+        completed_at_ms: 2,
+        expires_at_ms: 3,
+        response: KeptResponse::Full(StoredResponse {
+            status: StatusCode::CREATED,
+            headers: headers.clone(),
+            body: Bytes::from_static(b"{\"id\":1}"),
+        }),
+        dialect: Dialect::Http,
+    };
+    let Stored::Completed(back) = decode(Bytes::from(encode_record(&record))).unwrap() else {
+        panic!("a record decodes as a record")
+    };
+    assert_eq!(back.scope, scope);
+    assert_eq!(back.fingerprint, fingerprint);
+    assert_eq!(
+        (back.started_at_ms, back.completed_at_ms, back.expires_at_ms),
+        (1, 2, 3)
+    );
+    let KeptResponse::Full(response) = back.response else {
+        panic!("full")
+    };
+    assert_eq!(response.status, StatusCode::CREATED);
+    assert_eq!(response.headers, headers);
+    assert_eq!(&response.body[..], b"{\"id\":1}");
+}
+
+#[test]
+fn running_entries_and_tombstones_round_trip() {
+    let (scope, fingerprint) = identity();
+    let token = OwnerToken::generate();
+    let info = RunningInfo {
+        started_at_ms: 42,
+        scope,
+        fingerprint,
+    };
+    let bytes = encode_running(&token, &info);
+    assert_eq!(
+        &bytes[2..18],
+        token.as_bytes(),
+        "scripts read the token here"
+    );
+    let Stored::Running(owner, back) = decode(Bytes::from(bytes)).unwrap() else {
+        panic!("running")
+    };
+    assert_eq!(owner, token);
+    assert_eq!(back.started_at_ms, 42);
+    let tombstone = Tombstone {
+        scope,
+        fingerprint,
+        failed_at_ms: 9,
+        status: None,
+        cause: ReleaseCause::Panic,
+        retry_after_s: None,
+    };
+    let Stored::Failed(back) = decode(Bytes::from(encode_tombstone(&tombstone))).unwrap() else {
+        panic!("failed")
+    };
+    assert_eq!(back.status, None);
+    assert_eq!(back.cause, ReleaseCause::Panic);
+    assert_eq!(back.retry_after_s, None);
+    let busy = Tombstone {
+        status: Some(StatusCode::TOO_MANY_REQUESTS),
+        cause: ReleaseCause::Status,
+        retry_after_s: Some(7),
+        ..tombstone
+    };
+    let Stored::Failed(back) = decode(Bytes::from(encode_tombstone(&busy))).unwrap() else {
+        panic!("failed")
+    };
+    assert_eq!(back.retry_after_s, Some(7));
+}
+
+#[test]
+fn responses_not_kept_say_why() {
+    let (scope, fingerprint) = identity();
+    for why in [
+        Omission::TooLarge,
+        Omission::NoStore,
+        Omission::Unclassified,
+    ] {
+        let record = Record {
+            scope,
+            fingerprint,
+            started_at_ms: 1,
+            completed_at_ms: 2,
+            expires_at_ms: 3,
+            response: KeptResponse::Omitted {
+                status: StatusCode::OK,
+                why,
+            },
+            dialect: Dialect::Http,
+        };
+        let Stored::Completed(back) = decode(Bytes::from(encode_record(&record))).unwrap() else {
+            panic!("a record decodes as a record")
+        };
+        assert!(matches!(back.response, KeptResponse::Omitted { why: w, .. } if w == why));
+    }
+}
+
+#[test]
+fn damaged_values_are_errors_not_panics() {
+    let (scope, fingerprint) = identity();
+    let info = RunningInfo {
+        started_at_ms: 1,
+        scope,
+        fingerprint,
+    };
+    let good = encode_running(&OwnerToken::generate(), &info);
+    for cut in 0..good.len() {
+        assert!(decode(Bytes::copy_from_slice(&good[..cut])).is_err());
+    }
+    let mut future = good.clone();
+    future[0] = 2;
+    assert_eq!(
+        decode(Bytes::from(future)).err(),
+        Some(DecodeError("unknown version"))
+    );
+}
+
+#[test]
+fn an_mcp_record_carries_its_dialect_and_an_http_one_is_written_as_before() {
+    let (scope, fingerprint) = identity();
+    let mut record = Record::new(scope, fingerprint, 1, 2, 3, KeptResponse::Abandoned);
+    let http = encode_record(&record);
+    assert_eq!(http.len(), 2 + 32 + 33 + 24 + 1, "no extension for HTTP");
+    record.dialect = Dialect::Mcp;
+    let mcp = encode_record(&record);
+    assert_eq!(&mcp[..http.len()], &http[..]);
+    let Stored::Completed(back) = decode(Bytes::from(mcp)).unwrap() else {
+        panic!("a record decodes as a record")
+    };
+    assert_eq!(back.dialect, Dialect::Mcp);
+}
+
+#[test]
+fn unknown_extensions_are_skipped() {
+    let (scope, fingerprint) = identity();
+    let record = Record::new(scope, fingerprint, 1, 2, 3, KeptResponse::Abandoned);
+    let mut bytes = encode_record(&record);
+    bytes.extend_from_slice(&[b'Z', 0, 3, 1, 2, 3]);
+    let Stored::Completed(back) = decode(Bytes::from(bytes.clone())).unwrap() else {
+        panic!("a record decodes as a record")
+    };
+    assert_eq!(back.dialect, Dialect::Http);
+    bytes.truncate(bytes.len() - 1);
+    assert!(
+        decode(Bytes::from(bytes)).is_err(),
+        "a cut extension is damage"
+    );
+}
