@@ -6,7 +6,8 @@ use http::{Request, Response};
 use http_body::Body;
 use tower_service::Service;
 
-use crate::BoxError;
+/// The error type bodies are converted into.
+pub(crate) type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// A service whose calls can run detached: sendable, with a sendable future and error.
 pub(crate) trait Tool<B, ResBody>:

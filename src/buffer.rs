@@ -5,8 +5,8 @@ use http::{header, HeaderMap};
 use http_body::Body;
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 
+use crate::bounds::BoxError;
 use crate::engine::Refusal;
-use crate::BoxError;
 
 /// Buffers the body under the limit; over it, 413 with nothing executed.
 pub(crate) async fn read_body<B>(

@@ -85,9 +85,6 @@ pub use service::Idempotency;
 pub use store::ReleaseCause;
 pub use telemetry::MAX_OPERATIONS;
 
-/// The error type bodies are converted into.
-pub(crate) type BoxError = Box<dyn std::error::Error + Send + Sync>;
-
 /// The README's code blocks, compiled as doc tests so that they stay true.
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]

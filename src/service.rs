@@ -9,11 +9,11 @@ use http_body::Body;
 use tower_service::Service;
 
 use crate::body::ResponseBody;
+use crate::bounds::BoxError;
 use crate::dialect::http as dialect;
 use crate::engine::Engine;
 use crate::future::ResponseFuture;
 use crate::store::{MemoryStore, Store};
-use crate::BoxError;
 
 /// Middleware that makes repeated calls of one intent run once.
 ///

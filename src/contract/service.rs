@@ -12,10 +12,10 @@ use super::future::ResponseFuture;
 use super::layer::Contracts;
 use super::violation::Violation;
 use crate::body::ResponseBody;
+use crate::bounds::BoxError;
 use crate::buffer::read_body;
 use crate::dialect::http as http_dialect;
 use crate::telemetry;
-use crate::BoxError;
 
 /// Middleware that refuses requests whose JSON breaks their operation's schema.
 ///

@@ -15,11 +15,11 @@ use super::message::Form;
 use super::render::Rendering;
 use super::tool;
 use crate::body::ResponseBody;
+use crate::bounds::BoxError;
 use crate::bounds::{Bufferable, Keepable, Tool};
 use crate::engine::{self, Decided, Refusal};
 use crate::store::Store;
 use crate::telemetry::{self, Op};
-use crate::BoxError;
 
 /// The operation label of a tool call: `tools/call NAME` for names that look like tool
 /// names, so that a client cannot grow the label set at will.

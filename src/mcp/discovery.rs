@@ -13,7 +13,7 @@ use super::envelope::Discovery;
 use super::message::{self, Form};
 use super::tasks;
 use crate::body::ResponseBody;
-use crate::BoxError;
+use crate::bounds::BoxError;
 
 impl<St> Endpoint<St> {
     /// Passes an `initialize` or `tools/list` answer on, learning the tools' annotations from

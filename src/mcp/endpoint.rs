@@ -14,12 +14,12 @@ use super::envelope::{self, Envelope, Refusal, TaskQuery, ToolCall};
 use super::message::{self, Form};
 use super::policy::ToolPolicy;
 use crate::body::ResponseBody;
+use crate::bounds::BoxError;
 use crate::bounds::{Bufferable, Keepable, Tool};
 use crate::buffer::read_body;
 use crate::dialect::http as http_dialect;
 use crate::engine::Engine;
 use crate::store::Store;
-use crate::BoxError;
 
 pub(crate) type Answered<B, E> = Result<Response<ResponseBody<B>>, E>;
 

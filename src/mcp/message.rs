@@ -10,7 +10,7 @@ use http_body_util::{BodyExt, Limited};
 use serde_json::Value;
 use sse_stream::{Sse, SseStream};
 
-use crate::BoxError;
+use crate::bounds::BoxError;
 
 /// How an answer is written: the client's `Accept` decides.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -10,10 +10,10 @@ use tower_service::Service;
 
 use super::endpoint::Endpoint;
 use crate::body::ResponseBody;
+use crate::bounds::BoxError;
 use crate::dialect::http as http_dialect;
 use crate::future::ResponseFuture;
 use crate::store::{MemoryStore, Store};
-use crate::BoxError;
 
 /// Middleware that makes an MCP server's tool calls safe to repeat; built by
 /// [`McpIdempotencyLayer`](super::McpIdempotencyLayer).

@@ -10,10 +10,10 @@ use serde_json::{json, Value};
 
 use super::answers;
 use super::message::{read_answer, Unreadable, TOO_LARGE};
+use crate::bounds::BoxError;
 use crate::classify::Verdict;
 use crate::engine::{Answered, Produced};
 use crate::store::{Dialect, ReleaseCause, StoredResponse};
-use crate::BoxError;
 
 /// What the server answered a protected call, as its first caller is given it.
 #[derive(Debug)]

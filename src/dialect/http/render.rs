@@ -102,3 +102,25 @@ fn of_intent<B>(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use http_body_util::Full;
+
+    use super::*;
+    use crate::clock::now_ms;
+    use crate::IntentKey;
+
+    #[test]
+    fn a_duplicate_in_progress_is_a_conflict_only_in_strict_ietf_mode() {
+        let key = IntentKey::from_bytes([1; 32]);
+        let mut settings = Settings::default();
+        let answer = |settings: &Settings, duplicate| {
+            in_progress::<Full<bytes::Bytes>>(settings, &key, now_ms(), duplicate, "it").status()
+        };
+        assert_eq!(answer(&settings, true), StatusCode::ACCEPTED);
+        settings.strict_ietf = true;
+        assert_eq!(answer(&settings, true), StatusCode::CONFLICT);
+        assert_eq!(answer(&settings, false), StatusCode::ACCEPTED, "the first caller");
+    }
+}
