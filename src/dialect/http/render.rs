@@ -121,6 +121,10 @@ mod tests {
         assert_eq!(answer(&settings, true), StatusCode::ACCEPTED);
         settings.strict_ietf = true;
         assert_eq!(answer(&settings, true), StatusCode::CONFLICT);
-        assert_eq!(answer(&settings, false), StatusCode::ACCEPTED, "the first caller");
+        assert_eq!(
+            answer(&settings, false),
+            StatusCode::ACCEPTED,
+            "the first caller"
+        );
     }
 }

@@ -75,16 +75,20 @@ async fn a_claimed_intent_is_running_until_completed_then_replayed() {
     assert_eq!(store.running(), 0);
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_lapsed_lease_is_taken_over_and_the_old_owner_is_fenced() {
     let store = MemoryStore::new();
     let old = acquired(
         store
-            .claim(&key(2), &request(Duration::from_millis(1)))
+            .claim(&key(2), &request(Duration::from_secs(30)))
             .await
             .unwrap(),
     );
-    tokio::time::sleep(Duration::from_millis(5)).await;
+    tokio::time::sleep(Duration::from_secs(29)).await;
+    let rival = request(Duration::from_secs(30));
+    let held = store.claim(&key(2), &rival).await.unwrap();
+    assert!(matches!(held, Claim::Running(_)), "held until it lapses");
+    tokio::time::sleep(Duration::from_secs(2)).await;
     let new = acquired(
         store
             .claim(&key(2), &request(Duration::from_secs(30)))
