@@ -171,6 +171,17 @@ pub(crate) fn default_route_label(parts: &Parts) -> String {
     label
 }
 
+/// The span of one protected request; its intent, attempt and outcome are recorded later.
+pub(crate) fn request_span(op: &Op) -> tracing::Span {
+    tracing::info_span!(
+        "idempotency",
+        operation = op.as_str(),
+        intent = tracing::field::Empty,
+        attempt = tracing::field::Empty,
+        outcome = tracing::field::Empty
+    )
+}
+
 /// Records how a protected request ended on its span.
 pub(crate) fn outcome(tag: &'static str) {
     tracing::Span::current().record("outcome", tag);

@@ -19,7 +19,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use http::request::Parts;
 
-use crate::guard::guarded;
+use crate::guard::{guarded, Panicked};
 use crate::scope::Scope;
 use crate::settings::{Settings, Timing};
 use crate::store::{Observed, Store};
@@ -112,6 +112,32 @@ impl<St: Store> Engine<St> {
             None => coalesce::coalesce_or_execute(self, &intent, work(parts, body)).await?,
         };
         Ok(Decided::Keyed { intent, outcome })
+    }
+}
+
+/// What a request's scope decides of protecting it.
+#[derive(Debug)]
+pub(crate) enum Scoped {
+    Protect(Scope),
+    /// No scope, and the layer lets such requests through unprotected (recorded as such).
+    PassThrough,
+    Refuse(Refusal),
+}
+
+/// Decides on a request from its scope, as `scope_of` found it.
+pub(crate) fn scoped(
+    settings: &Settings,
+    scope: Result<Option<Scope>, Panicked>,
+    op: &Op,
+) -> Scoped {
+    match scope {
+        Ok(Some(scope)) => Scoped::Protect(scope),
+        Ok(None) if !settings.refuse_without_scope => {
+            record_outcome(op, &Outcome::Unprotected((), Unprotected::MissingScope));
+            Scoped::PassThrough
+        }
+        Ok(None) => Scoped::Refuse(Refusal::MissingScope),
+        Err(panicked) => Scoped::Refuse(Refusal::LayerFault(panicked.what)),
     }
 }
 

@@ -6,7 +6,6 @@ use std::time::Duration;
 use bytes::Bytes;
 use http::request::Parts;
 use http::{header, Request, Response};
-use tracing::field::Empty;
 use tracing::Instrument;
 
 use super::endpoint::{Answered, Endpoint};
@@ -17,7 +16,7 @@ use super::tool;
 use crate::body::ResponseBody;
 use crate::bounds::BoxError;
 use crate::bounds::{Bufferable, Keepable, Tool};
-use crate::engine::{self, Decided, Refusal};
+use crate::engine::{self, Decided, Scoped};
 use crate::store::Store;
 use crate::telemetry::{self, Op};
 
@@ -77,26 +76,17 @@ impl<St: Store> Endpoint<St> {
             Ok(Some(_)) => self.op_of(&parts, &call),
             _ => self.engine.runtime.ops.unscoped(),
         };
-        let span = tracing::info_span!(
-            "idempotency",
-            operation = op.as_str(),
-            intent = Empty,
-            attempt = Empty,
-            outcome = Empty
-        );
-        let scope = match scope {
-            Ok(Some(scope)) => scope,
-            Ok(None) if !settings.refuse_without_scope => {
-                let outcome = engine::Outcome::Unprotected((), engine::Unprotected::MissingScope);
-                engine::record_outcome(&op, &outcome);
+        let span = telemetry::request_span(&op);
+        let scope = match engine::scoped(settings, scope, &op) {
+            Scoped::Protect(scope) => scope,
+            Scoped::PassThrough => {
                 let response = inner
                     .call(Request::from_parts(parts, B::from(bytes)))
                     .await?;
                 return Ok(response.map(ResponseBody::inner));
             }
-            Ok(None) => return Ok(self.finish(&op, started, &call, form, as_task, missing())),
-            Err(panicked) => {
-                let refused = Decided::Refused(Refusal::LayerFault(panicked.what));
+            Scoped::Refuse(refusal) => {
+                let refused = Decided::Refused(refusal);
                 return Ok(self.finish(&op, started, &call, form, as_task, refused));
             }
         };
@@ -147,8 +137,4 @@ impl<St: Store> Endpoint<St> {
         telemetry::answered(op, Some(response.status()), started);
         response
     }
-}
-
-fn missing<A>() -> Decided<A> {
-    Decided::Refused(Refusal::MissingScope)
 }

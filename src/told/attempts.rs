@@ -59,8 +59,18 @@ fn last_status(failure: Failure) -> serde_json::Value {
     }
 }
 
-fn failed(told: Told, key: &IntentKey, failure: Failure) -> Told {
-    let told = told.intent(key).member("last_status", last_status(failure));
+/// An attempt that ended without a kept outcome, told of as `subject`.
+fn failed(key: &IntentKey, failure: Failure, subject: &str) -> Told {
+    let (outcome, retryable, detail) = failure_told(failure, subject);
+    let told = Told::new(
+        "attempt-failed",
+        "Action failed",
+        outcome,
+        retryable,
+        detail,
+    )
+    .intent(key)
+    .member("last_status", last_status(failure));
     match failure.wait() {
         Some(seconds) => told.retry_after(seconds),
         None => told,
@@ -70,28 +80,12 @@ fn failed(told: Told, key: &IntentKey, failure: Failure) -> Told {
 /// The attempt ended without a kept outcome; said to its first caller and to duplicates that
 /// waited for it.
 pub(crate) fn attempt_failed(key: &IntentKey, failure: Failure) -> Told {
-    let (outcome, retryable, detail) = failure_told(failure, "This action");
-    let told = Told::new(
-        "attempt-failed",
-        "Action failed",
-        outcome,
-        retryable,
-        detail,
-    );
-    failed(told, key, failure)
+    failed(key, failure, "This action")
 }
 
 /// The status path: the last attempt ended without a kept outcome.
 pub(crate) fn status_failed(key: &IntentKey, failure: Failure) -> Told {
-    let (outcome, retryable, detail) = failure_told(failure, "The last attempt of this action");
-    let told = Told::new(
-        "attempt-failed",
-        "Action failed",
-        outcome,
-        retryable,
-        detail,
-    );
-    failed(told, key, failure)
+    failed(key, failure, "The last attempt of this action")
 }
 
 /// The action is still running at the caller's deadline. `keeps` names what a repeat must

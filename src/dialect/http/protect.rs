@@ -3,7 +3,6 @@
 use std::sync::Arc;
 
 use http::{Request, Response};
-use tracing::field::Empty;
 use tracing::Instrument;
 
 use super::read::read;
@@ -11,7 +10,7 @@ use super::render::render;
 use crate::body::ResponseBody;
 use crate::bounds::{Bufferable, Keepable, Tool};
 use crate::buffer::read_body;
-use crate::engine::{self, Decided, Engine, Refusal, Unprotected};
+use crate::engine::{self, Decided, Engine, Scoped};
 use crate::settings::Timing;
 use crate::store::Store;
 use crate::telemetry;
@@ -53,27 +52,15 @@ where
         Ok(Some(_)) => ops.of(settings.route_label.as_ref(), &parts),
         _ => ops.unscoped(),
     };
-    let span = tracing::info_span!(
-        "idempotency",
-        operation = op.as_str(),
-        intent = Empty,
-        attempt = Empty,
-        outcome = Empty
-    );
+    let span = telemetry::request_span(&op);
     let went = async {
-        let scope = match scope {
-            Ok(Some(scope)) => scope,
-            Ok(None) if !settings.refuse_without_scope => {
-                let outcome = engine::Outcome::Unprotected((), Unprotected::MissingScope);
-                engine::record_outcome(&op, &outcome);
+        let scope = match engine::scoped(settings, scope, &op) {
+            Scoped::Protect(scope) => scope,
+            Scoped::PassThrough => {
                 let response = inner.call(Request::from_parts(parts, body)).await;
                 return Went::Past(response.map(|r| r.map(ResponseBody::inner)));
             }
-            Ok(None) => return Went::Decided(Ok(Decided::Refused(Refusal::MissingScope))),
-            Err(panicked) => {
-                let refusal = Refusal::LayerFault(panicked.what);
-                return Went::Decided(Ok(Decided::Refused(refusal)));
-            }
+            Scoped::Refuse(refusal) => return Went::Decided(Ok(Decided::Refused(refusal))),
         };
         let bytes = match read_body(body, &parts.headers, settings.body_limit).await {
             Ok(bytes) => bytes,

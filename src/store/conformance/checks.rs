@@ -108,32 +108,20 @@ async fn under_a_wrong_token<St: Store>(
     expect_completed(store, c, &key, &kept, "get after the owner's complete").await
 }
 
-pub(super) async fn complete_under_a_wrong_token_is_fenced<St: Store>(
-    store: &St,
-    c: &mut Check,
-) -> Result<(), Stop> {
-    under_a_wrong_token(store, c, Write::Complete).await
+/// One check per fenced write, each named for it.
+macro_rules! under_a_wrong_token_checks {
+    ($($name:ident => $write:expr),+ $(,)?) => {$(
+        pub(super) async fn $name<St: Store>(store: &St, c: &mut Check) -> Result<(), Stop> {
+            under_a_wrong_token(store, c, $write).await
+        }
+    )+};
 }
 
-pub(super) async fn release_under_a_wrong_token_is_fenced<St: Store>(
-    store: &St,
-    c: &mut Check,
-) -> Result<(), Stop> {
-    under_a_wrong_token(store, c, Write::Release).await
-}
-
-pub(super) async fn extend_under_a_wrong_token_is_fenced<St: Store>(
-    store: &St,
-    c: &mut Check,
-) -> Result<(), Stop> {
-    under_a_wrong_token(store, c, Write::Extend).await
-}
-
-pub(super) async fn abandon_under_a_wrong_token_is_fenced<St: Store>(
-    store: &St,
-    c: &mut Check,
-) -> Result<(), Stop> {
-    under_a_wrong_token(store, c, Write::Abandon).await
+under_a_wrong_token_checks! {
+    complete_under_a_wrong_token_is_fenced => Write::Complete,
+    release_under_a_wrong_token_is_fenced => Write::Release,
+    extend_under_a_wrong_token_is_fenced => Write::Extend,
+    abandon_under_a_wrong_token_is_fenced => Write::Abandon,
 }
 
 /// Completes a fresh intent with `response` and expects the record back, equal in every
