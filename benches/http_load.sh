@@ -1,26 +1,36 @@
 #!/usr/bin/env bash
-# HTTP load on loopback: examples/tool_gateway with IDEMPOTENCY=off, on (memory store) and on
-# (tiered Redis store), driven by wrk with ~1 KiB JSON bodies; first executions (every request a
-# new intent) and replays (one intent). Prints requests/s, p50 and p99 and the ratios to `off`.
+# The HTTP comparison, side by side in one run: benches/peer's minimal axum app (one
+# `send_email` handler, no other layers) served bare, behind this crate's
+# `IdempotencyLayer::new()` and behind the `idempotent` crate's layer, both over their memory
+# stores, driven by wrk on loopback with ~1 KiB JSON bodies: first executions (every request a
+# new intent and key) and replays (one intent). The modes take turns round by round; a row is
+# the median of the rounds and its ratio the median of each round's ratio to bare in that
+# round. Pinned: the server on one core, wrk on the other; unpinned: both anywhere.
 #
-#   benches/http_load.sh                 # 10 s per run, 32 connections
-#   DURATION=20 CONNECTIONS=64 benches/http_load.sh
+# Last, the floor: canonicalising and hashing the same body in process, and the ratio a layer
+# that did only that would reach on the pinned bare app (bare's time per request plus the
+# floor's).
 #
-# Needs wrk (apt-get install wrk); the Redis rows need redis-server (skipped without it).
+#   bash benches/http_load.sh                        # 3 rounds of 4 s, 16 connections
+#   ROUNDS=5 DURATION=8 bash benches/http_load.sh
+#
+# Needs wrk and taskset (apt-get install wrk util-linux).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-DURATION=${DURATION:-10}
-CONNECTIONS=${CONNECTIONS:-32}
-THREADS=${THREADS:-1}
+ROUNDS=${ROUNDS:-3}
+DURATION=${DURATION:-4}
+CONNECTIONS=${CONNECTIONS:-16}
 command -v wrk >/dev/null || { echo "wrk is needed: apt-get install wrk" >&2; exit 1; }
+command -v taskset >/dev/null || { echo "taskset is needed: apt-get install util-linux" >&2; exit 1; }
 
-cargo build --release --features redis --example tool_gateway >&2
-gateway=target/release/examples/tool_gateway
+# The peer crate declares a newer Rust than this crate; it builds with the one here.
+(cd benches/peer && cargo build --release --ignore-rust-version --target-dir ../../target/peer) >&2
+app=target/peer/release/idempotency-peer-bench
 work=$(mktemp -d)
-pids=()
+server=""
 cleanup() {
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  [ -n "$server" ] && kill "$server" 2>/dev/null || true
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -29,88 +39,73 @@ free_port() {
   python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
-wait_for_line() { # file, text
-  for _ in $(seq 1 100); do
-    grep -q "$2" "$1" 2>/dev/null && return 0
-    sleep 0.1
+# One round of one mode: "placement mode workload req/s" lines, one per workload.
+run() { # placement, mode
+  local placement=$1 mode=$2 serve=() load=()
+  if [ "$placement" = pinned ]; then serve=(taskset -c 0); load=(taskset -c 1); fi
+  local port; port=$(free_port)
+  "${serve[@]}" "$app" "$mode" "127.0.0.1:$port" > "$work/server.out" 2>&1 &
+  server=$!
+  for _ in $(seq 1 100); do grep -q listening "$work/server.out" 2>/dev/null && break; sleep 0.05; done
+  local url="http://127.0.0.1:$port"
+  "${load[@]}" wrk -t1 -c"$CONNECTIONS" -d1s -s benches/peer/replay.lua "$url" > /dev/null
+  for workload in first_execution replay; do
+    local rps
+    rps=$("${load[@]}" wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" -s "benches/peer/$workload.lua" "$url" \
+      | awk '/Requests\/sec/ { print $2 }')
+    echo "$placement $mode $workload $rps"
   done
-  echo "timed out waiting for '$2' in $1" >&2
-  return 1
-}
-
-redis_url=""
-if command -v redis-server >/dev/null; then
-  redis_port=$(free_port)
-  redis-server --port "$redis_port" --bind 127.0.0.1 --save "" --appendonly no \
-    --dir "$work" --logfile "$work/redis.log" &
-  pids+=($!)
-  sleep 0.5
-  redis_url="redis://127.0.0.1:$redis_port"
-fi
-
-# wrk's summary as "req/s p50_ms p99_ms".
-summarise() {
-  awk '
-    function ms(v) {
-      if (v ~ /us$/) return substr(v, 1, length(v) - 2) / 1000
-      if (v ~ /ms$/) return substr(v, 1, length(v) - 2) + 0
-      if (v ~ /s$/) return substr(v, 1, length(v) - 1) * 1000
-      return v
-    }
-    $1 == "50%" { p50 = ms($2) }
-    $1 == "99%" { p99 = ms($2) }
-    $1 == "Requests/sec:" { rps = $2 }
-    /Non-2xx or 3xx responses/ { errors = $NF }
-    END { printf "%.0f %.3f %.3f %d\n", rps, p50, p99, errors }
-  ' "$1"
+  kill "$server"; wait "$server" 2>/dev/null || true; server=""
 }
 
 results="$work/results"
 : > "$results"
-run_mode() { # name, env...
-  local name=$1; shift
-  local port; port=$(free_port)
-  env ADDR="127.0.0.1:$port" RUST_LOG=error "$@" "$gateway" > "$work/$name.out" 2> "$work/$name.err" &
-  local pid=$!
-  pids+=($pid)
-  wait_for_line "$work/$name.out" "listening on"
-  local url="http://127.0.0.1:$port"
-  wrk -t"$THREADS" -c"$CONNECTIONS" -d2s -s benches/wrk/replay.lua "$url" > /dev/null
-  for workload in first_execution replay; do
-    wrk -t"$THREADS" -c"$CONNECTIONS" -d"${DURATION}s" --latency -s "benches/wrk/$workload.lua" "$url" \
-      > "$work/$name-$workload.wrk"
-    echo "$name $workload $(summarise "$work/$name-$workload.wrk")" >> "$results"
+for round in $(seq 1 "$ROUNDS"); do
+  for placement in pinned unpinned; do
+    for mode in bare ours peer; do
+      run "$placement" "$mode" | sed "s/^/$round /" >> "$results"
+    done
   done
-  if [ "$name" = "on-memory" ]; then
-    local store_bytes rss
-    store_bytes=$(curl -s "$url/metrics" | awk '$1 == "idempotency_memory_store_bytes" { print $2 }')
-    rss=$(ps -o rss= -p "$pid" | tr -d ' ')
-    echo "memory store after the unique-intent flood: ${store_bytes:-?} bytes kept (budget 67108864), gateway RSS $((rss / 1024)) MiB" > "$work/memory"
-  fi
-  kill "$pid"
-  wait "$pid" 2>/dev/null || true
-}
-
-run_mode off IDEMPOTENCY=off
-run_mode on-memory IDEMPOTENCY=on
-if [ -n "$redis_url" ]; then
-  run_mode on-redis IDEMPOTENCY=on REDIS_URL="$redis_url"
-fi
+  echo "round $round of $ROUNDS done" >&2
+done
+floor_us=$("$app" floor)
 
 echo
-echo "wrk, ${DURATION}s per run, $CONNECTIONS connections, $THREADS thread(s), ~1 KiB JSON bodies, loopback"
+echo "wrk, $ROUNDS rounds of ${DURATION}s per row, $CONNECTIONS connections, ~1 KiB JSON bodies, loopback"
 echo
-printf '| %-10s | %-15s | %9s | %8s | %8s | %10s | %6s |\n' mode workload "req/s" "p50 ms" "p99 ms" "vs off" non-2xx
-printf '| %-10s | %-15s | %9s | %8s | %8s | %10s | %6s |\n' --- --- ---: ---: ---: ---: ---:
-awk '
-  { rows[NR] = $0; if ($1 == "off") base[$2] = $3 }
+awk -v floor_us="$floor_us" '
+  function median(list, n,    i, j, t, a) {
+    n = split(list, a, " ")
+    for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
+    return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+  }
+  function range(list, n,    i, a, lo, hi) {
+    n = split(list, a, " "); lo = a[1]; hi = a[1]
+    for (i = 2; i <= n; i++) { if (a[i] < lo) lo = a[i]; if (a[i] > hi) hi = a[i] }
+    return sprintf("%.2f–%.2f", lo, hi)
+  }
+  { rps[$2, $3, $4, $1] = $5; rounds[$1] = 1; seen[$2, $3, $4] = 1 }
   END {
-    for (i = 1; i <= NR; i++) {
-      split(rows[i], f, " ")
-      ratio = base[f[2]] > 0 ? sprintf("%.2f x", f[3] / base[f[2]]) : "-"
-      printf "| %-10s | %-15s | %9d | %8.3f | %8.3f | %10s | %6d |\n", f[1], f[2], f[3], f[4], f[5], ratio, f[6]
+    printf "| %-8s | %-4s | %-15s | %9s | %15s | %15s |\n", "placement", "mode", "workload", "req/s", "vs bare", "vs peer"
+    printf "| %-8s | %-4s | %-15s | %9s | %15s | %15s |\n", "---", "---", "---", "---:", "---:", "---:"
+    split("pinned unpinned", places, " "); split("bare ours peer", modes, " "); split("first_execution replay", loads, " ")
+    for (p = 1; p <= 2; p++) for (w = 1; w <= 2; w++) for (m = 1; m <= 3; m++) {
+      key = places[p] SUBSEP modes[m] SUBSEP loads[w]
+      if (!(key in seen)) continue
+      all = ""; vs_bare = ""; vs_peer = ""
+      for (r in rounds) {
+        v = rps[places[p], modes[m], loads[w], r]; b = rps[places[p], "bare", loads[w], r]
+        q = rps[places[p], "peer", loads[w], r]
+        all = all " " v
+        if (b > 0) vs_bare = vs_bare " " v / b
+        if (q > 0 && b > 0) vs_peer = vs_peer " " (v / b) / (q / b)
+      }
+      bare_cell = sprintf("%.2f× (%s)", median(vs_bare), range(vs_bare))
+      peer_cell = modes[m] == "ours" ? sprintf("%.2f× (%s)", median(vs_peer), range(vs_peer)) : "-"
+      printf "| %-8s | %-4s | %-15s | %9.0f | %15s | %15s |\n", places[p], modes[m], loads[w], median(all), bare_cell, peer_cell
+      if (places[p] == "pinned" && modes[m] == "bare" && loads[w] == "first_execution") bare_rps = median(all)
     }
+    bare_us = 1e6 / bare_rps
+    printf "\nfloor: canonicalising and hashing the body in process takes %.2f µs; on the pinned bare app (%.1f µs a request) a layer that did only that would reach %.2f×\n", floor_us, bare_us, bare_us / (bare_us + floor_us)
   }
 ' "$results"
-echo
-cat "$work/memory" 2>/dev/null || true
