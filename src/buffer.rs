@@ -1,6 +1,6 @@
 //! Buffering a request body under a limit.
 
-use bytes::Bytes;
+use bytes::{Buf, Bytes, BytesMut};
 use http::{header, HeaderMap};
 use http_body::Body;
 use http_body_util::{BodyExt, LengthLimitError, Limited};
@@ -9,6 +9,9 @@ use crate::bounds::BoxError;
 use crate::engine::Refusal;
 
 /// Buffers the body under the limit; over it, 413 with nothing executed.
+///
+/// Written out rather than with `BodyExt::collect`, which keeps every chunk in a queue: a body
+/// that arrives in one chunk (the common case) is handed on as that chunk, with no allocation.
 pub(crate) async fn read_body<B>(
     body: B,
     headers: &HeaderMap,
@@ -25,11 +28,32 @@ where
     if declared.is_some_and(|length| length > limit as u64) {
         return Err(Refusal::BodyTooLarge(limit));
     }
-    match Limited::new(body, limit).collect().await {
-        Ok(collected) => Ok(collected.to_bytes()),
-        Err(error) if error.downcast_ref::<LengthLimitError>().is_some() => {
-            Err(Refusal::BodyTooLarge(limit))
+    let mut body = std::pin::pin!(Limited::new(body, limit));
+    let mut first: Option<Bytes> = None;
+    let mut joined: Option<BytesMut> = None;
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|error| match error.downcast_ref::<LengthLimitError>() {
+            Some(_) => Refusal::BodyTooLarge(limit),
+            None => Refusal::BodyUnreadable,
+        })?;
+        // Trailers carry nothing the key or the tool reads here.
+        let Ok(mut data) = frame.into_data() else {
+            continue;
+        };
+        let chunk = data.copy_to_bytes(data.remaining());
+        match (&mut joined, first.take()) {
+            (Some(joined), _) => joined.extend_from_slice(&chunk),
+            (None, Some(earlier)) => {
+                let mut both = BytesMut::with_capacity(earlier.len() + chunk.len());
+                both.extend_from_slice(&earlier);
+                both.extend_from_slice(&chunk);
+                joined = Some(both);
+            }
+            (None, None) => first = Some(chunk),
         }
-        Err(_) => Err(Refusal::BodyUnreadable),
     }
+    Ok(match joined {
+        Some(joined) => joined.freeze(),
+        None => first.unwrap_or_default(),
+    })
 }

@@ -92,33 +92,42 @@ impl Default for Ops {
 impl Ops {
     /// The operation of a request.
     pub(crate) fn of(&self, label: Option<&RouteLabel>, parts: &Parts) -> Op {
-        let text = match label {
-            // A label function that panics costs the request its label, not its answer.
-            Some(label) => crate::guard::guarded("route_label", || label(parts))
-                .unwrap_or_else(|_| default_route_label(parts)),
-            None => default_route_label(parts),
+        let Some(label) = label else {
+            // The default label is written into a buffer each thread keeps, so that naming a
+            // request's operation allocates nothing once the label is known.
+            thread_local! {
+                static LABEL: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+            }
+            return LABEL.with_borrow_mut(|text| {
+                text.clear();
+                write_default_route_label(parts, text);
+                self.named(text)
+            });
         };
-        self.named(text)
+        // A label function that panics costs the request its label, not its answer.
+        let text = crate::guard::guarded("route_label", || label(parts))
+            .unwrap_or_else(|_| default_route_label(parts));
+        self.named(&text)
     }
 
     /// The operation labelled `text`, as a dialect that knows the operation names it.
-    pub(crate) fn named(&self, text: String) -> Op {
+    pub(crate) fn named(&self, text: &str) -> Op {
         if let Some(op) = self
             .known
             .read()
             .unwrap_or_else(PoisonError::into_inner)
-            .get(text.as_str())
+            .get(text)
         {
             return op.clone();
         }
         let mut known = self.known.write().unwrap_or_else(PoisonError::into_inner);
-        if let Some(op) = known.get(text.as_str()) {
+        if let Some(op) = known.get(text) {
             return op.clone();
         }
         if known.len() >= MAX_OPERATIONS {
             return self.overflow.clone();
         }
-        let op = Op::labelled(&text);
+        let op = Op::labelled(text);
         known.insert(Arc::clone(&op.label), op.clone());
         op
     }
@@ -151,6 +160,12 @@ impl Op {
 /// `:id` and at most four segments: bounded without knowing the routes.
 pub(crate) fn default_route_label(parts: &Parts) -> String {
     let mut label = String::with_capacity(48);
+    write_default_route_label(parts, &mut label);
+    label
+}
+
+/// Writes the default label of a request into `label`.
+fn write_default_route_label(parts: &Parts, label: &mut String) {
     label.push_str(parts.method.as_str());
     label.push(' ');
     let mut segments = parts.uri.path().split('/').filter(|s| !s.is_empty());
@@ -168,7 +183,6 @@ pub(crate) fn default_route_label(parts: &Parts) -> String {
     if label.ends_with(' ') {
         label.push('/');
     }
-    label
 }
 
 /// The span of one protected request; its intent, attempt and outcome are recorded later.

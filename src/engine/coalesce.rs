@@ -40,7 +40,7 @@ pub(crate) async fn coalesce_or_execute<St, A, E, F>(
 ) -> Result<Outcome<A>, E>
 where
     St: Store,
-    F: Future<Output = Result<Produced<A>, E>> + Send + 'static,
+    F: Future<Output = Result<Produced<A>, E>> + Send + Unpin + 'static,
     A: Send + 'static,
     E: Send + 'static,
 {
@@ -55,7 +55,7 @@ where
                     return Ok(Outcome::NotExecuted(Refusal::KeyReused { running: true }));
                 }
                 telemetry::coalesced(&intent.op);
-                match slot.wait_until(intent.deadline).await {
+                match Box::pin(slot.wait_until(intent.deadline)).await {
                     Waited::Redo => continue,
                     Waited::Settled(settled) => return Ok(settled_outcome(settled)),
                     Waited::Deadline => {
@@ -82,14 +82,14 @@ async fn lead_intent<St, A, E, F>(
 ) -> Led<A, E, F>
 where
     St: Store,
-    F: Future<Output = Result<Produced<A>, E>> + Send + 'static,
+    F: Future<Output = Result<Produced<A>, E>> + Send + Unpin + 'static,
     A: Send + 'static,
     E: Send + 'static,
 {
     let key = &intent.key;
     let max = engine.settings.max_detached;
     let Some(reservation) = engine.runtime.detached.try_reserve(max) else {
-        return at_capacity(engine, work, intent, lead).await;
+        return Box::pin(at_capacity(engine, work, intent, lead)).await;
     };
     let started_at_ms = now_ms();
     // The layer mints the owner token, so that a claim whose answer is lost can be given
@@ -111,7 +111,9 @@ where
             give_back(engine, key, token);
             if engine.settings.fail_open {
                 tracing::warn!("fail-open: running without protection");
-                return Led::Decided(run_unprotected(work).await);
+                // Boxed, as are the other paths off the common one, so that the future every
+                // request carries stays small.
+                return Led::Decided(Box::pin(run_unprotected(work)).await);
             }
             return decided(Outcome::NotExecuted(Refusal::StoreUnavailable));
         }
@@ -132,11 +134,18 @@ where
             drop(reservation);
             telemetry::coalesced(&intent.op);
             lead.set_started_at_ms(info.started_at_ms);
-            wait_elsewhere(engine, work, intent, lead, info.started_at_ms).await
+            Box::pin(wait_elsewhere(
+                engine,
+                work,
+                intent,
+                lead,
+                info.started_at_ms,
+            ))
+            .await
         }
         Claim::Acquired(token) => {
             telemetry::executed(&intent.op);
-            let (first, answer) = oneshot::channel();
+            let (first, mut answer) = oneshot::channel();
             let claimed = Claimed {
                 token,
                 lead,
@@ -151,7 +160,16 @@ where
             if intent.asynchronous {
                 return decided(in_progress);
             }
-            match tokio::time::timeout_at(intent.deadline, answer).await {
+            // Most tools have answered by now: their outcome is taken with no timer armed.
+            let answered = match answer.try_recv() {
+                Ok(answered) => Ok(Ok(answered)),
+                Err(oneshot::error::TryRecvError::Closed) => Ok(Err(())),
+                Err(oneshot::error::TryRecvError::Empty) => {
+                    let waited = Box::pin(tokio::time::timeout_at(intent.deadline, answer)).await;
+                    waited.map(|received| received.map_err(|_| ()))
+                }
+            };
+            match answered {
                 Ok(Ok(answered)) => Led::Decided(answered),
                 // The execution ended without a word: it was dropped mid-way, so it may have
                 // run.
@@ -216,7 +234,14 @@ async fn at_capacity<St: Store, A, E, F>(
         Ok(Some(Entry::Running(info))) => {
             telemetry::coalesced(&intent.op);
             lead.set_started_at_ms(info.started_at_ms);
-            wait_elsewhere(engine, work, intent, lead, info.started_at_ms).await
+            Box::pin(wait_elsewhere(
+                engine,
+                work,
+                intent,
+                lead,
+                info.started_at_ms,
+            ))
+            .await
         }
         _ => {
             tracing::warn!("too many detached executions; refusing");

@@ -109,7 +109,12 @@ impl<St: Store> Engine<St> {
                 Outcome::NotExecuted(Refusal::KeyReused { running: false })
             }
             Some(record) => Outcome::Replayed(record),
-            None => coalesce::coalesce_or_execute(self, &intent, work(parts, body)).await?,
+            None => {
+                // Boxed once, here: every future the call passes through then carries a pointer
+                // to it, not its state, and the execution reuses the box.
+                let work = Box::pin(work(parts, body));
+                coalesce::coalesce_or_execute(self, &intent, work).await?
+            }
         };
         Ok(Decided::Keyed { intent, outcome })
     }

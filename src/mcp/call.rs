@@ -40,7 +40,7 @@ impl<St: Store> Endpoint<St> {
         let ops = &self.engine.runtime.ops;
         match &self.engine.settings.route_label {
             Some(_) => ops.of(self.engine.settings.route_label.as_ref(), parts),
-            None => ops.named(tool_label(&call.name)),
+            None => ops.named(&tool_label(&call.name)),
         }
     }
 

@@ -7,6 +7,7 @@
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use futures_util::FutureExt;
@@ -63,8 +64,16 @@ impl<St> Observed<St> {
     ) -> Result<T, StoreError> {
         let started = Instant::now();
         let timeout = self.timeout;
-        let bounded = tokio::time::timeout(timeout, AssertUnwindSafe(future).catch_unwind());
-        let result = match bounded.await {
+        let mut call = std::pin::pin!(AssertUnwindSafe(future).catch_unwind());
+        // A store that answers at its first poll (the memory store always does) needs no
+        // timer: one is armed only for a call that waits.
+        let first = std::future::poll_fn(|cx| Poll::Ready(call.as_mut().poll(cx))).await;
+        let answered = match first {
+            Poll::Ready(answered) => Ok(answered),
+            // Boxed: the timer would make every store call's future larger.
+            Poll::Pending => Box::pin(tokio::time::timeout(timeout, call)).await,
+        };
+        let result = match answered {
             Ok(Ok(result)) => result,
             Ok(Err(_panic)) => Err(StoreError::new("the store panicked")),
             Err(_) => Err(StoreError::new(format!(

@@ -146,8 +146,12 @@ impl MemoryStoreBuilder {
             .unwrap_or(self.max_bytes / DEFAULT_SHARE_DIVISOR);
         let shares = Arc::new(Shares::new(per_scope));
         let left = Arc::clone(&shares);
+        // Sized at once for the records the budget holds (a small record weighs about 1 KiB),
+        // so that filling it never makes the table grow and rehash under load.
+        let expected = (self.max_bytes / 1024).clamp(1024, 1 << 20) as usize;
         let settled = Cache::builder()
             .max_capacity(self.max_bytes)
+            .initial_capacity(expected)
             .eviction_policy(EvictionPolicy::lru())
             .weigher(|_: &IntentKey, value: &Settled| -> u32 { value.weight() })
             .expire_after(SettledExpiry)
