@@ -16,7 +16,6 @@ mod record;
 mod redis;
 #[cfg(feature = "redis")]
 mod redis_scripts;
-mod shares;
 mod tiered;
 mod token;
 

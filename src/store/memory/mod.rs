@@ -1,17 +1,17 @@
-//! The embedded store: moka for settled intents, a plain map for running ones.
+//! The embedded store: a byte-bounded table for settled intents, a plain map for running ones.
+
+mod table;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use moka::notification::RemovalCause;
-use moka::policy::{EvictionPolicy, Expiry};
-use moka::sync::Cache;
-// Leases run on the layer's clock (Tokio's), so that a test that pauses time can let one lapse.
+// Leases and retention run on the layer's clock (Tokio's), so that a test that pauses time can
+// let them lapse.
 use tokio::time::Instant as LeaseClock;
 
-use super::shares::Shares;
+use self::table::{Cause, Table};
 use super::{
     Claim, ClaimRequest, Entry, Fence, OwnerToken, Record, RunningInfo, Store, StoreError,
     Tombstone,
@@ -25,10 +25,9 @@ const DEFAULT_SHARE_DIVISOR: u64 = 4;
 
 /// An in-process store: no server, one process.
 ///
-/// Completed records and failure tombstones live in a moka cache weighed in bytes, each with
-/// its own expiry, under the LRU policy (TinyLFU's admission filter could refuse a fresh
-/// record, and a refused record lets a duplicate run). Running executions live in a map that
-/// is never evicted. Evicting an unexpired record is counted ([`MemoryStore::evictions`]) and
+/// Completed records and failure tombstones live in a table weighed in bytes, each with its
+/// own expiry, evicting the least recently used (never refusing a fresh record, which would
+/// let a duplicate run). Running executions live in a map that is never evicted. Evicting an unexpired record is counted ([`MemoryStore::evictions`]) and
 /// logged: it means the budget is too small.
 ///
 /// One share (the principal where the layer has one, else the scope) holds at most a part of
@@ -53,7 +52,7 @@ pub struct MemoryStore {
 impl std::fmt::Debug for MemoryStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("MemoryStore")
-            .field("kept_bytes", &self.inner.settled.weighted_size())
+            .field("kept_bytes", &self.weighted_size())
             .field("evictions", &self.evictions())
             .finish_non_exhaustive()
     }
@@ -61,9 +60,8 @@ impl std::fmt::Debug for MemoryStore {
 
 struct Inner {
     running: Mutex<HashMap<IntentKey, Lease, KeyHasher>>,
-    settled: Cache<IntentKey, Settled, KeyHasher>,
-    evictions: Arc<AtomicU64>,
-    shares: Arc<Shares>,
+    settled: Mutex<Table>,
+    evictions: AtomicU64,
 }
 
 struct Lease {
@@ -96,24 +94,6 @@ impl Settled {
     }
 }
 
-struct SettledExpiry;
-
-impl Expiry<IntentKey, Settled> for SettledExpiry {
-    fn expire_after_create(&self, _: &IntentKey, value: &Settled, _: Instant) -> Option<Duration> {
-        Some(value.ttl())
-    }
-
-    fn expire_after_update(
-        &self,
-        _: &IntentKey,
-        value: &Settled,
-        _: Instant,
-        _: Option<Duration>,
-    ) -> Option<Duration> {
-        Some(value.ttl())
-    }
-}
-
 /// Builds a [`MemoryStore`].
 #[derive(Debug, Clone)]
 #[must_use = "a builder does nothing until it builds"]
@@ -139,50 +119,14 @@ impl MemoryStoreBuilder {
 
     /// Builds the store.
     pub fn build(self) -> MemoryStore {
-        let evictions = Arc::new(AtomicU64::new(0));
-        let counter = Arc::clone(&evictions);
-        let per_scope = self
+        let per_share = self
             .max_bytes_per_scope
             .unwrap_or(self.max_bytes / DEFAULT_SHARE_DIVISOR);
-        let shares = Arc::new(Shares::new(per_scope));
-        let left = Arc::clone(&shares);
-        // Sized at once for the records the budget holds (a small record weighs about 1 KiB),
-        // so that filling it never makes the table grow and rehash under load.
-        let expected = (self.max_bytes / 1024).clamp(1024, 1 << 20) as usize;
-        let settled = Cache::builder()
-            .max_capacity(self.max_bytes)
-            .initial_capacity(expected)
-            .eviction_policy(EvictionPolicy::lru())
-            .weigher(|_: &IntentKey, value: &Settled| -> u32 { value.weight() })
-            .expire_after(SettledExpiry)
-            .eviction_listener(move |key: Arc<IntentKey>, value: Settled, cause| {
-                if cause != RemovalCause::Replaced {
-                    left.left(&key);
-                }
-                if cause == RemovalCause::Size {
-                    if let Settled::Completed(..) = value {
-                        let evicted = counter.fetch_add(1, Ordering::Relaxed) + 1;
-                        crate::telemetry::evicted("budget");
-                        // Logged at the 1st, 2nd, 4th, 8th... eviction: loud, never a flood.
-                        if evicted.is_power_of_two() {
-                            tracing::warn!(
-                                intent = %key.short(),
-                                evicted,
-                                "unexpired idempotency records were evicted: the memory \
-                                 store's byte budget is too small, and a repeat of these calls \
-                                 would run again"
-                            );
-                        }
-                    }
-                }
-            })
-            .build_with_hasher(KeyHasher::new());
         MemoryStore {
             inner: Arc::new(Inner {
                 running: Mutex::new(HashMap::with_hasher(KeyHasher::new())),
-                settled,
-                evictions,
-                shares,
+                settled: Mutex::new(Table::new(self.max_bytes, per_share)),
+                evictions: AtomicU64::new(0),
             }),
         }
     }
@@ -213,10 +157,9 @@ impl MemoryStore {
         self.inner.evictions.load(Ordering::Relaxed)
     }
 
-    /// Bytes currently charged to kept records and tombstones, after pending maintenance.
+    /// Bytes currently charged to kept records and tombstones.
     pub fn weighted_size(&self) -> u64 {
-        self.inner.settled.run_pending_tasks();
-        self.inner.settled.weighted_size()
+        self.settled_table().bytes()
     }
 
     /// Executions that hold a lease right now.
@@ -232,8 +175,17 @@ impl MemoryStore {
             .unwrap_or_else(PoisonError::into_inner)
     }
 
+    fn settled_table(&self) -> MutexGuard<'_, Table> {
+        // As for the running map: every update is one call, so a poisoned lock is consistent.
+        self.inner
+            .settled
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
     fn settled_entry(&self, key: &IntentKey) -> Option<Entry> {
-        self.inner.settled.get(key).map(|settled| match settled {
+        let settled = self.settled_table().get(key, LeaseClock::now());
+        settled.map(|settled| match settled {
             Settled::Completed(record, _) => Entry::Completed(record),
             Settled::Failed(tombstone, _) => Entry::Failed(tombstone),
         })
@@ -262,28 +214,46 @@ impl MemoryStore {
     /// claim lock, so no claim ever sees neither. A kept record counts against its share;
     /// the share's oldest records past its part are evicted, outside the lock.
     fn settle(&self, key: &IntentKey, token: &OwnerToken, outcome: Settled) -> Fence {
-        let mut over_share = Vec::new();
+        let mut evicted = Vec::new();
         let fence = self.fenced(key, token, |running| {
-            // Counted before it is inserted, so that an eviction of the new value at once
-            // finds it counted. Tombstones count too: a caller whose calls all fail must not
-            // fill the budget at the others' expense.
+            // Tombstones count too: a caller whose calls all fail must not fill the budget at
+            // the others' expense.
             if let Some(lease) = running.get(key) {
                 let weight = u64::from(outcome.weight());
-                over_share = self.inner.shares.kept(*key, lease.share, weight);
+                let ttl = outcome.ttl();
+                evicted = self.settled_table().insert(
+                    *key,
+                    outcome,
+                    weight,
+                    lease.share,
+                    ttl,
+                    LeaseClock::now(),
+                );
             }
-            self.inner.settled.insert(*key, outcome);
             running.remove(key);
         });
-        for evicted in over_share {
-            self.inner.settled.invalidate(&evicted);
+        // Counted and logged outside the locks; what is dropped here is only let go.
+        for gone in evicted {
+            let Settled::Completed(..) = gone.value else {
+                continue;
+            };
             let count = self.inner.evictions.fetch_add(1, Ordering::Relaxed) + 1;
-            crate::telemetry::evicted("scope_share");
-            if count.is_power_of_two() {
-                tracing::warn!(
-                    evicted = count,
+            let (cause, warning) = match gone.cause {
+                Cause::Budget => (
+                    "budget",
+                    "unexpired idempotency records were evicted: the memory store's byte budget \
+                     is too small, and a repeat of these calls would run again",
+                ),
+                Cause::Share => (
+                    "scope_share",
                     "one scope went past its part of the memory store's budget: its own oldest \
-                     records were evicted, and a repeat of those calls would run again"
-                );
+                     records were evicted, and a repeat of those calls would run again",
+                ),
+            };
+            crate::telemetry::evicted(cause);
+            // Logged at the 1st, 2nd, 4th, 8th... eviction: loud, never a flood.
+            if count.is_power_of_two() {
+                tracing::warn!(intent = %gone.key.short(), evicted = count, "{warning}");
             }
         }
         fence
@@ -328,7 +298,7 @@ impl Store for MemoryStore {
         retention: Duration,
     ) -> Result<Fence, StoreError> {
         let fence = self.settle(key, token, Settled::Completed(record, retention));
-        crate::telemetry::memory_store_bytes(self.inner.settled.weighted_size());
+        crate::telemetry::memory_store_bytes(self.weighted_size());
         Ok(fence)
     }
 
@@ -356,7 +326,7 @@ impl Store for MemoryStore {
     }
 
     fn cached(&self, key: &IntentKey) -> Option<Arc<Record>> {
-        match self.inner.settled.get(key)? {
+        match self.settled_table().get(key, LeaseClock::now())? {
             Settled::Completed(record, _) => Some(record),
             Settled::Failed(..) => None,
         }

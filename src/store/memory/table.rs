@@ -1,0 +1,388 @@
+//! The memory store's kept records and tombstones: one map, one least-recently-used order, and
+//! for each share the order its values were kept in, under one lock.
+//!
+//! Written by hand rather than with a cache crate: a value counts against its share of the
+//! budget as well as against the whole, and a share past its part gives up its own oldest
+//! values first. Kept in a concurrent cache with a per-share index beside it, every insert of a
+//! flood did its work twice (two tables, and an eviction through the second), the largest part
+//! of a first execution's cost. Here an insert updates one map and two linked lists.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::Settled;
+use crate::key::{IntentKey, KeyHasher, ScopeHash};
+
+/// No node.
+const NIL: u32 = u32::MAX;
+
+/// Why a value left the table other than by being read after it expired.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Cause {
+    /// The whole budget was full.
+    Budget,
+    /// Its share was past its part of the budget.
+    Share,
+}
+
+/// A value evicted for room before it expired.
+pub(super) struct Evicted {
+    pub(super) key: IntentKey,
+    pub(super) value: Settled,
+    pub(super) cause: Cause,
+}
+
+struct Node {
+    key: IntentKey,
+    /// `None` once the slot is free.
+    value: Option<Settled>,
+    weight: u64,
+    share: ScopeHash,
+    expires: Instant,
+    /// Towards the more recently used, and the less.
+    newer: u32,
+    older: u32,
+    /// The same within the share, by when the value was kept.
+    share_newer: u32,
+    share_older: u32,
+}
+
+/// One share's values, newest and oldest, and what they weigh.
+#[derive(Clone, Copy)]
+struct Share {
+    newest: u32,
+    oldest: u32,
+    bytes: u64,
+    live: usize,
+}
+
+/// The table; the store holds it under a lock.
+pub(super) struct Table {
+    max_bytes: u64,
+    per_share: u64,
+    index: HashMap<IntentKey, u32, KeyHasher>,
+    nodes: Vec<Node>,
+    free: Vec<u32>,
+    newest: u32,
+    oldest: u32,
+    shares: HashMap<ScopeHash, Share, KeyHasher>,
+    bytes: u64,
+}
+
+impl Table {
+    pub(super) fn new(max_bytes: u64, per_share: u64) -> Self {
+        Self {
+            max_bytes,
+            per_share,
+            index: HashMap::with_hasher(KeyHasher::new()),
+            nodes: Vec::new(),
+            free: Vec::new(),
+            newest: NIL,
+            oldest: NIL,
+            shares: HashMap::with_hasher(KeyHasher::new()),
+            bytes: 0,
+        }
+    }
+
+    /// Bytes charged to the values held.
+    pub(super) fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    /// The value of `key` if it has not expired, marked as just used; an expired one is
+    /// dropped.
+    pub(super) fn get(&mut self, key: &IntentKey, now: Instant) -> Option<Settled> {
+        let at = *self.index.get(key)?;
+        if self.nodes[at as usize].expires <= now {
+            self.unlink(at);
+            return None;
+        }
+        self.detach(at);
+        self.attach_newest(at);
+        self.nodes[at as usize].value.clone()
+    }
+
+    /// Keeps `value` for `ttl`, counted against `share`, replacing what `key` held. Returns
+    /// the values evicted for room: the share's own oldest first while it is past its part
+    /// (never the value just kept), then the least recently used while the whole is full.
+    pub(super) fn insert(
+        &mut self,
+        key: IntentKey,
+        value: Settled,
+        weight: u64,
+        share: ScopeHash,
+        ttl: Duration,
+        now: Instant,
+    ) -> Vec<Evicted> {
+        if let Some(&at) = self.index.get(&key) {
+            self.unlink(at);
+        }
+        let node = Node {
+            key,
+            value: Some(value),
+            weight,
+            share,
+            expires: now + ttl,
+            newer: NIL,
+            older: NIL,
+            share_newer: NIL,
+            share_older: NIL,
+        };
+        let at = match self.free.pop() {
+            Some(at) => {
+                self.nodes[at as usize] = node;
+                at
+            }
+            None => {
+                self.nodes.push(node);
+                (self.nodes.len() - 1) as u32
+            }
+        };
+        self.index.insert(key, at);
+        self.attach_newest(at);
+        let held = self.shares.entry(share).or_insert(Share {
+            newest: NIL,
+            oldest: NIL,
+            bytes: 0,
+            live: 0,
+        });
+        let previous = held.newest;
+        held.newest = at;
+        if previous == NIL {
+            held.oldest = at;
+        }
+        held.bytes += weight;
+        held.live += 1;
+        if previous != NIL {
+            self.nodes[previous as usize].share_newer = at;
+            self.nodes[at as usize].share_older = previous;
+        }
+        self.bytes += weight;
+        let mut evicted = Vec::new();
+        while let Some(held) = self.shares.get(&share).copied() {
+            if held.bytes <= self.per_share || held.live <= 1 {
+                break;
+            }
+            self.evict(held.oldest, Cause::Share, now, &mut evicted);
+        }
+        while self.bytes > self.max_bytes && self.oldest != NIL {
+            self.evict(self.oldest, Cause::Budget, now, &mut evicted);
+        }
+        evicted
+    }
+
+    /// Drops what `key` holds.
+    #[cfg(test)]
+    pub(super) fn remove(&mut self, key: &IntentKey) {
+        if let Some(&at) = self.index.get(key) {
+            self.unlink(at);
+        }
+    }
+
+    /// Drops the node at `at`, reporting it if it had not expired.
+    fn evict(&mut self, at: u32, cause: Cause, now: Instant, evicted: &mut Vec<Evicted>) {
+        let node = &self.nodes[at as usize];
+        if let Some(value) = node.value.clone().filter(|_| node.expires > now) {
+            evicted.push(Evicted {
+                key: node.key,
+                value,
+                cause,
+            });
+        }
+        self.unlink(at);
+    }
+
+    /// Takes the node at `at` out of the index, both orders and the accounts.
+    fn unlink(&mut self, at: u32) {
+        self.detach(at);
+        let node = &self.nodes[at as usize];
+        let (key, share, weight) = (node.key, node.share, node.weight);
+        let (share_newer, share_older) = (node.share_newer, node.share_older);
+        if share_newer != NIL {
+            self.nodes[share_newer as usize].share_older = share_older;
+        }
+        if share_older != NIL {
+            self.nodes[share_older as usize].share_newer = share_newer;
+        }
+        if let Some(held) = self.shares.get_mut(&share) {
+            if held.newest == at {
+                held.newest = share_older;
+            }
+            if held.oldest == at {
+                held.oldest = share_newer;
+            }
+            held.bytes -= weight;
+            held.live -= 1;
+            if held.live == 0 {
+                self.shares.remove(&share);
+            }
+        }
+        self.bytes -= weight;
+        self.index.remove(&key);
+        // The slot is reused by a later value; what it held is let go now.
+        let node = &mut self.nodes[at as usize];
+        node.value = None;
+        node.share_newer = NIL;
+        node.share_older = NIL;
+        self.free.push(at);
+    }
+
+    /// Takes the node at `at` out of the use order.
+    fn detach(&mut self, at: u32) {
+        let (newer, older) = {
+            let node = &self.nodes[at as usize];
+            (node.newer, node.older)
+        };
+        match newer {
+            NIL => self.newest = older,
+            newer => self.nodes[newer as usize].older = older,
+        }
+        match older {
+            NIL => self.oldest = newer,
+            older => self.nodes[older as usize].newer = newer,
+        }
+        let node = &mut self.nodes[at as usize];
+        node.newer = NIL;
+        node.older = NIL;
+    }
+
+    /// Puts the node at `at` first in the use order.
+    fn attach_newest(&mut self, at: u32) {
+        let previous = self.newest;
+        {
+            let node = &mut self.nodes[at as usize];
+            node.older = previous;
+            node.newer = NIL;
+        }
+        match previous {
+            NIL => self.oldest = at,
+            previous => self.nodes[previous as usize].newer = at,
+        }
+        self.newest = at;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::key::Fingerprint;
+    use crate::store::Tombstone;
+
+    fn key(n: u8) -> IntentKey {
+        IntentKey::from_bytes([n; 32])
+    }
+
+    fn value() -> Settled {
+        let tombstone = Tombstone::new(
+            ScopeHash::of(b"s"),
+            Fingerprint::raw(None, b""),
+            0,
+            None,
+            crate::store::ReleaseCause::Panic,
+            None,
+        );
+        Settled::Failed(Arc::new(tombstone), Duration::from_secs(60))
+    }
+
+    const HOUR: Duration = Duration::from_secs(3600);
+
+    fn keys(evicted: &[Evicted]) -> Vec<(IntentKey, Cause)> {
+        evicted.iter().map(|e| (e.key, e.cause)).collect()
+    }
+
+    #[test]
+    fn past_its_part_a_share_drops_its_own_oldest_values_only() {
+        let now = Instant::now();
+        let mut table = Table::new(10_000, 300);
+        let (a, b) = (ScopeHash::of(b"a"), ScopeHash::of(b"b"));
+        assert!(table.insert(key(1), value(), 100, a, HOUR, now).is_empty());
+        for n in 2..=4 {
+            assert!(table.insert(key(n), value(), 100, b, HOUR, now).is_empty());
+        }
+        let evicted = table.insert(key(5), value(), 100, b, HOUR, now);
+        assert_eq!(keys(&evicted), vec![(key(2), Cause::Share)]);
+        let evicted = table.insert(key(6), value(), 150, b, HOUR, now);
+        assert_eq!(
+            keys(&evicted),
+            vec![(key(3), Cause::Share), (key(4), Cause::Share)]
+        );
+        // A value that left no longer counts, and is never named again.
+        table.remove(&key(5));
+        assert!(table.insert(key(7), value(), 100, b, HOUR, now).is_empty());
+        assert!(
+            table.get(&key(1), now).is_some(),
+            "the other share kept its own"
+        );
+        assert_eq!(table.bytes(), 100 + 150 + 100);
+    }
+
+    #[test]
+    fn a_value_kept_again_takes_its_new_place_in_its_share() {
+        let now = Instant::now();
+        let mut table = Table::new(10_000, 200);
+        let a = ScopeHash::of(b"a");
+        assert!(table.insert(key(1), value(), 100, a, HOUR, now).is_empty());
+        assert!(table.insert(key(2), value(), 100, a, HOUR, now).is_empty());
+        // The same intent kept again: replaced, so the oldest is now the second.
+        assert!(table.insert(key(1), value(), 100, a, HOUR, now).is_empty());
+        let evicted = table.insert(key(3), value(), 100, a, HOUR, now);
+        assert_eq!(keys(&evicted), vec![(key(2), Cause::Share)]);
+        assert_eq!(table.bytes(), 200);
+    }
+
+    #[test]
+    fn a_value_larger_than_the_part_is_kept_alone() {
+        let now = Instant::now();
+        let mut table = Table::new(10_000, 100);
+        let a = ScopeHash::of(b"a");
+        assert!(table.insert(key(1), value(), 50, a, HOUR, now).is_empty());
+        let evicted = table.insert(key(2), value(), 500, a, HOUR, now);
+        assert_eq!(keys(&evicted), vec![(key(1), Cause::Share)]);
+        assert!(table.get(&key(2), now).is_some());
+    }
+
+    #[test]
+    fn the_whole_budget_drops_the_least_recently_used_and_expired_values_silently() {
+        let now = Instant::now();
+        let mut table = Table::new(300, 1_000);
+        let scope = |n: u8| ScopeHash::of(&[n]);
+        assert!(table
+            .insert(key(1), value(), 100, scope(1), HOUR, now)
+            .is_empty());
+        let brief = Duration::from_secs(1);
+        assert!(table
+            .insert(key(2), value(), 100, scope(2), brief, now)
+            .is_empty());
+        assert!(table
+            .insert(key(3), value(), 100, scope(3), HOUR, now)
+            .is_empty());
+        // Reading the first makes the second the least recently used.
+        assert!(table.get(&key(1), now).is_some());
+        let later = now + Duration::from_secs(2);
+        let evicted = table.insert(key(4), value(), 100, scope(4), HOUR, later);
+        assert!(
+            evicted.is_empty(),
+            "the second had expired: dropped, not reported"
+        );
+        let evicted = table.insert(key(5), value(), 100, scope(5), HOUR, later);
+        assert_eq!(keys(&evicted), vec![(key(3), Cause::Budget)]);
+        assert!(table.get(&key(2), later).is_none());
+        assert_eq!(table.bytes(), 300);
+    }
+
+    #[test]
+    fn an_expired_value_is_gone_when_read() {
+        let now = Instant::now();
+        let mut table = Table::new(1_000, 1_000);
+        let a = ScopeHash::of(b"a");
+        table.insert(key(1), value(), 100, a, Duration::from_secs(1), now);
+        assert!(table.get(&key(1), now).is_some());
+        assert!(table.get(&key(1), now + Duration::from_secs(1)).is_none());
+        assert_eq!(table.bytes(), 0);
+        assert!(table.get(&key(1), now).is_none(), "and stays gone");
+    }
+}
