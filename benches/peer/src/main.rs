@@ -3,6 +3,9 @@
 //! memory store: `idempotency-peer-bench <bare|ours|peer> <addr>`. `idempotency-peer-bench
 //! floor` prints the microseconds that canonicalising and hashing one of the load's bodies
 //! takes in process: the least a layer that keys by content must spend on it.
+//! `idempotency-peer-bench flood` sends 300 000 new intents over 1 000 scopes through this
+//! crate's layer in process and prints what its memory store keeps and the process's resident
+//! memory.
 
 use axum::routing::post;
 use axum::{Json, Router};
@@ -38,12 +41,52 @@ fn floor() -> f64 {
     batches[batches.len() / 2]
 }
 
+/// Floods the layer with new intents from many scopes; prints the bytes kept against the
+/// budget, the evictions, and the resident memory.
+async fn flood() {
+    use tower::ServiceExt;
+
+    let store = tower_idempotency::store::MemoryStore::new();
+    let app = Router::new()
+        .route("/tools/send_email", post(send_email))
+        .layer(tower_idempotency::IdempotencyLayer::with_store(store.clone()));
+    let pad = "x".repeat(900);
+    for n in 0..300_000u32 {
+        let body = format!(r#"{{"to":"ann@example.com","subject":"report {n}","body":"{pad}"}}"#);
+        let request = axum::http::Request::post("/tools/send_email")
+            .header("content-type", "application/json")
+            .header("x-session-id", format!("session-{}", n % 1000))
+            .body(axum::body::Body::from(body))
+            .expect("a request");
+        let response = app.clone().oneshot(request).await.expect("an answer");
+        assert!(response.status().is_success(), "{}", response.status());
+    }
+    let rss_kib = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            let line = status.lines().find(|line| line.starts_with("VmRSS:"))?.to_owned();
+            line.split_whitespace().nth(1)?.parse::<u64>().ok()
+        })
+        .unwrap_or(0);
+    println!(
+        "kept {} of {} bytes, {} evictions, resident {} MiB",
+        store.weighted_size(),
+        64 * 1024 * 1024,
+        store.evictions(),
+        rss_kib / 1024
+    );
+}
+
 #[tokio::main]
 async fn main() {
     let mut args = std::env::args().skip(1);
     let mode = args.next().unwrap_or_else(|| "bare".to_owned());
     if mode == "floor" {
         println!("{:.2}", floor());
+        return;
+    }
+    if mode == "flood" {
+        flood().await;
         return;
     }
     let addr = args.next().unwrap_or_else(|| "127.0.0.1:3000".to_owned());
