@@ -113,7 +113,8 @@ impl<St: Store> Engine<St> {
                 // Boxed once, here: every future the call passes through then carries a pointer
                 // to it, not its state, and the execution reuses the box.
                 let work = Box::pin(work(parts, body));
-                coalesce::coalesce_or_execute(self, &intent, work).await?
+                // Boxed too, so that a replay, answered above, never carries its state.
+                Box::pin(coalesce::coalesce_or_execute(self, &intent, work)).await?
             }
         };
         Ok(Decided::Keyed { intent, outcome })
