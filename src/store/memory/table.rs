@@ -375,6 +375,32 @@ mod tests {
     }
 
     #[test]
+    fn expired_values_free_their_budget_before_a_live_one_is_evicted() {
+        let now = Instant::now();
+        let mut table = Table::new(300, 1_000);
+        let scope = |n: u8| ScopeHash::of(&[n]);
+        let brief = Duration::from_secs(1);
+        assert!(table
+            .insert(key(1), value(), 100, scope(1), HOUR, now)
+            .is_empty());
+        assert!(table
+            .insert(key(2), value(), 100, scope(2), brief, now)
+            .is_empty());
+        assert!(table
+            .insert(key(3), value(), 100, scope(3), brief, now)
+            .is_empty());
+        // The first is the least recently used but lives on; the two brief ones expired.
+        let later = now + Duration::from_secs(2);
+        let evicted = table.insert(key(4), value(), 100, scope(4), HOUR, later);
+        assert!(evicted.is_empty(), "{:?}", keys(&evicted));
+        assert!(
+            table.get(&key(1), later).is_some(),
+            "never evicted for expired ones"
+        );
+        assert_eq!(table.bytes(), 200, "what expired no longer counts");
+    }
+
+    #[test]
     fn an_expired_value_is_gone_when_read() {
         let now = Instant::now();
         let mut table = Table::new(1_000, 1_000);
