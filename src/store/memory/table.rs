@@ -5,7 +5,12 @@
 //! budget as well as against the whole, and a share past its part gives up its own oldest
 //! values first. Kept in a concurrent cache with a per-share index beside it, every insert of a
 //! flood did its work twice (two tables, and an eviction through the second), the largest part
-//! of a first execution's cost. Here an insert updates one map and two linked lists.
+//! of a first execution's cost. Here an insert updates one map and three linked lists.
+//!
+//! Values expire eagerly: those kept for the same time (one retention, the failure time) expire
+//! in the order they were kept, so each such time has a list, and every insert first drops what
+//! has expired from their oldest ends. An expired value never holds budget that an unexpired
+//! one is evicted for.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -47,6 +52,10 @@ struct Node {
     /// The same within the share, by when the value was kept.
     share_newer: u32,
     share_older: u32,
+    /// How long it is kept, and its neighbours among the values kept as long.
+    ttl: Duration,
+    ttl_newer: u32,
+    ttl_older: u32,
 }
 
 /// One share's values, newest and oldest, and what they weigh.
@@ -56,6 +65,13 @@ struct Share {
     oldest: u32,
     bytes: u64,
     live: usize,
+}
+
+/// The values kept for one length of time, newest and oldest: they expire oldest first.
+#[derive(Clone, Copy)]
+struct Lifetime {
+    newest: u32,
+    oldest: u32,
 }
 
 /// The table; the store holds it under a lock.
@@ -68,6 +84,7 @@ pub(super) struct Table {
     newest: u32,
     oldest: u32,
     shares: HashMap<ScopeHash, Share, KeyHasher>,
+    lifetimes: HashMap<Duration, Lifetime>,
     bytes: u64,
 }
 
@@ -82,6 +99,7 @@ impl Table {
             newest: NIL,
             oldest: NIL,
             shares: HashMap::with_hasher(KeyHasher::new()),
+            lifetimes: HashMap::new(),
             bytes: 0,
         }
     }
@@ -116,6 +134,7 @@ impl Table {
         ttl: Duration,
         now: Instant,
     ) -> Vec<Evicted> {
+        self.drop_expired(now);
         if let Some(&at) = self.index.get(&key) {
             self.unlink(at);
         }
@@ -129,6 +148,9 @@ impl Table {
             older: NIL,
             share_newer: NIL,
             share_older: NIL,
+            ttl,
+            ttl_newer: NIL,
+            ttl_older: NIL,
         };
         let at = match self.free.pop() {
             Some(at) => {
@@ -142,6 +164,18 @@ impl Table {
         };
         self.index.insert(key, at);
         self.attach_newest(at);
+        let lifetime = self.lifetimes.entry(ttl).or_insert(Lifetime {
+            newest: NIL,
+            oldest: NIL,
+        });
+        let previous = lifetime.newest;
+        lifetime.newest = at;
+        if previous == NIL {
+            lifetime.oldest = at;
+        } else {
+            self.nodes[previous as usize].ttl_newer = at;
+            self.nodes[at as usize].ttl_older = previous;
+        }
         let held = self.shares.entry(share).or_insert(Share {
             newest: NIL,
             oldest: NIL,
@@ -181,6 +215,21 @@ impl Table {
         }
     }
 
+    /// Drops every value that has expired by `now`.
+    fn drop_expired(&mut self, now: Instant) {
+        let mut expired = Vec::new();
+        for lifetime in self.lifetimes.values() {
+            let mut at = lifetime.oldest;
+            while at != NIL && self.nodes[at as usize].expires <= now {
+                expired.push(at);
+                at = self.nodes[at as usize].ttl_newer;
+            }
+        }
+        for at in expired {
+            self.unlink(at);
+        }
+    }
+
     /// Drops the node at `at`, reporting it if it had not expired.
     fn evict(&mut self, at: u32, cause: Cause, now: Instant, evicted: &mut Vec<Evicted>) {
         let node = &self.nodes[at as usize];
@@ -200,6 +249,24 @@ impl Table {
         let node = &self.nodes[at as usize];
         let (key, share, weight) = (node.key, node.share, node.weight);
         let (share_newer, share_older) = (node.share_newer, node.share_older);
+        let (ttl, ttl_newer, ttl_older) = (node.ttl, node.ttl_newer, node.ttl_older);
+        if ttl_newer != NIL {
+            self.nodes[ttl_newer as usize].ttl_older = ttl_older;
+        }
+        if ttl_older != NIL {
+            self.nodes[ttl_older as usize].ttl_newer = ttl_newer;
+        }
+        if let Some(lifetime) = self.lifetimes.get_mut(&ttl) {
+            if lifetime.newest == at {
+                lifetime.newest = ttl_older;
+            }
+            if lifetime.oldest == at {
+                lifetime.oldest = ttl_newer;
+            }
+            if lifetime.newest == NIL {
+                self.lifetimes.remove(&ttl);
+            }
+        }
         if share_newer != NIL {
             self.nodes[share_newer as usize].share_older = share_older;
         }
@@ -226,6 +293,8 @@ impl Table {
         node.value = None;
         node.share_newer = NIL;
         node.share_older = NIL;
+        node.ttl_newer = NIL;
+        node.ttl_older = NIL;
         self.free.push(at);
     }
 
