@@ -14,11 +14,11 @@ pub enum Verdict {
     KeepStatus,
     /// The action failed for real: release the key so that a retry runs.
     Release(ReleaseCause),
-    /// The action was executed, but its outcome is not known: the answer came but cannot be
-    /// judged (the layer gives this verdict when a classification rule panics), or the call
-    /// reached the tool and then failed in a way that says nothing of the effect. Keep that it
-    /// ran; repeats are told to check before they call again, and it never runs again by
-    /// itself.
+    /// The action was executed, but its outcome is not known: its answer came but says
+    /// nothing of the effect (the layer gives this verdict when a classification rule panics;
+    /// a rule of yours may give it to an answer that only says the call reached the tool).
+    /// Keep that it ran; repeats are told to check before they call again, and it never runs
+    /// again by itself.
     Unknown,
 }
 

@@ -361,7 +361,8 @@ impl<St> IdempotencyLayer<St> {
     }
 
     /// Bounds the executions running at once (default 1024); past it, 503 with nothing
-    /// executed.
+    /// executed. Layers cloned from one builder count their executions together, each against
+    /// its own bound.
     pub fn max_detached(self, max: usize) -> Self {
         self.set(|s| s.max_detached = max)
     }

@@ -17,6 +17,10 @@ use crate::buffer::read_body;
 use crate::dialect::http as http_dialect;
 use crate::telemetry;
 
+/// The settings a body refusal is told with: it names only the limit, none of a layer's.
+static DEFAULTS: std::sync::LazyLock<crate::settings::Settings> =
+    std::sync::LazyLock::new(crate::settings::Settings::default);
+
 /// Middleware that refuses requests whose JSON breaks their operation's schema.
 ///
 /// Built by [`ContractLayer`](super::ContractLayer).
@@ -94,7 +98,7 @@ where
             let (parts, body) = request.into_parts();
             let bytes = match read_body(body, &parts.headers, body_limit).await {
                 Ok(bytes) => bytes,
-                Err(refusal) => return Ok(http_dialect::refused(&Default::default(), &refusal)),
+                Err(refusal) => return Ok(http_dialect::refused(&DEFAULTS, &refusal)),
             };
             let violation = match serde_json::from_slice::<serde_json::Value>(&bytes) {
                 Err(_) => Some(Violation::not_json()),

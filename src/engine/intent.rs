@@ -13,7 +13,17 @@ use crate::key::{
 };
 use crate::scope::Scope;
 use crate::settings::Timing;
+use crate::store::Dialect;
 use crate::telemetry::Op;
+
+/// What a dialect tells the engine of one call besides its request: the protocol it came in,
+/// kept with its record, and its own deadline and retention where the dialect knows the
+/// operation better than its path does.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Call {
+    pub(crate) dialect: Dialect,
+    pub(crate) timing: Timing,
+}
 
 /// One protected request's intent, as the execution and the answers need it.
 #[derive(Debug, Clone)]
@@ -36,6 +46,8 @@ pub(crate) struct Intent {
     pub(crate) retention: Duration,
     /// How long the execution may run before it is abandoned, if it is bounded.
     pub(crate) max_execution: Option<Duration>,
+    /// The protocol the call came in, kept with its record.
+    pub(crate) dialect: Dialect,
 }
 
 impl Intent {
@@ -53,8 +65,9 @@ pub(crate) fn derive<St>(
     scope: &Scope,
     body: &Bytes,
     op: &Op,
-    timing: Timing,
+    call: Call,
 ) -> Result<Intent, Refusal> {
+    let Call { dialect, timing } = call;
     let settings = &engine.settings;
     let header_key = match &settings.key_header {
         Some(name) => match parts.headers.get(name) {
@@ -114,5 +127,6 @@ pub(crate) fn derive<St>(
         asynchronous: deadline.is_zero(),
         retention,
         max_execution: settings.paths.max_execution(path),
+        dialect,
     })
 }

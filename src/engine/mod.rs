@@ -21,11 +21,11 @@ use http::request::Parts;
 
 use crate::guard::{guarded, Panicked};
 use crate::scope::Scope;
-use crate::settings::{Settings, Timing};
+use crate::settings::Settings;
 use crate::store::{Observed, Store};
 use crate::telemetry::{self, Op};
 
-pub(crate) use intent::Intent;
+pub(crate) use intent::{Call, Intent};
 pub(crate) use lookup::Seen;
 pub(crate) use outcome::{Answered, Failure, Outcome, Produced, Refusal, Unprotected};
 pub(crate) use runtime::Runtime;
@@ -84,7 +84,7 @@ impl<St: Store> Engine<St> {
         body: Bytes,
         scope: &Scope,
         op: &Op,
-        timing: Timing,
+        call: Call,
         work: impl FnOnce(Parts, Bytes) -> F,
     ) -> Result<Decided<A>, E>
     where
@@ -92,7 +92,7 @@ impl<St: Store> Engine<St> {
         A: Send + 'static,
         E: Send + 'static,
     {
-        let intent = match intent::derive(self, &parts, scope, &body, op, timing) {
+        let intent = match intent::derive(self, &parts, scope, &body, op, call) {
             Ok(intent) => intent,
             Err(refusal) => return Ok(Decided::Refused(refusal)),
         };

@@ -10,7 +10,7 @@ use http::StatusCode;
 use crate::canonical::CanonicalError;
 use crate::classify::Verdict;
 use crate::key::KeySource;
-use crate::store::{Dialect, Record, ReleaseCause, StoredResponse, Tombstone};
+use crate::store::{Record, ReleaseCause, StoredResponse, Tombstone};
 
 /// How a protected request ended, for the caller that sent it. `A` is the dialect's answer
 /// of the tool (an HTTP response, a JSON-RPC message).
@@ -181,6 +181,4 @@ pub(crate) struct Answered<A> {
     pub(crate) retry_after_s: Option<u64>,
     /// What the first caller is given.
     pub(crate) answer: A,
-    /// The protocol of the answer, kept with its record.
-    pub(crate) dialect: Dialect,
 }

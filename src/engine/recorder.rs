@@ -9,8 +9,7 @@ use super::{Answered, Engine, Failure, Intent, Outcome};
 use crate::classify::Verdict;
 use crate::clock::now_ms;
 use crate::store::{
-    Dialect, Fence, KeptResponse, Omission, OwnerToken, Record, ReleaseCause, Store, StoreError,
-    Tombstone,
+    Fence, KeptResponse, Omission, OwnerToken, Record, ReleaseCause, Store, StoreError, Tombstone,
 };
 use crate::telemetry;
 
@@ -54,7 +53,6 @@ impl<St: Store> Recorder<'_, St> {
             status,
             retry_after_s,
             answer,
-            dialect,
         } = answered;
         let status_or_ok = status.unwrap_or(http::StatusCode::OK);
         let omitted = |why| KeptResponse::Omitted {
@@ -76,7 +74,7 @@ impl<St: Store> Recorder<'_, St> {
                 return (recorded, Ok(Outcome::Executed(answer)));
             }
         };
-        let (record, unwritten) = self.complete(kept, dialect).await;
+        let (record, unwritten) = self.complete(kept).await;
         let recorded = Recorded {
             settled: Settled::Replay(record),
             unwritten,
@@ -88,10 +86,7 @@ impl<St: Store> Recorder<'_, St> {
     /// outcome, so that it never runs again by itself.
     pub(crate) async fn abandoned<A, E>(&self) -> (Recorded, FirstOutcome<A, E>) {
         tracing::warn!("the execution passed its max_execution bound and was abandoned");
-        // It never answered: there is no answer of any protocol to keep.
-        let (record, unwritten) = self
-            .complete(KeptResponse::Abandoned, Dialect::default())
-            .await;
+        let (record, unwritten) = self.complete(KeptResponse::Abandoned).await;
         let recorded = Recorded {
             settled: Settled::Replay(Arc::clone(&record)),
             unwritten,
@@ -119,11 +114,7 @@ impl<St: Store> Recorder<'_, St> {
 
     /// Stores the record; one the store refuses is handed back, to be written by
     /// [`Recorder::keep_trying`] while the callers already have their answers.
-    async fn complete(
-        &self,
-        response: KeptResponse,
-        dialect: Dialect,
-    ) -> (Arc<Record>, Option<Unwritten>) {
+    async fn complete(&self, response: KeptResponse) -> (Arc<Record>, Option<Unwritten>) {
         let completed_at_ms = now_ms();
         let record = Arc::new(Record {
             scope: self.intent.scope,
@@ -132,7 +123,7 @@ impl<St: Store> Recorder<'_, St> {
             completed_at_ms,
             expires_at_ms: completed_at_ms.saturating_add(self.intent.retention.as_millis() as u64),
             response,
-            dialect,
+            dialect: self.intent.dialect,
         });
         match self.write(&record).await {
             Ok(()) => (record, None),

@@ -17,7 +17,7 @@ use crate::body::ResponseBody;
 use crate::bounds::BoxError;
 use crate::bounds::{Bufferable, Keepable, Tool};
 use crate::engine::{self, Decided, Scoped};
-use crate::store::Store;
+use crate::store::{Dialect, Store};
 use crate::telemetry::{self, Op};
 
 /// The operation label of a tool call: `tools/call NAME` for names that look like tool
@@ -77,16 +77,20 @@ impl<St: Store> Endpoint<St> {
             _ => self.engine.runtime.ops.unscoped(),
         };
         let span = telemetry::request_span(&op);
-        let scope = match engine::scoped(settings, scope, &op) {
+        let scoped = span.in_scope(|| engine::scoped(settings, scope, &op));
+        let scope = match scoped {
             Scoped::Protect(scope) => scope,
             Scoped::PassThrough => {
-                let response = inner
+                let answered = inner
                     .call(Request::from_parts(parts, B::from(bytes)))
-                    .await?;
-                return Ok(response.map(ResponseBody::inner));
+                    .instrument(span)
+                    .await;
+                telemetry::answered(&op, answered.as_ref().ok().map(Response::status), started);
+                return Ok(answered?.map(ResponseBody::inner));
             }
             Scoped::Refuse(refusal) => {
                 let refused = Decided::Refused(refusal);
+                let _entered = span.enter();
                 return Ok(self.finish(&op, started, &call, form, as_task, refused));
             }
         };
@@ -100,7 +104,17 @@ impl<St: Store> Endpoint<St> {
         };
         let decided = self
             .engine
-            .protect(parts, bytes, &scope, &op, timing, work)
+            .protect(
+                parts,
+                bytes,
+                &scope,
+                &op,
+                engine::Call {
+                    dialect: Dialect::Mcp,
+                    timing,
+                },
+                work,
+            )
             .instrument(span.clone())
             .await;
         let _entered = span.enter();

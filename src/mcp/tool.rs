@@ -13,7 +13,7 @@ use super::message::{read_answer, Unreadable, TOO_LARGE};
 use crate::bounds::BoxError;
 use crate::classify::Verdict;
 use crate::engine::{Answered, Produced};
-use crate::store::{Dialect, ReleaseCause, StoredResponse};
+use crate::store::{ReleaseCause, StoredResponse};
 
 /// What the server answered a protected call, as its first caller is given it.
 #[derive(Debug)]
@@ -88,7 +88,6 @@ where
             status: Some(parts.status),
             retry_after_s: None,
             answer: ServerAnswer::Refused(refusal),
-            dialect: Dialect::Mcp,
         });
     }
     let ceiling = limit.saturating_mul(16).max(16 << 20);
@@ -130,7 +129,6 @@ fn judged(verdict: Verdict, message: Value, limit: usize) -> Answered<ServerAnsw
             kept: verdict == Verdict::Keep,
             message,
         },
-        dialect: Dialect::Mcp,
     }
 }
 

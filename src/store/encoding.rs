@@ -1,6 +1,8 @@
 //! What a store keeps, as versioned bytes: for a store written elsewhere that persists bytes
 //! (a database column, a key-value store). A later version of this crate reads the bytes an
-//! earlier one wrote; fields added later travel as extensions that older readers skip.
+//! earlier one wrote. Fields added to records later travel as extensions that older readers
+//! skip; tombstones and running entries have no such room yet, and a field added to them will
+//! come with a new version byte.
 
 use bytes::Bytes;
 

@@ -137,9 +137,10 @@ impl Record {
         }
     }
 
-    /// Bytes this record occupies in memory, cache entry included: what a byte-weighted
-    /// cache charges for it. The constants were measured (resident memory over 200 000 kept
-    /// records), so that a byte budget bounds the process's memory, not only the payloads.
+    /// What a byte-weighted store charges for this record, its entry included. The constants
+    /// were measured (resident memory over 200 000 kept records, in an earlier cache) so that
+    /// a byte budget bounds the process's memory, not only the payloads; the memory store's
+    /// own table needs less, so the budget errs high.
     pub fn weight(&self) -> usize {
         const ENTRY: usize = 800;
         const PER_HEADER: usize = 96;

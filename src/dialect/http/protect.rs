@@ -10,8 +10,7 @@ use super::render::render;
 use crate::body::ResponseBody;
 use crate::bounds::{Bufferable, Keepable, Tool};
 use crate::buffer::read_body;
-use crate::engine::{self, Decided, Engine, Scoped};
-use crate::settings::Timing;
+use crate::engine::{self, Call, Decided, Engine, Scoped};
 use crate::store::Store;
 use crate::telemetry;
 
@@ -74,12 +73,8 @@ where
                 .await?;
             Ok(read(response, limit, &rule).await)
         };
-        let timing = Timing::default();
-        Went::Decided(
-            engine
-                .protect(parts, bytes, &scope, &op, timing, work)
-                .await,
-        )
+        let call = Call::default();
+        Went::Decided(engine.protect(parts, bytes, &scope, &op, call, work).await)
     }
     .instrument(span.clone())
     .await;

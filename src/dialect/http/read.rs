@@ -13,7 +13,7 @@ use crate::body::ResponseBody;
 use crate::classify::{Classify, Verdict};
 use crate::engine::{Answered, Produced};
 use crate::guard::guarded;
-use crate::store::{Dialect, StoredResponse};
+use crate::store::StoredResponse;
 
 /// The tool's response as its first caller is given it.
 pub(crate) type FirstResponse<B> = Response<ResponseBody<B>>;
@@ -41,7 +41,6 @@ where
         status: Some(status),
         retry_after_s: wait,
         answer,
-        dialect: Dialect::Http,
     };
     // Pinned in a box so that, over the cap, the partly read body can move to the caller.
     let mut body = Box::pin(body);

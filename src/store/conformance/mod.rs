@@ -21,9 +21,9 @@
 //!
 //! Every check runs on fresh random intent keys, so one store instance can run the suite, even
 //! one that holds other data; it leaves a few entries behind that expire within a minute. The
-//! timing checks wait on the wall clock, as stores keep real time, and run concurrently: the
-//! suite takes about a second, inside a Tokio runtime with its time driver (`#[tokio::test]`
-//! has one).
+//! timing checks wait with Tokio's timer and run concurrently: the suite takes about a second,
+//! inside a Tokio runtime with its time driver (`#[tokio::test]` has one). Run it with time
+//! running, not paused: a store that keeps real time (Redis) would fail a paused suite.
 //!
 //! The suite never repeats a write with the same arguments, so a store may answer such a repeat
 //! `Held` (a retry whose reply was lost). Nor does it complete an intent whose lease lapsed or

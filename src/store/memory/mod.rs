@@ -26,8 +26,9 @@ const DEFAULT_SHARE_DIVISOR: u64 = 4;
 /// An in-process store: no server, one process.
 ///
 /// Completed records and failure tombstones live in a table weighed in bytes, each with its
-/// own expiry, evicting the least recently used (never refusing a fresh record, which would
-/// let a duplicate run). Running executions live in a map that is never evicted. Evicting an unexpired record is counted ([`MemoryStore::evictions`]) and
+/// own expiry, evicting the least recently used: a fresh record is never refused for an older
+/// one (which would let a duplicate run), unless it alone weighs more than the whole budget.
+/// Running executions live in a map that is never evicted. Evicting an unexpired record is counted ([`MemoryStore::evictions`]) and
 /// logged: it means the budget is too small.
 ///
 /// One share (the principal where the layer has one, else the scope) holds at most a part of
@@ -62,6 +63,8 @@ struct Inner {
     running: Mutex<HashMap<IntentKey, Lease, KeyHasher>>,
     settled: Mutex<Table>,
     evictions: AtomicU64,
+    max_bytes: u64,
+    per_share: u64,
 }
 
 struct Lease {
@@ -127,6 +130,8 @@ impl MemoryStoreBuilder {
                 running: Mutex::new(HashMap::with_hasher(KeyHasher::new())),
                 settled: Mutex::new(Table::new(self.max_bytes, per_share)),
                 evictions: AtomicU64::new(0),
+                max_bytes: self.max_bytes,
+                per_share,
             }),
         }
     }
@@ -176,11 +181,17 @@ impl MemoryStore {
     }
 
     fn settled_table(&self) -> MutexGuard<'_, Table> {
-        // As for the running map: every update is one call, so a poisoned lock is consistent.
-        self.inner
-            .settled
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+        self.inner.settled.lock().unwrap_or_else(|poisoned| {
+            // A panic halfway through relinking may have left the lists inconsistent: the
+            // table starts afresh, and a repeat of what it held may run again.
+            tracing::error!(
+                "the memory store's table was left mid-update by a panic; it is emptied"
+            );
+            let mut table = poisoned.into_inner();
+            *table = Table::new(self.inner.max_bytes, self.inner.per_share);
+            self.inner.settled.clear_poison();
+            table
+        })
     }
 
     fn settled_entry(&self, key: &IntentKey) -> Option<Entry> {
