@@ -28,8 +28,8 @@ const DEFAULT_SHARE_DIVISOR: u64 = 4;
 /// Completed records and failure tombstones live in a table weighed in bytes, each with its
 /// own expiry, evicting the least recently used: a fresh record is never refused for an older
 /// one (which would let a duplicate run), unless it alone weighs more than the whole budget.
-/// Running executions live in a map that is never evicted. Evicting an unexpired record is counted ([`MemoryStore::evictions`]) and
-/// logged: it means the budget is too small.
+/// Running executions live in a map that is never evicted. Evicting an unexpired record is
+/// counted ([`MemoryStore::evictions`]) and logged: it means the budget is too small.
 ///
 /// One share (the principal where the layer has one, else the scope) holds at most a part of
 /// the budget, a quarter by default ([`MemoryStoreBuilder::max_bytes_per_scope`]): a caller
