@@ -1,4 +1,4 @@
-//! Buffering a request body under a limit.
+//! Buffering bodies: a request's under a limit, and the chunks of any body gathered into one.
 
 use bytes::{Buf, Bytes, BytesMut};
 use http::{header, HeaderMap};
@@ -11,7 +11,8 @@ use crate::engine::Refusal;
 /// Buffers the body under the limit; over it, 413 with nothing executed.
 ///
 /// Written out rather than with `BodyExt::collect`, which keeps every chunk in a queue: a body
-/// that arrives in one chunk (the common case) is handed on as that chunk, with no allocation.
+/// that arrives in one chunk (the common case) is handed on as that chunk, with no allocation
+/// ([`Gathered`]).
 pub(crate) async fn read_body<B>(
     body: B,
     headers: &HeaderMap,
@@ -29,8 +30,7 @@ where
         return Err(Refusal::BodyTooLarge(limit));
     }
     let mut body = std::pin::pin!(Limited::new(body, limit));
-    let mut first: Option<Bytes> = None;
-    let mut joined: Option<BytesMut> = None;
+    let mut gathered = Gathered::default();
     while let Some(frame) = body.frame().await {
         let frame = frame.map_err(|error| match error.downcast_ref::<LengthLimitError>() {
             Some(_) => Refusal::BodyTooLarge(limit),
@@ -40,20 +40,45 @@ where
         let Ok(mut data) = frame.into_data() else {
             continue;
         };
-        let chunk = data.copy_to_bytes(data.remaining());
-        match (&mut joined, first.take()) {
+        gathered.push(data.copy_to_bytes(data.remaining()));
+    }
+    Ok(gathered.into_bytes())
+}
+
+/// A body's chunks, gathered: one chunk stays as it came, with no copy; more are joined.
+#[derive(Debug, Default)]
+pub(crate) struct Gathered {
+    first: Option<Bytes>,
+    joined: Option<BytesMut>,
+}
+
+impl Gathered {
+    pub(crate) fn push(&mut self, chunk: Bytes) {
+        match (&mut self.joined, self.first.take()) {
             (Some(joined), _) => joined.extend_from_slice(&chunk),
             (None, Some(earlier)) => {
                 let mut both = BytesMut::with_capacity(earlier.len() + chunk.len());
                 both.extend_from_slice(&earlier);
                 both.extend_from_slice(&chunk);
-                joined = Some(both);
+                self.joined = Some(both);
             }
-            (None, None) => first = Some(chunk),
+            (None, None) => self.first = Some(chunk),
         }
     }
-    Ok(match joined {
-        Some(joined) => joined.freeze(),
-        None => first.unwrap_or_default(),
-    })
+
+    /// Bytes gathered so far.
+    pub(crate) fn len(&self) -> usize {
+        match (&self.joined, &self.first) {
+            (Some(joined), _) => joined.len(),
+            (None, Some(first)) => first.len(),
+            (None, None) => 0,
+        }
+    }
+
+    pub(crate) fn into_bytes(self) -> Bytes {
+        match self.joined {
+            Some(joined) => joined.freeze(),
+            None => self.first.unwrap_or_default(),
+        }
+    }
 }

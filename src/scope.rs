@@ -129,8 +129,12 @@ pub(crate) struct Scope {
 
 impl Scope {
     /// Whose part of a bounded store this scope's records count against: the principal
-    /// where one is configured (sessions are the client's to mint), else the whole scope.
-    pub(crate) fn share(&self) -> ScopeHash {
+    /// where one is configured (sessions are the client's to mint), else the whole scope,
+    /// whose hash `whole` is then the answer, not hashed again.
+    pub(crate) fn share(&self, whole: ScopeHash) -> ScopeHash {
+        if self.principal_end == self.bytes.len() {
+            return whole;
+        }
         ScopeHash::of(&self.bytes[..self.principal_end])
     }
 }
@@ -275,11 +279,12 @@ mod tests {
         let scope = mcp(Some(header("x-user")), true);
         let share = |session: &'static str| {
             let parts = parts(&[("x-user", "alice"), ("mcp-session-id", session)]);
-            scope.scope_of(&parts).unwrap().unwrap().share()
+            let scope = scope.scope_of(&parts).unwrap().unwrap();
+            scope.share(ScopeHash::of(&scope))
         };
         assert_eq!(share("s1"), share("s2"));
         let alone = header("x-user").scope_of(&parts(&[("x-user", "alice")]));
         let alone = alone.unwrap().unwrap();
-        assert_eq!(alone.share(), ScopeHash::of(&alone));
+        assert_eq!(alone.share(ScopeHash::of(&alone)), ScopeHash::of(&alone));
     }
 }

@@ -93,16 +93,7 @@ impl Ops {
     /// The operation of a request.
     pub(crate) fn of(&self, label: Option<&RouteLabel>, parts: &Parts) -> Op {
         let Some(label) = label else {
-            // The default label is written into a buffer each thread keeps, so that naming a
-            // request's operation allocates nothing once the label is known.
-            thread_local! {
-                static LABEL: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
-            }
-            return LABEL.with_borrow_mut(|text| {
-                text.clear();
-                write_default_route_label(parts, text);
-                self.named(text)
-            });
+            return self.named_with(|text| write_default_route_label(parts, text));
         };
         // A label function that panics costs the request its label, not its answer.
         let text = crate::guard::guarded("route_label", || label(parts))
@@ -110,8 +101,21 @@ impl Ops {
         self.named(&text)
     }
 
-    /// The operation labelled `text`, as a dialect that knows the operation names it.
-    pub(crate) fn named(&self, text: &str) -> Op {
+    /// The operation whose label `write` writes into a buffer each thread keeps, so that
+    /// naming a request's operation allocates nothing once the label is known.
+    pub(crate) fn named_with(&self, write: impl FnOnce(&mut String)) -> Op {
+        thread_local! {
+            static LABEL: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+        }
+        LABEL.with_borrow_mut(|text| {
+            text.clear();
+            write(text);
+            self.named(text)
+        })
+    }
+
+    /// The operation labelled `text`.
+    fn named(&self, text: &str) -> Op {
         if let Some(op) = self
             .known
             .read()

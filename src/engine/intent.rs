@@ -120,7 +120,7 @@ pub(crate) fn derive<St>(
         key: IntentKey::derive(scope, &operation, material),
         op: op.clone(),
         scope: scope_hash,
-        share: scope.share(),
+        share: scope.share(scope_hash),
         fingerprint: printed.fingerprint,
         explicit: source,
         deadline: Instant::now() + deadline,

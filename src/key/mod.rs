@@ -47,10 +47,15 @@ pub(crate) type KeyHasher = rapidhash::fast::RandomState;
 /// only cost hashing time (the map's own keyed hasher still guards against chosen keys).
 impl std::hash::Hash for IntentKey {
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        let mut first = [0u8; 8];
-        first.copy_from_slice(&self.0[..8]);
-        state.write_u64(u64::from_le_bytes(first));
+        state.write_u64(first_u64(&self.0));
     }
+}
+
+/// The first 8 bytes of a digest, as a number: a SHA-256 output is uniform already.
+fn first_u64(digest: &[u8; 32]) -> u64 {
+    let mut first = [0u8; 8];
+    first.copy_from_slice(&digest[..8]);
+    u64::from_le_bytes(first)
 }
 
 /// What besides scope and operation identifies an intent.
@@ -172,9 +177,7 @@ impl ScopeHash {
 
     /// Eight of its bytes, for tables: a SHA-256 output is uniform already.
     pub(crate) fn quick(&self) -> u64 {
-        let mut first = [0u8; 8];
-        first.copy_from_slice(&self.0[..8]);
-        u64::from_le_bytes(first)
+        first_u64(&self.0)
     }
 }
 

@@ -20,18 +20,15 @@ use crate::engine::{self, Decided, Scoped};
 use crate::store::{Dialect, Store};
 use crate::telemetry::{self, Op};
 
-/// The operation label of a tool call: `tools/call NAME` for names that look like tool
+/// Writes the operation label of a tool call: `tools/call NAME` for names that look like tool
 /// names, so that a client cannot grow the label set at will.
-fn tool_label(name: &str) -> String {
+fn write_tool_label(name: &str, label: &mut String) {
     let plain = name.len() <= 64
         && name
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b"_-./".contains(&b));
-    if plain {
-        format!("tools/call {name}")
-    } else {
-        "tools/call (other)".to_owned()
-    }
+    label.push_str("tools/call ");
+    label.push_str(if plain { name } else { "(other)" });
 }
 
 impl<St: Store> Endpoint<St> {
@@ -39,8 +36,8 @@ impl<St: Store> Endpoint<St> {
     fn op_of(&self, parts: &Parts, call: &ToolCall) -> Op {
         let ops = &self.engine.runtime.ops;
         match &self.engine.settings.route_label {
-            Some(_) => ops.of(self.engine.settings.route_label.as_ref(), parts),
-            None => ops.named(&tool_label(&call.name)),
+            Some(label) => ops.of(Some(label), parts),
+            None => ops.named_with(|label| write_tool_label(&call.name, label)),
         }
     }
 
@@ -71,6 +68,12 @@ impl<St: Store> Endpoint<St> {
             }
             timing.deadline = Some(Duration::ZERO);
         }
+        let rendering = Rendering {
+            endpoint: self,
+            call: &call,
+            as_task,
+            retention: timing.retention.unwrap_or(settings.paths.default_retention),
+        };
         let scope = settings.scope.scope_of(&parts);
         let op = match &scope {
             Ok(Some(_)) => self.op_of(&parts, &call),
@@ -91,7 +94,7 @@ impl<St: Store> Endpoint<St> {
             Scoped::Refuse(refusal) => {
                 let refused = Decided::Refused(refusal);
                 let _entered = span.enter();
-                return Ok(self.finish(&op, started, &call, form, as_task, refused));
+                return Ok(self.finish(&op, started, &rendering, form, refused));
             }
         };
         let limit = settings.response_limit;
@@ -119,7 +122,7 @@ impl<St: Store> Endpoint<St> {
             .await;
         let _entered = span.enter();
         match decided {
-            Ok(decided) => Ok(self.finish(&op, started, &call, form, as_task, decided)),
+            Ok(decided) => Ok(self.finish(&op, started, &rendering, form, decided)),
             Err(error) => {
                 engine::record::<()>(&op, None);
                 telemetry::answered(&op, None, started);
@@ -133,20 +136,11 @@ impl<St: Store> Endpoint<St> {
         &self,
         op: &Op,
         started: std::time::Instant,
-        call: &ToolCall,
+        rendering: &Rendering<'_, St>,
         form: Form,
-        as_task: bool,
         decided: Decided<tool::ServerAnswer>,
     ) -> Response<ResponseBody<B>> {
         engine::record(op, Some(&decided));
-        let timing = self.policy.timing(&call.name);
-        let settings = &self.engine.settings;
-        let rendering = Rendering {
-            endpoint: self,
-            call,
-            as_task,
-            retention: timing.retention.unwrap_or(settings.paths.default_retention),
-        };
         let response = rendering.render(decided, form);
         telemetry::answered(op, Some(response.status()), started);
         response

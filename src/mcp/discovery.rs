@@ -2,7 +2,7 @@
 //! declares read-only, and with tasks served, `initialize` and `tools/list` are completed
 //! with what the layer adds.
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use http::Response;
 use http_body::Body;
 use http_body_util::{BodyExt, Full};
@@ -14,6 +14,7 @@ use super::message::{self, Form};
 use super::tasks;
 use crate::body::ResponseBody;
 use crate::bounds::BoxError;
+use crate::buffer::Gathered;
 
 impl<St> Endpoint<St> {
     /// Passes an `initialize` or `tools/list` answer on, learning the tools' annotations from
@@ -36,19 +37,19 @@ impl<St> Endpoint<St> {
             return Response::from_parts(parts, ResponseBody::inner(body));
         }
         let mut body = Box::pin(body);
-        let mut head = BytesMut::new();
+        let mut head = Gathered::default();
         while let Some(frame) = body.frame().await {
             let Ok(data) = frame.map(|frame| frame.into_data()) else {
-                return Response::from_parts(parts, ResponseBody::chained(head.freeze(), body));
+                return Response::from_parts(parts, ResponseBody::chained(head.into_bytes(), body));
             };
             if let Ok(data) = data {
-                head.extend_from_slice(&data);
+                head.push(data);
             }
             if head.len() > limit {
-                return Response::from_parts(parts, ResponseBody::chained(head.freeze(), body));
+                return Response::from_parts(parts, ResponseBody::chained(head.into_bytes(), body));
             }
         }
-        let head = head.freeze();
+        let head = head.into_bytes();
         let answer = message::read_answer(&parts.headers, Full::new(head.clone()), id, limit).await;
         let Ok(Value::Object(mut answer)) = answer else {
             return Response::from_parts(parts, ResponseBody::full(head));

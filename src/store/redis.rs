@@ -236,7 +236,13 @@ impl RedisStore {
     }
 
     fn redis_key(&self, key: &IntentKey) -> String {
-        format!("{}{{{}}}", self.prefix, key.to_hex())
+        let mut name = String::with_capacity(self.prefix.len() + 66);
+        name.push_str(&self.prefix);
+        name.push('{');
+        // Hex digits are ASCII.
+        name.extend(key.hex_digits().iter().map(|&digit| char::from(digit)));
+        name.push('}');
+        name
     }
 
     /// Runs a script once, and once more if the connection broke: every script is written so
@@ -274,6 +280,11 @@ impl RedisStore {
     }
 }
 
+/// A time as the scripts' `PX` argument: whole milliseconds, at least one (zero is refused).
+fn millis_arg(duration: Duration) -> String {
+    duration.as_millis().max(1).to_string()
+}
+
 fn decode(value: Vec<u8>) -> Result<Stored, StoreError> {
     codec::decode(Bytes::from(value)).map_err(StoreError::new)
 }
@@ -287,7 +298,7 @@ impl Store for RedisStore {
             fingerprint: request.fingerprint,
         };
         let running = codec::encode_running(&token, &info);
-        let lease = request.lease.as_millis().max(1).to_string();
+        let lease = millis_arg(request.lease);
         let current: Option<Vec<u8>> = self
             .run(&scripts::CLAIM, key, &[&running, lease.as_bytes()])
             .await?;
@@ -314,7 +325,7 @@ impl Store for RedisStore {
         retention: Duration,
     ) -> Result<Fence, StoreError> {
         let encoded = codec::encode_record(&record);
-        let retention = retention.as_millis().max(1).to_string();
+        let retention = millis_arg(retention);
         let written: i64 = self
             .run(
                 &scripts::COMPLETE,
@@ -334,7 +345,7 @@ impl Store for RedisStore {
         ttl: Duration,
     ) -> Result<Fence, StoreError> {
         let encoded = codec::encode_tombstone(&tombstone);
-        let ttl = ttl.as_millis().max(1).to_string();
+        let ttl = millis_arg(ttl);
         let written: i64 = self
             .run(
                 &scripts::RELEASE,
@@ -369,7 +380,7 @@ impl Store for RedisStore {
                 _ => return Ok(Fence::Lost),
             }
         };
-        let lease = lease.as_millis().max(1).to_string();
+        let lease = millis_arg(lease);
         let written: i64 = self
             .run(
                 &scripts::EXTEND,

@@ -3,13 +3,14 @@
 
 use std::sync::Arc;
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use http::{header, HeaderMap, Response};
 use http_body::Body;
 use http_body_util::BodyExt;
 
 use super::replay::storable_headers;
 use crate::body::ResponseBody;
+use crate::buffer::Gathered;
 use crate::classify::{Classify, Verdict};
 use crate::engine::{Answered, Produced};
 use crate::guard::guarded;
@@ -44,12 +45,11 @@ where
     };
     // Pinned in a box so that, over the cap, the partly read body can move to the caller.
     let mut body = Box::pin(body);
-    let mut chunks: Vec<Bytes> = Vec::new();
-    let mut length = 0;
+    let mut gathered = Gathered::default();
     loop {
         match body.frame().await {
             None => {
-                let body = concat(chunks, length);
+                let body = gathered.into_bytes();
                 let stored = StoredResponse {
                     status: parts.status,
                     headers: storable_headers(&parts.headers),
@@ -63,10 +63,9 @@ where
                 let Ok(data) = frame.into_data() else {
                     continue;
                 };
-                length += data.len();
-                chunks.push(data);
-                if length > limit {
-                    let head = concat(chunks, length);
+                gathered.push(data);
+                if gathered.len() > limit {
+                    let head = gathered.into_bytes();
                     let response = Response::from_parts(parts, ResponseBody::chained(head, body));
                     return Produced::Answered(judged(None, response));
                 }
@@ -74,17 +73,6 @@ where
             Some(Err(_)) => return Produced::Broken,
         }
     }
-}
-
-fn concat(mut chunks: Vec<Bytes>, length: usize) -> Bytes {
-    if chunks.len() <= 1 {
-        return chunks.pop().unwrap_or_default();
-    }
-    let mut joined = BytesMut::with_capacity(length);
-    for chunk in chunks {
-        joined.extend_from_slice(&chunk);
-    }
-    joined.freeze()
 }
 
 /// The wait a response asks for in seconds (`retry-after: 7`; the date form is not read).

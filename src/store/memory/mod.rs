@@ -63,8 +63,6 @@ struct Inner {
     running: Mutex<HashMap<IntentKey, Lease, KeyHasher>>,
     settled: Mutex<Table>,
     evictions: AtomicU64,
-    max_bytes: u64,
-    per_share: u64,
 }
 
 struct Lease {
@@ -130,8 +128,6 @@ impl MemoryStoreBuilder {
                 running: Mutex::new(HashMap::with_hasher(KeyHasher::new())),
                 settled: Mutex::new(Table::new(self.max_bytes, per_share)),
                 evictions: AtomicU64::new(0),
-                max_bytes: self.max_bytes,
-                per_share,
             }),
         }
     }
@@ -188,7 +184,7 @@ impl MemoryStore {
                 "the memory store's table was left mid-update by a panic; it is emptied"
             );
             let mut table = poisoned.into_inner();
-            *table = Table::new(self.inner.max_bytes, self.inner.per_share);
+            table.clear();
             self.inner.settled.clear_poison();
             table
         })
@@ -222,27 +218,28 @@ impl MemoryStore {
 
 impl MemoryStore {
     /// Ends `token`'s lease with an outcome: inserted before the lease is removed, under the
-    /// claim lock, so no claim ever sees neither. A kept record counts against its share;
-    /// the share's oldest records past its part are evicted, outside the lock.
+    /// claim lock, so no claim ever sees neither. A kept record counts against its share, and
+    /// the table evicts what its share or the budget has no room for; the evictions are
+    /// counted and logged outside the locks.
     fn settle(&self, key: &IntentKey, token: &OwnerToken, outcome: Settled) -> Fence {
         let mut evicted = Vec::new();
+        let mut kept_bytes = None;
         let fence = self.fenced(key, token, |running| {
             // Tombstones count too: a caller whose calls all fail must not fill the budget at
             // the others' expense.
             if let Some(lease) = running.get(key) {
                 let weight = u64::from(outcome.weight());
                 let ttl = outcome.ttl();
-                evicted = self.settled_table().insert(
-                    *key,
-                    outcome,
-                    weight,
-                    lease.share,
-                    ttl,
-                    LeaseClock::now(),
-                );
+                let mut table = self.settled_table();
+                let now = LeaseClock::now();
+                evicted = table.insert(*key, outcome, weight, lease.share, ttl, now);
+                kept_bytes = Some(table.bytes());
             }
             running.remove(key);
         });
+        if let Some(bytes) = kept_bytes {
+            crate::telemetry::memory_store_bytes(bytes);
+        }
         // Counted and logged outside the locks; what is dropped here is only let go.
         for gone in evicted {
             let Settled::Completed(..) = gone.value else {
@@ -308,9 +305,7 @@ impl Store for MemoryStore {
         record: Arc<Record>,
         retention: Duration,
     ) -> Result<Fence, StoreError> {
-        let fence = self.settle(key, token, Settled::Completed(record, retention));
-        crate::telemetry::memory_store_bytes(self.weighted_size());
-        Ok(fence)
+        Ok(self.settle(key, token, Settled::Completed(record, retention)))
     }
 
     async fn release(

@@ -104,6 +104,11 @@ impl Table {
         }
     }
 
+    /// Drops every value, keeping the budget and the share's part.
+    pub(super) fn clear(&mut self) {
+        *self = Self::new(self.max_bytes, self.per_share);
+    }
+
     /// Bytes charged to the values held.
     pub(super) fn bytes(&self) -> u64 {
         self.bytes
