@@ -55,7 +55,8 @@ where
                     return Ok(Outcome::NotExecuted(Refusal::KeyReused { running: true }));
                 }
                 telemetry::coalesced(&intent.op);
-                match Box::pin(slot.wait_until(intent.deadline)).await {
+                let waiting = Box::pin(slot.wait_until(intent.deadline));
+                match waiting.await {
                     Waited::Redo => continue,
                     Waited::Settled(settled) => return Ok(settled_outcome(settled)),
                     Waited::Deadline => {
@@ -89,7 +90,8 @@ where
     let key = &intent.key;
     let max = engine.settings.max_detached;
     let Some(reservation) = engine.runtime.detached.try_reserve(max) else {
-        return Box::pin(at_capacity(engine, work, intent, lead)).await;
+        let refusing = Box::pin(at_capacity(engine, work, intent, lead));
+        return refusing.await;
     };
     let started_at_ms = now_ms();
     // The layer mints the owner token, so that a claim whose answer is lost can be given
@@ -113,7 +115,8 @@ where
                 tracing::warn!("fail-open: running without protection");
                 // Boxed, as are the other paths off the common one, so that the future every
                 // request carries stays small.
-                return Led::Decided(Box::pin(run_unprotected(work)).await);
+                let running = Box::pin(run_unprotected(work));
+                return Led::Decided(running.await);
             }
             return decided(Outcome::NotExecuted(Refusal::StoreUnavailable));
         }
@@ -134,14 +137,14 @@ where
             drop(reservation);
             telemetry::coalesced(&intent.op);
             lead.set_started_at_ms(info.started_at_ms);
-            Box::pin(wait_elsewhere(
+            let waiting = Box::pin(wait_elsewhere(
                 engine,
                 work,
                 intent,
                 lead,
                 info.started_at_ms,
-            ))
-            .await
+            ));
+            waiting.await
         }
         Claim::Acquired(token) => {
             telemetry::executed(&intent.op);
@@ -165,7 +168,8 @@ where
                 Ok(answered) => Ok(Ok(answered)),
                 Err(oneshot::error::TryRecvError::Closed) => Ok(Err(())),
                 Err(oneshot::error::TryRecvError::Empty) => {
-                    let waited = Box::pin(tokio::time::timeout_at(intent.deadline, answer)).await;
+                    let waiting = Box::pin(tokio::time::timeout_at(intent.deadline, answer));
+                    let waited = waiting.await;
                     waited.map(|received| received.map_err(|_| ()))
                 }
             };
@@ -234,14 +238,14 @@ async fn at_capacity<St: Store, A, E, F>(
         Ok(Some(Entry::Running(info))) => {
             telemetry::coalesced(&intent.op);
             lead.set_started_at_ms(info.started_at_ms);
-            Box::pin(wait_elsewhere(
+            let waiting = Box::pin(wait_elsewhere(
                 engine,
                 work,
                 intent,
                 lead,
                 info.started_at_ms,
-            ))
-            .await
+            ));
+            waiting.await
         }
         _ => {
             tracing::warn!("too many detached executions; refusing");

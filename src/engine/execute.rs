@@ -130,7 +130,8 @@ async fn record<St, A, E>(
     // this process are answered from the slot while the write is retried.
     lead.publish(settled.clone());
     let _ = first.send(answer);
-    Box::pin(recorder.keep_trying(unwritten)).await;
+    let retrying = Box::pin(recorder.keep_trying(unwritten));
+    retrying.await;
     lead.settle(settled);
 }
 

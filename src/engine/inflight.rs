@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use tokio::sync::watch;
+use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use super::Failure;
@@ -49,10 +49,15 @@ pub(crate) struct Inflight {
 }
 
 /// One intent in flight, watched by its duplicates.
+///
+/// A state under a lock and one `Notify` rather than a `watch` channel: most slots are opened
+/// and closed with nobody waiting, and a channel would cost each of them an allocation and a
+/// wake-up round over several waiter lists.
 pub(crate) struct Slot {
     started_at_ms: AtomicU64,
     pub(crate) fingerprint: Fingerprint,
-    outcome: watch::Sender<State>,
+    state: Mutex<State>,
+    changed: Notify,
 }
 
 /// Who a request is, for its intent.
@@ -87,7 +92,8 @@ impl Inflight {
         let slot = Arc::new(Slot {
             started_at_ms: AtomicU64::new(now_ms),
             fingerprint,
-            outcome: watch::Sender::new(State::Running),
+            state: Mutex::new(State::Running),
+            changed: Notify::new(),
         });
         slots.insert(key, Arc::clone(&slot));
         Role::Leader(Lead {
@@ -116,18 +122,30 @@ impl Slot {
 
     /// Waits for the outcome until `deadline`.
     pub(crate) async fn wait_until(&self, deadline: Instant) -> Waited {
-        let mut outcome = self.outcome.subscribe();
-        let running = |state: &State| matches!(state, State::Running);
-        let waited = tokio::time::timeout_at(deadline, outcome.wait_for(|s| !running(s))).await;
-        match waited {
-            Ok(Ok(state)) => match &*state {
-                State::Settled(settled) => Waited::Settled(settled.clone()),
-                State::Running | State::Redo => Waited::Redo,
-            },
-            // The sender lives in this slot, so it cannot be gone while we hold the slot.
-            Ok(Err(_)) => Waited::Redo,
-            Err(_) => Waited::Deadline,
+        let changed = self.changed.notified();
+        tokio::pin!(changed);
+        loop {
+            // Registered before the state is read, so that a change made in between still
+            // wakes this waiter.
+            changed.as_mut().enable();
+            match &*self.state.lock().unwrap_or_else(PoisonError::into_inner) {
+                State::Running => {}
+                State::Settled(settled) => return Waited::Settled(settled.clone()),
+                State::Redo => return Waited::Redo,
+            }
+            if tokio::time::timeout_at(deadline, changed.as_mut())
+                .await
+                .is_err()
+            {
+                return Waited::Deadline;
+            }
+            changed.set(self.changed.notified());
         }
+    }
+
+    fn set(&self, state: State) {
+        *self.state.lock().unwrap_or_else(PoisonError::into_inner) = state;
+        self.changed.notify_waiters();
     }
 }
 
@@ -143,7 +161,7 @@ impl Lead {
     /// process get the outcome from it too, with no store call, until [`Lead::settle`]. For an
     /// outcome the store has not recorded yet.
     pub(crate) fn publish(&self, outcome: Settled) {
-        self.slot.outcome.send_replace(State::Settled(outcome));
+        self.slot.set(State::Settled(outcome));
     }
 
     /// Closes the slot and hands every waiter the outcome. Call it only after the store
@@ -167,7 +185,7 @@ impl Lead {
                 slots.remove(&self.key);
             }
         }
-        self.slot.outcome.send_replace(state);
+        self.slot.set(state);
     }
 }
 

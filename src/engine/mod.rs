@@ -74,11 +74,37 @@ pub(crate) enum Decided<A> {
     Keyed { intent: Intent, outcome: Outcome<A> },
 }
 
+/// Where protecting a request stands once nothing more can be decided without waiting.
+#[must_use = "a running execution's outcome is the caller's answer"]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "it lives for one match, on the stack; boxing the decided side would cost a replay an allocation"
+)]
+pub(crate) enum Begun<A, X> {
+    /// Decided at once: refused, or replayed from a record this process holds.
+    Decided(Decided<A>),
+    /// Claimed and started, or joined: the boxed future yields the intent and its outcome.
+    Running(X),
+}
+
+impl<A, X> std::fmt::Debug for Begun<A, X> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Decided(_) => f.write_str("Begun::Decided"),
+            Self::Running(_) => f.write_str("Begun::Running"),
+        }
+    }
+}
+
 impl<St: Store> Engine<St> {
     /// Protects one request whose scope is known and whose body is read: derives its intent,
     /// then replays a kept outcome, joins a running execution, or claims the intent and runs
     /// `work` (the dialect's call of the tool, given the request's parts and body) detached.
-    pub(crate) async fn protect<A, E, F>(
+    ///
+    /// Nothing here waits: what is decided at once is returned as it is, and what must wait
+    /// is one boxed future, so that a caller awaiting it carries a pointer, not the state of
+    /// every step before it. Call it inside the request's span.
+    pub(crate) fn begin<A, E, F>(
         self: &Arc<Self>,
         parts: Parts,
         body: Bytes,
@@ -86,7 +112,7 @@ impl<St: Store> Engine<St> {
         op: &Op,
         call: Call,
         work: impl FnOnce(Parts, Bytes) -> F,
-    ) -> Result<Decided<A>, E>
+    ) -> Begun<A, impl Future<Output = Result<(Intent, Outcome<A>), E>> + Send + 'static>
     where
         F: Future<Output = Result<Produced<A>, E>> + Send + 'static,
         A: Send + 'static,
@@ -94,7 +120,7 @@ impl<St: Store> Engine<St> {
     {
         let intent = match intent::derive(self, &parts, scope, &body, op, call) {
             Ok(intent) => intent,
-            Err(refusal) => return Ok(Decided::Refused(refusal)),
+            Err(refusal) => return Begun::Decided(Decided::Refused(refusal)),
         };
         let attempt = self.runtime.attempts.count(&intent.op, &intent.key);
         let span = tracing::Span::current();
@@ -113,11 +139,16 @@ impl<St: Store> Engine<St> {
                 // Boxed once, here: every future the call passes through then carries a pointer
                 // to it, not its state, and the execution reuses the box.
                 let work = Box::pin(work(parts, body));
+                let engine = Arc::clone(self);
                 // Boxed too, so that a replay, answered above, never carries its state.
-                Box::pin(coalesce::coalesce_or_execute(self, &intent, work)).await?
+                let execution = Box::pin(async move {
+                    let outcome = coalesce::coalesce_or_execute(&engine, &intent, work).await;
+                    outcome.map(|outcome| (intent, outcome))
+                });
+                return Begun::Running(execution);
             }
         };
-        Ok(Decided::Keyed { intent, outcome })
+        Begun::Decided(Decided::Keyed { intent, outcome })
     }
 }
 

@@ -16,7 +16,7 @@ use super::tool;
 use crate::body::ResponseBody;
 use crate::bounds::BoxError;
 use crate::bounds::{Bufferable, Keepable, Tool};
-use crate::engine::{self, Decided, Scoped};
+use crate::engine::{self, Begun, Decided, Scoped};
 use crate::store::{Dialect, Store};
 use crate::telemetry::{self, Op};
 
@@ -105,21 +105,21 @@ impl<St: Store> Endpoint<St> {
                 .await?;
             Ok(tool::read(response, &id, limit).await)
         };
-        let decided = self
-            .engine
-            .protect(
-                parts,
-                bytes,
-                &scope,
-                &op,
-                engine::Call {
-                    dialect: Dialect::Mcp,
-                    timing,
-                },
-                work,
-            )
-            .instrument(span.clone())
-            .await;
+        let call = engine::Call {
+            dialect: Dialect::Mcp,
+            timing,
+        };
+        let begun = {
+            let _entered = span.enter();
+            self.engine.begin(parts, bytes, &scope, &op, call, work)
+        };
+        let decided = match begun {
+            Begun::Decided(decided) => Ok(decided),
+            Begun::Running(execution) => execution
+                .instrument(span.clone())
+                .await
+                .map(|(intent, outcome)| Decided::Keyed { intent, outcome }),
+        };
         let _entered = span.enter();
         match decided {
             Ok(decided) => Ok(self.finish(&op, started, &rendering, form, decided)),

@@ -71,7 +71,10 @@ impl<St> Observed<St> {
         let answered = match first {
             Poll::Ready(answered) => Ok(answered),
             // Boxed: the timer would make every store call's future larger.
-            Poll::Pending => Box::pin(tokio::time::timeout(timeout, call)).await,
+            Poll::Pending => {
+                let bounded = Box::pin(tokio::time::timeout(timeout, call));
+                bounded.await
+            }
         };
         let result = match answered {
             Ok(Ok(result)) => result,

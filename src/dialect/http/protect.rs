@@ -10,7 +10,7 @@ use super::render::render;
 use crate::body::ResponseBody;
 use crate::bounds::{Bufferable, Keepable, Tool};
 use crate::buffer::read_body;
-use crate::engine::{self, Call, Decided, Engine, Scoped};
+use crate::engine::{self, Begun, Call, Decided, Engine, Scoped};
 use crate::store::Store;
 use crate::telemetry;
 
@@ -56,7 +56,9 @@ where
         let scope = match engine::scoped(settings, scope, &op) {
             Scoped::Protect(scope) => scope,
             Scoped::PassThrough => {
-                let response = inner.call(Request::from_parts(parts, body)).await;
+                // Boxed: a path off the common one, whose future would widen every request's.
+                let passing = Box::pin(inner.call(Request::from_parts(parts, body)));
+                let response = passing.await;
                 return Went::Past(response.map(|r| r.map(ResponseBody::inner)));
             }
             Scoped::Refuse(refusal) => return Went::Decided(Ok(Decided::Refused(refusal))),
@@ -74,7 +76,14 @@ where
             Ok(read(response, limit, &rule).await)
         };
         let call = Call::default();
-        Went::Decided(engine.protect(parts, bytes, &scope, &op, call, work).await)
+        // Awaited here only when the intent runs: the wait holds one box, not the steps
+        // before it.
+        Went::Decided(match engine.begin(parts, bytes, &scope, &op, call, work) {
+            Begun::Decided(decided) => Ok(decided),
+            Begun::Running(execution) => execution
+                .await
+                .map(|(intent, outcome)| Decided::Keyed { intent, outcome }),
+        })
     }
     .instrument(span.clone())
     .await;
