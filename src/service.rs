@@ -101,6 +101,12 @@ where
         if is_safe(request.method()) || !settings.paths.is_protected(path) {
             return ResponseFuture::passthrough(inner.call(request));
         }
-        ResponseFuture::layered(dialect::protect(Arc::clone(&self.engine), inner, request))
+        let (parts, body) = request.into_parts();
+        ResponseFuture::layered(dialect::protect(
+            Arc::clone(&self.engine),
+            inner,
+            parts,
+            body,
+        ))
     }
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
-use super::execute::{self, Claimed};
+use super::execute::{self, Claimed, Started};
 use super::inflight::{Lead, Role, Settled, Waited};
 use super::{Engine, Failure, Intent, Outcome, Produced, Refusal, Unprotected};
 use crate::clock::now_ms;
@@ -45,11 +45,10 @@ where
     E: Send + 'static,
 {
     loop {
-        let role = engine
-            .runtime
-            .inflight
-            .join(intent.key, intent.fingerprint, now_ms());
-        match role {
+        // Matched in a statement of its own, so that the role is not kept across the lead's
+        // wait.
+        let inflight = &engine.runtime.inflight;
+        let lead = match inflight.join(intent.key, intent.fingerprint, now_ms()) {
             Role::Follower(slot) => {
                 if intent.reuses_key_for(&slot.fingerprint) {
                     return Ok(Outcome::NotExecuted(Refusal::KeyReused { running: true }));
@@ -67,10 +66,11 @@ where
                     }
                 }
             }
-            Role::Leader(lead) => match lead_intent(engine, work, intent, lead).await {
-                Led::Decided(outcome) => return outcome,
-                Led::Again(unrun) => work = unrun,
-            },
+            Role::Leader(lead) => lead,
+        };
+        match lead_intent(engine, work, intent, lead).await {
+            Led::Decided(outcome) => return outcome,
+            Led::Again(unrun) => work = unrun,
         }
     }
 }
@@ -97,15 +97,19 @@ where
     // The layer mints the owner token, so that a claim whose answer is lost can be given
     // back: no lease lingers that nobody owns.
     let token = OwnerToken::generate();
-    let claim = ClaimRequest {
-        token,
-        lease: engine.settings.lease,
-        scope: intent.scope,
-        share: intent.share,
-        fingerprint: intent.fingerprint,
-        started_at_ms,
+    let claimed = {
+        // In a block: the request is not kept across the waits after the claim.
+        let claim = ClaimRequest {
+            token,
+            lease: engine.settings.lease,
+            scope: intent.scope,
+            share: intent.share,
+            fingerprint: intent.fingerprint,
+            started_at_ms,
+        };
+        engine.store.claim(key, &claim).await
     };
-    let claimed = match engine.store.claim(key, &claim).await {
+    let claimed = match claimed {
         Ok(claimed) => claimed,
         Err(error) => {
             drop(lead);
@@ -148,30 +152,32 @@ where
         }
         Claim::Acquired(token) => {
             telemetry::executed(&intent.op);
-            let (first, mut answer) = oneshot::channel();
             let claimed = Claimed {
                 token,
                 lead,
                 reservation,
                 started_at_ms,
             };
-            execute::start(Arc::clone(engine), work, intent.clone(), claimed, first);
-            let in_progress = Outcome::InProgress {
+            let started = execute::start(Arc::clone(engine), work, intent.clone(), claimed);
+            let in_progress = || Outcome::InProgress {
                 started_at_ms,
                 duplicate: false,
             };
             if intent.asynchronous {
-                return decided(in_progress);
+                return decided(in_progress());
             }
             // Most tools have answered by now: their outcome is taken with no timer armed.
-            let answered = match answer.try_recv() {
-                Ok(answered) => Ok(Ok(answered)),
-                Err(oneshot::error::TryRecvError::Closed) => Ok(Err(())),
-                Err(oneshot::error::TryRecvError::Empty) => {
-                    let waiting = Box::pin(tokio::time::timeout_at(intent.deadline, answer));
-                    let waited = waiting.await;
-                    waited.map(|received| received.map_err(|_| ()))
-                }
+            let answered = match started {
+                Started::Answered(answered) => Ok(Ok(answered)),
+                Started::Later(mut answer) => match answer.try_recv() {
+                    Ok(answered) => Ok(Ok(answered)),
+                    Err(oneshot::error::TryRecvError::Closed) => Ok(Err(())),
+                    Err(oneshot::error::TryRecvError::Empty) => {
+                        let waiting = Box::pin(tokio::time::timeout_at(intent.deadline, answer));
+                        let waited = waiting.await;
+                        waited.map(|received| received.map_err(|_| ()))
+                    }
+                },
             };
             match answered {
                 Ok(Ok(answered)) => Led::Decided(answered),
@@ -181,7 +187,7 @@ where
                     failure: Failure::Panic,
                     answer: None,
                 }),
-                Err(_) => decided(in_progress),
+                Err(_) => decided(in_progress()),
             }
         }
     }

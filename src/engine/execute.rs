@@ -9,14 +9,14 @@ use std::time::Duration;
 
 use futures_util::FutureExt;
 use tokio::sync::oneshot;
-use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
 use super::inflight::Lead;
-use super::recorder::{FirstOutcome, Recorded, Recorder};
-use super::{Engine, Failure, Intent, Produced};
+use super::inflight::Settled;
+use super::recorder::{FirstOutcome, Plan, Recorder, Write};
+use super::{Engine, Intent, Produced};
 use crate::detached::Reservation;
-use crate::store::{Fence, OwnerToken, ReleaseCause, Store};
+use crate::store::{Fence, OwnerToken, Store, StoreError};
 use crate::telemetry;
 
 /// The claim's duties, carried into the execution.
@@ -27,19 +27,29 @@ pub(crate) struct Claimed {
     pub(crate) started_at_ms: u64,
 }
 
-/// Starts the execution detached from the caller; the first caller's outcome goes to `first`.
+/// What starting an execution gives its first caller.
+pub(crate) enum Started<A, E> {
+    /// The tool answered at once and its outcome is settled (or its write is being retried):
+    /// the first caller's answer.
+    Answered(FirstOutcome<A, E>),
+    /// The answer comes later, on this channel.
+    Later(oneshot::Receiver<FirstOutcome<A, E>>),
+}
+
+/// Starts the execution detached from the caller.
 ///
 /// The tool is called here first: one that answers without waiting (most do) is recorded at
-/// once, with no task and no copy of its future. One that waits is moved, as it is, into a
-/// tracked task, which polls it again with a real waker at once, renews the lease while it
-/// runs and bounds it by `max_execution`.
+/// once, with no task, no channel and no copy of its future, and only the store's write is
+/// boxed (a store that makes it wait gets it moved, as it is, into a tracked task). A tool
+/// that waits is moved, as it is, into a tracked task, which polls it again with a real waker
+/// at once, renews the lease while it runs and bounds it by `max_execution`.
 pub(crate) fn start<St, A, E, F>(
     engine: Arc<Engine<St>>,
     work: F,
     intent: Intent,
     claimed: Claimed,
-    first: oneshot::Sender<FirstOutcome<A, E>>,
-) where
+) -> Started<A, E>
+where
     St: Store,
     F: Future<Output = Result<Produced<A>, E>> + Send + Unpin + 'static,
     A: Send + 'static,
@@ -48,91 +58,117 @@ pub(crate) fn start<St, A, E, F>(
     let tracker = engine.runtime.detached.tracker().clone();
     // The execution logs into the request's span, which outlives the request if it must.
     let span = tracing::Span::current();
+    let Claimed {
+        token,
+        lead,
+        reservation,
+        started_at_ms,
+    } = claimed;
+    let recorder = Recorder {
+        engine,
+        intent,
+        token,
+        started_at_ms,
+    };
+    let after = Settle {
+        lead,
+        _reservation: reservation,
+    };
     let mut work = AssertUnwindSafe(work).catch_unwind();
     let polled = Pin::new(&mut work).poll(&mut Context::from_waker(Waker::noop()));
-    if let Poll::Ready(ended) = polled {
-        let recording = record(engine, intent, claimed, first, Some(ended));
-        run_or_spawn(&tracker, recording.instrument(span));
-        return;
-    }
+    let (first, later) = match polled {
+        Poll::Ready(ended) => {
+            let Plan {
+                write,
+                settled,
+                answer,
+            } = recorder.plan(Some(ended));
+            let mut attempt = Box::pin(
+                async move {
+                    let written = recorder.attempt(&write).await;
+                    (recorder, write, written)
+                }
+                .instrument(span.clone()),
+            );
+            let polled = attempt
+                .as_mut()
+                .poll(&mut Context::from_waker(Waker::noop()));
+            if let Poll::Ready((recorder, write, written)) = polled {
+                if let Some(retrying) = after.written(recorder, write, settled, written) {
+                    tracker.spawn(retrying.instrument(span));
+                }
+                return Started::Answered(answer);
+            }
+            let (first, later) = oneshot::channel();
+            tracker.spawn(async move {
+                let (recorder, write, written) = attempt.await;
+                let retrying = after.written(recorder, write, settled, written);
+                // The caller may have had its answer already (202) or gone away: either is
+                // fine.
+                let _ = first.send(answer);
+                if let Some(retrying) = retrying {
+                    retrying.await;
+                }
+            });
+            return Started::Later(later);
+        }
+        Poll::Pending => oneshot::channel(),
+    };
     let execution = async move {
         let bounded = async {
-            match intent.max_execution {
+            match recorder.intent.max_execution {
                 Some(limit) => tokio::time::timeout(limit, work).await.ok(),
                 None => Some(work.await),
             }
         };
-        let ended = keep_lease_while(&engine, &intent, &claimed.token, bounded).await;
-        record(engine, intent, claimed, first, ended).await;
+        let ended =
+            keep_lease_while(&recorder.engine, &recorder.intent, &recorder.token, bounded).await;
+        let Plan {
+            write,
+            settled,
+            answer,
+        } = recorder.plan(ended);
+        let written = recorder.attempt(&write).await;
+        let retrying = after.written(recorder, write, settled, written);
+        let _ = first.send(answer);
+        if let Some(retrying) = retrying {
+            retrying.await;
+        }
     };
     tracker.spawn(execution.instrument(span));
+    Started::Later(later)
 }
 
-/// Runs `future` to its end here if it needs no waiting, else in a tracked task.
-fn run_or_spawn(tracker: &TaskTracker, future: impl Future<Output = ()> + Send + 'static) {
-    let mut future = Box::pin(future);
-    let mut cx = Context::from_waker(Waker::noop());
-    if future.as_mut().poll(&mut cx).is_pending() {
-        tracker.spawn(future);
+/// What is left to do once the store has answered the first write of an outcome.
+struct Settle {
+    lead: Lead,
+    /// Held until the outcome is settled: the execution counts until then.
+    _reservation: Reservation,
+}
+
+impl Settle {
+    /// Tells the waiters; the first caller is told next, by the caller. A write the store
+    /// refused is retried by the future returned, while every caller waiting here has the
+    /// outcome, and repeats in this process are answered from the slot.
+    fn written<St: Store>(
+        self,
+        recorder: Recorder<St>,
+        write: Write,
+        settled: Settled,
+        written: Result<(), StoreError>,
+    ) -> Option<impl Future<Output = ()> + Send + 'static> {
+        let Self { lead, _reservation } = self;
+        if written.is_ok() {
+            lead.settle(settled);
+            return None;
+        }
+        lead.publish(settled.clone());
+        Some(async move {
+            let _reservation = _reservation;
+            recorder.keep_trying(write).await;
+            lead.settle(settled);
+        })
     }
-}
-
-/// How the tool's call ended: its dialect's reading, its error, or a panic; `None` when it
-/// passed its bound.
-type Ended<A, E> = Option<std::thread::Result<Result<Produced<A>, E>>>;
-
-/// Records how the execution ended, then tells the waiters and the first caller.
-async fn record<St, A, E>(
-    engine: Arc<Engine<St>>,
-    intent: Intent,
-    claimed: Claimed,
-    first: oneshot::Sender<FirstOutcome<A, E>>,
-    ended: Ended<A, E>,
-) where
-    St: Store,
-{
-    let Claimed {
-        token,
-        lead,
-        reservation: _reservation,
-        started_at_ms,
-    } = claimed;
-    let recorder = Recorder {
-        engine: &engine,
-        intent: &intent,
-        token: &token,
-        started_at_ms,
-    };
-    let (recorded, answer) = match ended {
-        None => recorder.abandoned().await,
-        Some(Ok(Ok(Produced::Answered(answered)))) => recorder.answered(answered).await,
-        Some(Ok(Ok(Produced::Broken))) => {
-            recorder
-                .failed(ReleaseCause::ResponseBody, Failure::Body)
-                .await
-        }
-        Some(Ok(Err(error))) => {
-            let (recorded, _) = recorder
-                .failed::<A, E>(ReleaseCause::InnerError, Failure::Error)
-                .await;
-            (recorded, Err(error))
-        }
-        Some(Err(_panic)) => recorder.failed(ReleaseCause::Panic, Failure::Panic).await,
-    };
-    let Recorded { settled, unwritten } = recorded;
-    let Some(unwritten) = unwritten else {
-        lead.settle(settled);
-        // The caller may have had its answer already (202) or gone away: either is fine.
-        let _ = first.send(answer);
-        return;
-    };
-    // The store refused the outcome: every caller waiting here gets it now, and repeats in
-    // this process are answered from the slot while the write is retried.
-    lead.publish(settled.clone());
-    let _ = first.send(answer);
-    let retrying = Box::pin(recorder.keep_trying(unwritten));
-    retrying.await;
-    lead.settle(settled);
 }
 
 /// Runs `work`, renewing the lease every lease/3 until it ends.

@@ -54,6 +54,7 @@ pub(crate) struct Inflight {
 /// and closed with nobody waiting, and a channel would cost each of them an allocation and a
 /// wake-up round over several waiter lists.
 pub(crate) struct Slot {
+    key: IntentKey,
     started_at_ms: AtomicU64,
     pub(crate) fingerprint: Fingerprint,
     state: Mutex<State>,
@@ -72,7 +73,6 @@ pub(crate) enum Role {
 /// leader that panics or is cancelled never strands its followers.
 pub(crate) struct Lead {
     inflight: Arc<Inflight>,
-    key: IntentKey,
     slot: Arc<Slot>,
     settled: bool,
 }
@@ -90,6 +90,7 @@ impl Inflight {
             return Role::Follower(Arc::clone(slot));
         }
         let slot = Arc::new(Slot {
+            key,
             started_at_ms: AtomicU64::new(now_ms),
             fingerprint,
             state: Mutex::new(State::Running),
@@ -98,7 +99,6 @@ impl Inflight {
         slots.insert(key, Arc::clone(&slot));
         Role::Leader(Lead {
             inflight: Arc::clone(self),
-            key,
             slot,
             settled: false,
         })
@@ -178,11 +178,9 @@ impl Lead {
                 .slots
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner);
-            if slots
-                .get(&self.key)
-                .is_some_and(|s| Arc::ptr_eq(s, &self.slot))
-            {
-                slots.remove(&self.key);
+            let key = &self.slot.key;
+            if slots.get(key).is_some_and(|s| Arc::ptr_eq(s, &self.slot)) {
+                slots.remove(key);
             }
         }
         self.slot.set(state);

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::inflight::Settled;
-use super::{Answered, Engine, Failure, Intent, Outcome};
+use super::{Answered, Engine, Failure, Intent, Outcome, Produced};
 use crate::classify::Verdict;
 use crate::clock::now_ms;
 use crate::store::{
@@ -16,37 +16,57 @@ use crate::telemetry;
 /// What the first caller is given: the outcome of its execution, or the tool's error.
 pub(crate) type FirstOutcome<A, E> = Result<Outcome<A>, E>;
 
+/// How the tool's call ended: its dialect's reading, its error, or a panic; `None` when it
+/// passed its bound.
+pub(crate) type Ended<A, E> = Option<std::thread::Result<Result<Produced<A>, E>>>;
+
 /// How long a completion that the store refuses is retried before it is given up (and logged).
 const COMPLETION_RETRY_WINDOW: Duration = Duration::from_secs(10 * 60);
 
-/// Writes an execution's outcome to the store.
-pub(crate) struct Recorder<'a, St> {
-    pub(crate) engine: &'a Engine<St>,
-    pub(crate) intent: &'a Intent,
-    pub(crate) token: &'a OwnerToken,
+/// Writes an execution's outcome to the store. It owns what it needs, so that the write can
+/// be moved into a task of its own if the store makes it wait.
+pub(crate) struct Recorder<St> {
+    pub(crate) engine: Arc<Engine<St>>,
+    pub(crate) intent: Intent,
+    pub(crate) token: OwnerToken,
     pub(crate) started_at_ms: u64,
 }
 
-/// What recording came to: the outcome for the waiters, and a write the store refused at the
-/// first attempt, still to be made.
-pub(crate) struct Recorded {
+/// What recording an outcome comes to before the store is asked: the write to make, what the
+/// waiters learn once it is made, and the first caller's answer.
+pub(crate) struct Plan<A, E> {
+    pub(crate) write: Write,
     pub(crate) settled: Settled,
-    pub(crate) unwritten: Option<Unwritten>,
+    pub(crate) answer: FirstOutcome<A, E>,
 }
 
-/// A write the store refused.
-pub(crate) enum Unwritten {
+/// A write of an outcome: the record of a completed execution, or the release of its key.
+pub(crate) enum Write {
     Record(Arc<Record>),
     Release(Arc<Tombstone>),
 }
 
-impl<St: Store> Recorder<'_, St> {
+impl<St: Store> Recorder<St> {
+    /// Decides, without the store, what an ended execution leaves: kept or released as its
+    /// dialect's verdict says, and the first caller's answer.
+    pub(crate) fn plan<A, E>(&self, ended: Ended<A, E>) -> Plan<A, E> {
+        match ended {
+            None => self.abandoned(),
+            Some(Ok(Ok(Produced::Answered(answered)))) => self.answered(answered),
+            Some(Ok(Ok(Produced::Broken))) => {
+                self.failed(ReleaseCause::ResponseBody, Failure::Body)
+            }
+            Some(Ok(Err(error))) => Plan {
+                answer: Err(error),
+                ..self.failed(ReleaseCause::InnerError, Failure::Error)
+            },
+            Some(Err(_panic)) => self.failed(ReleaseCause::Panic, Failure::Panic),
+        }
+    }
+
     /// The tool answered: kept or released as its dialect's verdict says; the first caller is
     /// given the answer either way.
-    pub(crate) async fn answered<A, E>(
-        &self,
-        answered: Answered<A>,
-    ) -> (Recorded, FirstOutcome<A, E>) {
+    fn answered<A, E>(&self, answered: Answered<A>) -> Plan<A, E> {
         let Answered {
             verdict,
             stored,
@@ -65,58 +85,56 @@ impl<St: Store> Recorder<'_, St> {
             (Verdict::KeepStatus, _) => omitted(Omission::NoStore),
             (Verdict::Unknown, _) => omitted(Omission::Unclassified),
             (Verdict::Release(cause), stored) => {
-                let (settled, unwritten) = self.release(status, cause, retry_after_s).await;
+                let tombstone = self.tombstone(status, cause, retry_after_s);
                 let settled = Settled::Failed {
                     response: stored.map(Arc::new),
-                    failure: settled,
+                    failure: Failure::of(&tombstone),
                 };
-                let recorded = Recorded { settled, unwritten };
-                return (recorded, Ok(Outcome::Executed(answer)));
+                return Plan {
+                    write: Write::Release(tombstone),
+                    settled,
+                    answer: Ok(Outcome::Executed(answer)),
+                };
             }
         };
-        let (record, unwritten) = self.complete(kept).await;
-        let recorded = Recorded {
+        let record = self.record(kept);
+        Plan {
+            write: Write::Record(Arc::clone(&record)),
             settled: Settled::Replay(record),
-            unwritten,
-        };
-        (recorded, Ok(Outcome::Executed(answer)))
+            answer: Ok(Outcome::Executed(answer)),
+        }
     }
 
     /// The execution passed its bound and was dropped: recorded as run with an unknown
     /// outcome, so that it never runs again by itself.
-    pub(crate) async fn abandoned<A, E>(&self) -> (Recorded, FirstOutcome<A, E>) {
+    fn abandoned<A, E>(&self) -> Plan<A, E> {
         tracing::warn!("the execution passed its max_execution bound and was abandoned");
-        let (record, unwritten) = self.complete(KeptResponse::Abandoned).await;
-        let recorded = Recorded {
+        let record = self.record(KeptResponse::Abandoned);
+        Plan {
+            write: Write::Record(Arc::clone(&record)),
             settled: Settled::Replay(Arc::clone(&record)),
-            unwritten,
-        };
-        (recorded, Ok(Outcome::Abandoned(record)))
+            answer: Ok(Outcome::Abandoned(record)),
+        }
     }
 
     /// The execution produced no usable answer.
-    pub(crate) async fn failed<A, E>(
-        &self,
-        cause: ReleaseCause,
-        failure: Failure,
-    ) -> (Recorded, FirstOutcome<A, E>) {
-        let (_, unwritten) = self.release(None, cause, None).await;
-        let settled = Settled::Failed {
-            response: None,
-            failure,
-        };
-        let outcome = Outcome::Failed {
-            failure,
-            answer: None,
-        };
-        (Recorded { settled, unwritten }, Ok(outcome))
+    fn failed<A, E>(&self, cause: ReleaseCause, failure: Failure) -> Plan<A, E> {
+        Plan {
+            write: Write::Release(self.tombstone(None, cause, None)),
+            settled: Settled::Failed {
+                response: None,
+                failure,
+            },
+            answer: Ok(Outcome::Failed {
+                failure,
+                answer: None,
+            }),
+        }
     }
 
-    /// Stores the record; one the store refuses is handed back, to be written by
-    /// [`Recorder::keep_trying`] while the callers already have their answers.
-    async fn complete(&self, response: KeptResponse) -> (Arc<Record>, Option<Unwritten>) {
+    fn record(&self, response: KeptResponse) -> Arc<Record> {
         let completed_at_ms = now_ms();
-        let record = Arc::new(Record {
+        Arc::new(Record {
             scope: self.intent.scope,
             fingerprint: self.intent.fingerprint,
             started_at_ms: self.started_at_ms,
@@ -124,15 +142,47 @@ impl<St: Store> Recorder<'_, St> {
             expires_at_ms: completed_at_ms.saturating_add(self.intent.retention.as_millis() as u64),
             response,
             dialect: self.intent.dialect,
-        });
-        match self.write(&record).await {
-            Ok(()) => (record, None),
-            Err(error) => {
-                tracing::warn!(%error, "recording the outcome failed; retrying in the background");
-                let unwritten = Unwritten::Record(Arc::clone(&record));
-                (record, Some(unwritten))
+        })
+    }
+
+    /// The tombstone of a released key, left for the status path.
+    fn tombstone(
+        &self,
+        status: Option<http::StatusCode>,
+        cause: ReleaseCause,
+        retry_after_s: Option<u64>,
+    ) -> Arc<Tombstone> {
+        telemetry::released(&self.intent.op, cause.as_str());
+        Arc::new(Tombstone {
+            scope: self.intent.scope,
+            fingerprint: self.intent.fingerprint,
+            failed_at_ms: now_ms(),
+            status,
+            cause,
+            retry_after_s,
+        })
+    }
+
+    /// The first attempt at a write; one the store refuses is logged, to be made by
+    /// [`Recorder::keep_trying`] while the callers already have their answers.
+    pub(crate) async fn attempt(&self, write: &Write) -> Result<(), StoreError> {
+        let written = match write {
+            Write::Record(record) => self.write(record).await,
+            Write::Release(tombstone) => self.write_release(tombstone).await.map(|_| ()),
+        };
+        if let Err(error) = &written {
+            match write {
+                Write::Record(_) => tracing::warn!(
+                    %error,
+                    "recording the outcome failed; retrying in the background"
+                ),
+                Write::Release(_) => tracing::warn!(
+                    %error,
+                    "releasing the intent failed; retrying in the background"
+                ),
             }
         }
+        written
     }
 
     /// One attempt at writing the record; a fence is final, so only an error is retried.
@@ -142,7 +192,7 @@ impl<St: Store> Recorder<'_, St> {
         let written = self
             .engine
             .store
-            .complete(key, self.token, Arc::clone(record), retention);
+            .complete(key, &self.token, Arc::clone(record), retention);
         match written.await? {
             Fence::Held => tracing::debug!(status = record.status().as_u16(), "outcome recorded"),
             Fence::Lost => telemetry::fenced(&self.intent.op),
@@ -151,10 +201,10 @@ impl<St: Store> Recorder<'_, St> {
     }
 
     /// Makes a write the store refused, in the background of the callers.
-    pub(crate) async fn keep_trying(&self, unwritten: Unwritten) {
+    pub(crate) async fn keep_trying(&self, unwritten: Write) {
         match unwritten {
-            Unwritten::Record(record) => self.keep_writing(record).await,
-            Unwritten::Release(tombstone) => self.keep_releasing(tombstone).await,
+            Write::Record(record) => self.keep_writing(record).await,
+            Write::Release(tombstone) => self.keep_releasing(tombstone).await,
         }
     }
 
@@ -170,7 +220,7 @@ impl<St: Store> Recorder<'_, St> {
         loop {
             tokio::time::sleep(backoff).await;
             let key = &self.intent.key;
-            let _ = self.engine.store.extend(key, self.token, lease).await;
+            let _ = self.engine.store.extend(key, &self.token, lease).await;
             match self.write(&record).await {
                 Ok(()) => return,
                 Err(error) if tokio::time::Instant::now() < give_up => {
@@ -186,40 +236,13 @@ impl<St: Store> Recorder<'_, St> {
         }
     }
 
-    /// Releases the key, leaving a tombstone for the status path; a release the store refuses
-    /// is handed back. Returns how the attempt ended, as its tombstone tells it.
-    async fn release(
-        &self,
-        status: Option<http::StatusCode>,
-        cause: ReleaseCause,
-        retry_after_s: Option<u64>,
-    ) -> (Failure, Option<Unwritten>) {
-        let tombstone = Arc::new(Tombstone {
-            scope: self.intent.scope,
-            fingerprint: self.intent.fingerprint,
-            failed_at_ms: now_ms(),
-            status,
-            cause,
-            retry_after_s,
-        });
-        telemetry::released(&self.intent.op, cause.as_str());
-        let failure = Failure::of(&tombstone);
-        match self.write_release(&tombstone).await {
-            Ok(_) => (failure, None),
-            Err(error) => {
-                tracing::warn!(%error, "releasing the intent failed; retrying in the background");
-                (failure, Some(Unwritten::Release(tombstone)))
-            }
-        }
-    }
-
     async fn write_release(&self, tombstone: &Arc<Tombstone>) -> Result<Fence, StoreError> {
         let ttl = self.engine.settings.failure_ttl;
         let key = &self.intent.key;
         let tombstone = Arc::clone(tombstone);
         self.engine
             .store
-            .release(key, self.token, tombstone, ttl)
+            .release(key, &self.token, tombstone, ttl)
             .await
     }
 

@@ -109,10 +109,7 @@ impl<St: Store> Endpoint<St> {
             dialect: Dialect::Mcp,
             timing,
         };
-        let begun = {
-            let _entered = span.enter();
-            self.engine.begin(parts, bytes, &scope, &op, call, work)
-        };
+        let begun = span.in_scope(|| self.engine.begin(parts, bytes, &scope, &op, call, work));
         let decided = match begun {
             Begun::Decided(decided) => Ok(decided),
             Begun::Running(execution) => execution

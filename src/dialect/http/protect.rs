@@ -1,7 +1,9 @@
 //! The protected path over HTTP: scope, body, then the engine; its outcome rendered.
 
+use std::future::Future;
 use std::sync::Arc;
 
+use http::request::Parts;
 use http::{Request, Response};
 use tracing::Instrument;
 
@@ -11,8 +13,9 @@ use crate::body::ResponseBody;
 use crate::bounds::{Bufferable, Keepable, Tool};
 use crate::buffer::read_body;
 use crate::engine::{self, Begun, Call, Decided, Engine, Scoped};
+use crate::settings::Settings;
 use crate::store::Store;
-use crate::telemetry;
+use crate::telemetry::{self, Op};
 
 type Answered<B, E> = Result<Response<ResponseBody<B>>, E>;
 
@@ -28,12 +31,19 @@ enum Went<B, E> {
     Past(Answered<B, E>),
 }
 
-/// Runs a protected request to its answer, in a span of its own, and counts the answer.
-pub(crate) async fn protect<S, St, B, ResBody>(
+/// Runs a protected request (its parts and body) to its answer, in a span of its own, and
+/// counts the answer.
+///
+/// What needs no waiting is done before the future is made, and the future is one async block
+/// that uses what it captured in place: each step that logs runs inside the span, and only the
+/// awaited futures are instrumented, so that the future every request carries holds one copy
+/// of each value it keeps across a wait.
+pub(crate) fn protect<S, St, B, ResBody>(
     engine: Arc<Engine<St>>,
     mut inner: S,
-    request: Request<B>,
-) -> Answered<ResBody, S::Error>
+    parts: Parts,
+    body: B,
+) -> impl Future<Output = Answered<ResBody, S::Error>> + Send + 'static
 where
     S: Tool<B, ResBody>,
     B: Bufferable,
@@ -41,7 +51,6 @@ where
     St: Store,
 {
     let started = std::time::Instant::now();
-    let (parts, body) = request.into_parts();
     let settings = &engine.settings;
     let scope = settings.scope.scope_of(&parts);
     // Labelled after the scope check: callers without a scope share one label, so they cannot
@@ -52,20 +61,29 @@ where
         _ => ops.unscoped(),
     };
     let span = telemetry::request_span(&op);
-    let went = async {
-        let scope = match engine::scoped(settings, scope, &op) {
+    let scoped = span.in_scope(|| engine::scoped(settings, scope, &op));
+    async move {
+        let settings = &engine.settings;
+        let scope = match scoped {
             Scoped::Protect(scope) => scope,
             Scoped::PassThrough => {
                 // Boxed: a path off the common one, whose future would widen every request's.
                 let passing = Box::pin(inner.call(Request::from_parts(parts, body)));
-                let response = passing.await;
-                return Went::Past(response.map(|r| r.map(ResponseBody::inner)));
+                let response = passing.instrument(span.clone()).await;
+                let went = Went::Past(response.map(|r| r.map(ResponseBody::inner)));
+                return finish(settings, &op, &span, started, went);
             }
-            Scoped::Refuse(refusal) => return Went::Decided(Ok(Decided::Refused(refusal))),
+            Scoped::Refuse(refusal) => {
+                let went = Went::Decided(Ok(Decided::Refused(refusal)));
+                return finish(settings, &op, &span, started, went);
+            }
         };
         let bytes = match read_body(body, &parts.headers, settings.body_limit).await {
             Ok(bytes) => bytes,
-            Err(refusal) => return Went::Decided(Ok(Decided::Refused(refusal))),
+            Err(refusal) => {
+                let went = Went::Decided(Ok(Decided::Refused(refusal)));
+                return finish(settings, &op, &span, started, went);
+            }
         };
         let limit = settings.response_limit;
         let rule = Arc::clone(&settings.classify);
@@ -76,25 +94,38 @@ where
             Ok(read(response, limit, &rule).await)
         };
         let call = Call::default();
-        // Awaited here only when the intent runs: the wait holds one box, not the steps
-        // before it.
-        Went::Decided(match engine.begin(parts, bytes, &scope, &op, call, work) {
-            Begun::Decided(decided) => Ok(decided),
-            Begun::Running(execution) => execution
-                .await
-                .map(|(intent, outcome)| Decided::Keyed { intent, outcome }),
-        })
+        // Awaited only when the intent runs: the wait holds one box, not the steps before it
+        // (matched in a statement of its own, so that what `begin` returned is not kept across
+        // the wait).
+        let execution = match span.in_scope(|| engine.begin(parts, bytes, &scope, &op, call, work))
+        {
+            Begun::Decided(decided) => {
+                return finish(settings, &op, &span, started, Went::Decided(Ok(decided)));
+            }
+            Begun::Running(execution) => execution,
+        };
+        let executed = execution.instrument(span.clone()).await;
+        let decided = executed.map(|(intent, outcome)| Decided::Keyed { intent, outcome });
+        finish(settings, &op, &span, started, Went::Decided(decided))
     }
-    .instrument(span.clone())
-    .await;
+}
+
+/// Records how the request ended, renders the engine's decision, and counts the answer.
+fn finish<B, E>(
+    settings: &Settings,
+    op: &Op,
+    span: &tracing::Span,
+    started: std::time::Instant,
+    went: Went<B, E>,
+) -> Answered<B, E> {
     let answered = match went {
         Went::Past(answered) => answered,
         Went::Decided(decided) => {
             let _entered = span.enter();
-            engine::record(&op, decided.as_ref().ok());
+            engine::record(op, decided.as_ref().ok());
             decided.map(|decided| render(settings, decided))
         }
     };
-    telemetry::answered(&op, answered.as_ref().ok().map(Response::status), started);
+    telemetry::answered(op, answered.as_ref().ok().map(Response::status), started);
     answered
 }
