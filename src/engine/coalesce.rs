@@ -93,7 +93,8 @@ where
         let refusing = Box::pin(at_capacity(engine, work, intent, lead));
         return refusing.await;
     };
-    let started_at_ms = now_ms();
+    // The time the slot was opened, read once for both.
+    let started_at_ms = lead.started_at_ms();
     // The layer mints the owner token, so that a claim whose answer is lost can be given
     // back: no lease lingers that nobody owns.
     let token = OwnerToken::generate();

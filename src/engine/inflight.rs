@@ -150,6 +150,11 @@ impl Slot {
 }
 
 impl Lead {
+    /// When the slot was opened, or the execution started elsewhere.
+    pub(crate) fn started_at_ms(&self) -> u64 {
+        self.slot.started_at_ms()
+    }
+
     /// Records when the execution really started (another process may have started it).
     pub(crate) fn set_started_at_ms(&self, started_at_ms: u64) {
         self.slot

@@ -95,12 +95,10 @@ pub(crate) fn storable_headers(headers: &HeaderMap) -> HeaderMap {
             || name.as_str() == "keep-alive"
             || named_by_connection.iter().any(|n| n == name.as_str())
     };
-    let kept: Vec<_> = headers
-        .iter()
-        .filter(|(name, _)| !hop_by_hop(name))
-        .collect();
-    let mut map = HeaderMap::with_capacity(kept.len());
-    for (name, value) in kept {
+    // Counted first, so that the map is allocated once at its size, with no list between.
+    let kept = || headers.iter().filter(|(name, _)| !hop_by_hop(name));
+    let mut map = HeaderMap::with_capacity(kept().count());
+    for (name, value) in kept() {
         map.append(name.clone(), value.clone());
     }
     map

@@ -222,7 +222,7 @@ impl MemoryStore {
     /// the table evicts what its share or the budget has no room for; the evictions are
     /// counted and logged outside the locks.
     fn settle(&self, key: &IntentKey, token: &OwnerToken, outcome: Settled) -> Fence {
-        let mut evicted = Vec::new();
+        let mut evicted = table::Evictions::new();
         let mut kept_bytes = None;
         let fence = self.fenced(key, token, |running| {
             // Tombstones count too: a caller whose calls all fail must not fill the budget at

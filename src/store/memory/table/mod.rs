@@ -15,6 +15,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
+use smallvec::SmallVec;
 use tokio::time::Instant;
 
 use super::Settled;
@@ -31,6 +32,9 @@ pub(super) enum Cause {
     /// Its share was past its part of the budget.
     Share,
 }
+
+/// The values one insert evicted: most evict one or none, so they are kept in place.
+pub(super) type Evictions = SmallVec<[Evicted; 2]>;
 
 /// A value evicted for room before it expired.
 pub(super) struct Evicted {
@@ -70,6 +74,7 @@ struct Share {
 /// The values kept for one length of time, newest and oldest: they expire oldest first.
 #[derive(Clone, Copy)]
 struct Lifetime {
+    ttl: Duration,
     newest: u32,
     oldest: u32,
 }
@@ -84,7 +89,11 @@ pub(super) struct Table {
     newest: u32,
     oldest: u32,
     shares: HashMap<ScopeHash, Share, KeyHasher>,
-    lifetimes: HashMap<Duration, Lifetime>,
+    /// One per length of time values are kept for: under a layer, as many as its settings
+    /// name (retentions and the failure time), a handful. Every insert visits each of them for
+    /// what has expired anyway, so a vector searched in order costs no more than that, and
+    /// less than hashing a duration on every insert and removal.
+    lifetimes: Vec<Lifetime>,
     bytes: u64,
 }
 
@@ -99,7 +108,7 @@ impl Table {
             newest: NIL,
             oldest: NIL,
             shares: HashMap::with_hasher(KeyHasher::new()),
-            lifetimes: HashMap::new(),
+            lifetimes: Vec::new(),
             bytes: 0,
         }
     }
@@ -138,7 +147,7 @@ impl Table {
         share: ScopeHash,
         ttl: Duration,
         now: Instant,
-    ) -> Vec<Evicted> {
+    ) -> Evictions {
         self.drop_expired(now);
         if let Some(&at) = self.index.get(&key) {
             self.unlink(at);
@@ -169,10 +178,17 @@ impl Table {
         };
         self.index.insert(key, at);
         self.attach_newest(at);
-        let lifetime = self.lifetimes.entry(ttl).or_insert(Lifetime {
-            newest: NIL,
-            oldest: NIL,
-        });
+        let lifetime = match self.lifetimes.iter().position(|l| l.ttl == ttl) {
+            Some(found) => &mut self.lifetimes[found],
+            None => {
+                self.lifetimes.push(Lifetime {
+                    ttl,
+                    newest: NIL,
+                    oldest: NIL,
+                });
+                self.lifetimes.last_mut().expect("just pushed")
+            }
+        };
         let previous = lifetime.newest;
         lifetime.newest = at;
         if previous == NIL {
@@ -199,7 +215,7 @@ impl Table {
             self.nodes[at as usize].share_older = previous;
         }
         self.bytes += weight;
-        let mut evicted = Vec::new();
+        let mut evicted = Evictions::new();
         while let Some(held) = self.shares.get(&share).copied() {
             if held.bytes <= self.per_share || held.live <= 1 {
                 break;
@@ -223,7 +239,7 @@ impl Table {
     /// Drops every value that has expired by `now`.
     fn drop_expired(&mut self, now: Instant) {
         let mut expired = Vec::new();
-        for lifetime in self.lifetimes.values() {
+        for lifetime in &self.lifetimes {
             let mut at = lifetime.oldest;
             while at != NIL && self.nodes[at as usize].expires <= now {
                 expired.push(at);
@@ -236,7 +252,7 @@ impl Table {
     }
 
     /// Drops the node at `at`, reporting it if it had not expired.
-    fn evict(&mut self, at: u32, cause: Cause, now: Instant, evicted: &mut Vec<Evicted>) {
+    fn evict(&mut self, at: u32, cause: Cause, now: Instant, evicted: &mut Evictions) {
         let node = &self.nodes[at as usize];
         if let Some(value) = node.value.clone().filter(|_| node.expires > now) {
             evicted.push(Evicted {
@@ -261,7 +277,8 @@ impl Table {
         if ttl_older != NIL {
             self.nodes[ttl_older as usize].ttl_newer = ttl_newer;
         }
-        if let Some(lifetime) = self.lifetimes.get_mut(&ttl) {
+        if let Some(found) = self.lifetimes.iter().position(|l| l.ttl == ttl) {
+            let lifetime = &mut self.lifetimes[found];
             if lifetime.newest == at {
                 lifetime.newest = ttl_older;
             }
@@ -269,7 +286,7 @@ impl Table {
                 lifetime.oldest = ttl_newer;
             }
             if lifetime.newest == NIL {
-                self.lifetimes.remove(&ttl);
+                self.lifetimes.swap_remove(found);
             }
         }
         if share_newer != NIL {
