@@ -4,12 +4,14 @@
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::{header, request};
+use http::{header, request, HeaderValue};
 use tokio::time::Instant;
 
+use super::recent::{Derived, Seen};
 use super::{Engine, Refusal};
 use crate::key::{
-    ExplicitKey, Fingerprint, IntentKey, KeyMaterial, KeySource, Operation, ScopeHash, Unkeyable,
+    BodyFingerprint, ExplicitKey, Fingerprint, IntentKey, KeyMaterial, KeySource, Operation,
+    ScopeHash, Unkeyable,
 };
 use crate::scope::Scope;
 use crate::settings::Timing;
@@ -69,45 +71,48 @@ pub(crate) fn derive<St>(
 ) -> Result<Intent, Refusal> {
     let Call { dialect, timing } = call;
     let settings = &engine.settings;
-    let header_key = match &settings.key_header {
-        Some(name) => match parts.headers.get(name) {
-            Some(value) => match ExplicitKey::from_bytes(value.as_bytes()) {
-                Ok(key) => Some(key),
-                Err(_) => return Err(Refusal::MalformedKey(KeySource::Header)),
-            },
-            None => None,
+    let header_value = settings
+        .key_header
+        .as_ref()
+        .and_then(|name| parts.headers.get(name));
+    let header_key = match header_value {
+        Some(value) => match ExplicitKey::from_bytes(value.as_bytes()) {
+            Ok(key) => Some(key),
+            Err(_) => return Err(Refusal::MalformedKey(KeySource::Header)),
         },
         None => None,
     };
-    let scope_hash = ScopeHash::of(scope);
     let content_type = parts.headers.get(header::CONTENT_TYPE);
-    let printed =
-        engine
-            .runtime
-            .recent
-            .fingerprint(settings.rules, &scope_hash, content_type, body, || {
-                settings.fingerprint.fingerprint(content_type, body)
-            });
-    match &printed.unkeyable {
-        Some(Unkeyable::Uncanonical(why)) => return Err(Refusal::Unkeyable(*why)),
-        Some(Unkeyable::Panicked(panicked)) => return Err(Refusal::LayerFault(panicked.what)),
-        None => {}
-    }
-    let field_key = match printed.key_field {
-        Some(Err(_)) => return Err(Refusal::MalformedKey(KeySource::Field)),
-        Some(Ok(key)) => Some(key),
-        None => None,
+    let seen = Seen {
+        rules: settings.rules,
+        scope,
+        method: parts.method.as_str(),
+        target: parts
+            .uri
+            .path_and_query()
+            .map_or_else(|| parts.uri.path(), |target| target.as_str()),
+        explicit: header_value.map(HeaderValue::as_bytes),
+        content_type,
+        body,
     };
-    let source = match (&header_key, &field_key) {
+    let Derived {
+        printed,
+        scope: scope_hash,
+        key,
+    } = engine.runtime.recent.derive(&seen, || {
+        let printed = settings.fingerprint.fingerprint(content_type, body);
+        let key = key_of(scope, parts, &printed, header_key.as_ref());
+        Derived {
+            printed,
+            scope: ScopeHash::of(scope),
+            key,
+        }
+    });
+    let key = key?;
+    let source = match (&header_key, &printed.key_field) {
         (Some(_), _) => Some(KeySource::Header),
         (None, Some(_)) => Some(KeySource::Field),
         (None, None) => None,
-    };
-    let explicit = header_key.or(field_key);
-    let operation = Operation::new(&parts.method, &parts.uri);
-    let material = match &explicit {
-        Some(key) => KeyMaterial::Explicit(key),
-        None => KeyMaterial::Fingerprint(&printed.fingerprint),
     };
     let path = parts.uri.path();
     let deadline = timing
@@ -117,7 +122,7 @@ pub(crate) fn derive<St>(
         .retention
         .unwrap_or_else(|| settings.paths.retention(path));
     Ok(Intent {
-        key: IntentKey::derive(scope, &operation, material),
+        key,
         op: op.clone(),
         scope: scope_hash,
         share: scope.share(scope_hash),
@@ -129,4 +134,31 @@ pub(crate) fn derive<St>(
         max_execution: settings.paths.max_execution(path),
         dialect,
     })
+}
+
+/// The intent key of a request whose body `printed` fingerprinted: from the explicit key sent
+/// in the header or the body's key field, else from the fingerprint; refused if the body
+/// cannot be keyed or its key field is malformed.
+fn key_of(
+    scope: &Scope,
+    parts: &request::Parts,
+    printed: &BodyFingerprint,
+    header_key: Option<&ExplicitKey>,
+) -> Result<IntentKey, Refusal> {
+    match &printed.unkeyable {
+        Some(Unkeyable::Uncanonical(why)) => return Err(Refusal::Unkeyable(*why)),
+        Some(Unkeyable::Panicked(panicked)) => return Err(Refusal::LayerFault(panicked.what)),
+        None => {}
+    }
+    let field_key = match &printed.key_field {
+        Some(Err(_)) => return Err(Refusal::MalformedKey(KeySource::Field)),
+        Some(Ok(key)) => Some(key),
+        None => None,
+    };
+    let operation = Operation::new(&parts.method, &parts.uri);
+    let material = match header_key.or(field_key) {
+        Some(key) => KeyMaterial::Explicit(key),
+        None => KeyMaterial::Fingerprint(&printed.fingerprint),
+    };
+    Ok(IntentKey::derive(scope, &operation, material))
 }

@@ -8,6 +8,7 @@ mod inflight;
 mod intent;
 mod lookup;
 mod outcome;
+mod recent;
 mod recorder;
 mod runtime;
 #[cfg(test)]

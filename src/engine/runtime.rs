@@ -1,11 +1,11 @@
 //! The state every service of one layer shares, created once: the store, the intents in
-//! flight, the detached executions, the attempt counts, the labels and the recent bodies.
+//! flight, the detached executions, the attempt counts, the labels and the recent requests.
 
 use std::sync::Arc;
 
 use super::inflight::Inflight;
+use super::recent::RecentRequests;
 use crate::detached::Detached;
-use crate::key::RecentBodies;
 use crate::store::StoreMetrics;
 use crate::telemetry::{Attempts, Ops};
 
@@ -18,7 +18,7 @@ pub(crate) struct Runtime<St> {
     pub(crate) detached: Detached,
     pub(crate) attempts: Attempts,
     pub(crate) ops: Ops,
-    pub(crate) recent: RecentBodies,
+    pub(crate) recent: RecentRequests,
 }
 
 impl<St> Runtime<St> {
@@ -30,7 +30,7 @@ impl<St> Runtime<St> {
             detached: Detached::default(),
             attempts: Attempts::default(),
             ops: Ops::default(),
-            recent: RecentBodies::default(),
+            recent: RecentRequests::default(),
         }
     }
 }

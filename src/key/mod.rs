@@ -6,7 +6,6 @@
 mod explicit;
 mod fingerprint;
 mod operation;
-mod recent;
 
 use std::fmt;
 use std::str::FromStr;
@@ -18,8 +17,8 @@ pub use explicit::{ExplicitKey, InvalidExplicitKey};
 pub use fingerprint::{Fingerprint, FingerprintKind};
 pub use operation::Operation;
 
+pub(crate) use fingerprint::{is_json, BodyFingerprint};
 pub(crate) use fingerprint::{FingerprintRules, Unkeyable};
-pub(crate) use recent::RecentBodies;
 
 const INTENT_TAG: &[u8] = b"tower-idempotency/intent/v1";
 const SCOPE_TAG: &[u8] = b"tower-idempotency/scope/v1";
@@ -173,11 +172,6 @@ impl ScopeHash {
     /// The hash's bytes.
     pub fn as_bytes(&self) -> &[u8; 32] {
         &self.0
-    }
-
-    /// Eight of its bytes, for tables: a SHA-256 output is uniform already.
-    pub(crate) fn quick(&self) -> u64 {
-        first_u64(&self.0)
     }
 }
 

@@ -1,0 +1,340 @@
+//! What the requests seen lately derived to, so that a byte-identical repeat skips
+//! canonicalisation and hashing.
+//!
+//! An HTTP client's own retry resends the very same bytes, and deriving its intent again (the
+//! canonical form, three SHA-256 digests) gives the same answer at several times the cost of
+//! comparing the bytes. Written by hand rather than with a cache crate because a miss must cost
+//! next to nothing (every first execution is one): a direct-mapped table of slots, which a
+//! fast non-cryptographic hash of the request picks. A request seen for the first time only
+//! leaves that hash there (a sighting: no copy, no allocation); one seen again whose hash the
+//! slot was sighted with is remembered in full, every part its derivation reads (the rules,
+//! the scope, the method and target, the explicit key, the content type and the body, copied)
+//! beside what it derived to, and its later repeats are answered from the slot. A hit is
+//! confirmed by comparing every part, so two requests that merely collide on that hash are
+//! never confused, and a flood of requests each seen once never displaces a remembered one.
+//! A slot keeps its buffers from request to request.
+
+use std::sync::{Mutex, PoisonError};
+
+use http::HeaderValue;
+use rapidhash::v3::{rapidhash_v3_seeded, RapidSecrets};
+
+use super::Refusal;
+use crate::key::{is_json, BodyFingerprint, IntentKey, ScopeHash};
+
+/// Slots in the table.
+const SLOTS: usize = 1024;
+/// Largest body remembered.
+pub(crate) const MAX_REMEMBERED: usize = 4096;
+/// Largest scope, target and explicit key remembered, together: with the body's bound, the
+/// table holds at most `SLOTS` times 5 KiB.
+const MAX_REMEMBERED_HEAD: usize = 1024;
+
+/// Every part of a request that its intent is derived from.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Seen<'a> {
+    /// The fingerprint rules' name: a table may serve layers built with other rules.
+    pub(crate) rules: u64,
+    pub(crate) scope: &'a [u8],
+    pub(crate) method: &'a str,
+    /// The path and query, as sent.
+    pub(crate) target: &'a str,
+    /// The explicit key header's value, if one is configured and sent.
+    pub(crate) explicit: Option<&'a [u8]>,
+    pub(crate) content_type: Option<&'a HeaderValue>,
+    pub(crate) body: &'a [u8],
+}
+
+/// What a request's derivation gave.
+#[derive(Debug, Clone)]
+pub(crate) struct Derived {
+    pub(crate) printed: BodyFingerprint,
+    pub(crate) scope: ScopeHash,
+    /// Its key, or why it is refused.
+    pub(crate) key: Result<IntentKey, Refusal>,
+}
+
+#[derive(Default)]
+struct Slot {
+    /// The hash of the last request that missed here, or 0.
+    sighted: u64,
+    remembered: Option<Remembered>,
+}
+
+/// A remembered request: its parts, one after another in `parts`, and what it derived to.
+struct Remembered {
+    quick: u64,
+    rules: u64,
+    /// Where each part ends in `parts`: scope, method, target, explicit key, content type.
+    ends: [usize; 5],
+    has_explicit: bool,
+    has_content_type: bool,
+    parts: Vec<u8>,
+    body: Vec<u8>,
+    derived: Derived,
+}
+
+impl Remembered {
+    fn is(&self, quick: u64, seen: &Seen<'_>) -> bool {
+        let part = |n: usize| &self.parts[if n == 0 { 0 } else { self.ends[n - 1] }..self.ends[n]];
+        self.quick == quick
+            && self.rules == seen.rules
+            && self.has_explicit == seen.explicit.is_some()
+            && self.has_content_type == seen.content_type.is_some()
+            && part(0) == seen.scope
+            && part(1) == seen.method.as_bytes()
+            && part(2) == seen.target.as_bytes()
+            && part(3) == seen.explicit.unwrap_or_default()
+            && part(4) == seen.content_type.map_or(&b""[..], HeaderValue::as_bytes)
+            && self.body == seen.body
+    }
+
+    fn set(&mut self, quick: u64, seen: &Seen<'_>, derived: &Derived) {
+        self.quick = quick;
+        self.rules = seen.rules;
+        self.has_explicit = seen.explicit.is_some();
+        self.has_content_type = seen.content_type.is_some();
+        self.parts.clear();
+        let content_type = seen.content_type.map_or(&b""[..], HeaderValue::as_bytes);
+        let parts = [
+            seen.scope,
+            seen.method.as_bytes(),
+            seen.target.as_bytes(),
+            seen.explicit.unwrap_or_default(),
+            content_type,
+        ];
+        for (n, part) in parts.into_iter().enumerate() {
+            self.parts.extend_from_slice(part);
+            self.ends[n] = self.parts.len();
+        }
+        self.body.clear();
+        self.body.extend_from_slice(seen.body);
+        self.derived = derived.clone();
+    }
+}
+
+/// The table of recent requests of one layer.
+pub(crate) struct RecentRequests {
+    slots: Box<[Mutex<Slot>]>,
+    secrets: RapidSecrets,
+}
+
+impl Default for RecentRequests {
+    fn default() -> Self {
+        let mut seed = [0u8; 8];
+        // A fixed seed would do: a collision only costs a comparison. A random one keeps a
+        // client from aiming its requests at one slot.
+        let _ = getrandom::fill(&mut seed);
+        Self {
+            slots: (0..SLOTS).map(|_| Mutex::default()).collect(),
+            secrets: RapidSecrets::seed(u64::from_le_bytes(seed)),
+        }
+    }
+}
+
+impl RecentRequests {
+    /// What `seen` derives to: remembered if the very same request came lately, else
+    /// computed by `derive`, and remembered if this request was sighted here before.
+    pub(crate) fn derive(&self, seen: &Seen<'_>, derive: impl FnOnce() -> Derived) -> Derived {
+        // Only JSON bodies are worth it: their canonical form is what is skipped.
+        if !seen.content_type.is_some_and(is_json)
+            || seen.body.len() > MAX_REMEMBERED
+            || seen.scope.len() + seen.target.len() + seen.explicit.map_or(0, <[u8]>::len)
+                > MAX_REMEMBERED_HEAD
+        {
+            return derive();
+        }
+        let hash = |bytes: &[u8]| rapidhash_v3_seeded(bytes, &self.secrets);
+        // Never 0, the mark of a slot nothing was sighted in.
+        let quick = (hash(seen.body)
+            ^ hash(seen.scope).rotate_left(21)
+            ^ hash(seen.target.as_bytes()).rotate_left(42))
+            | 1;
+        let slot = &self.slots[(quick % SLOTS as u64) as usize];
+        let seen_before = {
+            let mut slot = slot.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Some(remembered) = &slot.remembered {
+                if remembered.is(quick, seen) {
+                    return remembered.derived.clone();
+                }
+            }
+            std::mem::replace(&mut slot.sighted, quick) == quick
+        };
+        let derived = derive();
+        if seen_before {
+            let mut slot = slot.lock().unwrap_or_else(PoisonError::into_inner);
+            match &mut slot.remembered {
+                Some(remembered) => remembered.set(quick, seen, &derived),
+                None => {
+                    let mut remembered = Remembered {
+                        quick,
+                        rules: seen.rules,
+                        ends: [0; 5],
+                        has_explicit: false,
+                        has_content_type: false,
+                        parts: Vec::new(),
+                        body: Vec::new(),
+                        derived: derived.clone(),
+                    };
+                    remembered.set(quick, seen, &derived);
+                    slot.remembered = Some(remembered);
+                }
+            }
+        }
+        derived
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+
+    use super::*;
+    use crate::key::Fingerprint;
+
+    fn json() -> HeaderValue {
+        HeaderValue::from_static("application/json")
+    }
+
+    fn seen<'a>(
+        scope: &'a [u8],
+        content_type: Option<&'a HeaderValue>,
+        body: &'a [u8],
+    ) -> Seen<'a> {
+        Seen {
+            rules: 0,
+            scope,
+            method: "POST",
+            target: "/tools/send_email",
+            explicit: None,
+            content_type,
+            body,
+        }
+    }
+
+    /// Derives `seen` through the table, counting the derivations it had to make.
+    fn derive(recent: &RecentRequests, seen: &Seen<'_>, made: &Cell<u32>) -> Derived {
+        recent.derive(seen, || {
+            made.set(made.get() + 1);
+            Derived {
+                printed: BodyFingerprint {
+                    fingerprint: Fingerprint::raw(None, seen.body),
+                    key_field: None,
+                    unkeyable: None,
+                },
+                scope: ScopeHash::of(seen.scope),
+                key: Ok(IntentKey::from_bytes([made.get() as u8; 32])),
+            }
+        })
+    }
+
+    #[test]
+    fn a_request_seen_twice_is_not_derived_again() {
+        let recent = RecentRequests::default();
+        let made = Cell::new(0);
+        let json = json();
+        let request = seen(b"s1", Some(&json), br#"{"to":"a@example.com"}"#);
+        let first = derive(&recent, &request, &made);
+        let again = derive(&recent, &request, &made);
+        let third = derive(&recent, &request, &made);
+        let fourth = derive(&recent, &request, &made);
+        assert_eq!(first.printed.fingerprint, again.printed.fingerprint);
+        let again = again.key.unwrap();
+        assert_eq!(third.key.unwrap(), again);
+        assert_eq!(fourth.key.unwrap(), again);
+        assert_eq!(
+            made.get(),
+            2,
+            "the first sighting leaves a hash, the second remembers the request"
+        );
+    }
+
+    #[test]
+    fn a_flood_of_requests_seen_once_keeps_a_remembered_one() {
+        let recent = RecentRequests::default();
+        let json = json();
+        let made = Cell::new(0);
+        let request = seen(b"s1", Some(&json), br#"{"to":"a@example.com"}"#);
+        for _ in 0..2 {
+            derive(&recent, &request, &made);
+        }
+        for n in 0..(SLOTS * 8) {
+            let other = format!(r#"{{"n":{n}}}"#);
+            derive(&recent, &seen(b"s1", Some(&json), other.as_bytes()), &made);
+        }
+        made.set(0);
+        derive(&recent, &request, &made);
+        assert_eq!(made.get(), 0);
+    }
+
+    #[test]
+    fn a_request_differing_in_any_part_is_derived_anew() {
+        let recent = RecentRequests::default();
+        let made = Cell::new(0);
+        let (json, json_ld) = (json(), HeaderValue::from_static("application/ld+json"));
+        let body: &[u8] = br#"{"a":1}"#;
+        let base = seen(b"s1", Some(&json), body);
+        // Seen twice: remembered.
+        derive(&recent, &base, &made);
+        derive(&recent, &base, &made);
+        let others = [
+            Seen {
+                scope: b"s2",
+                ..base
+            },
+            Seen { rules: 1, ..base },
+            Seen {
+                method: "PUT",
+                ..base
+            },
+            Seen {
+                target: "/tools/send_email?x=1",
+                ..base
+            },
+            Seen {
+                explicit: Some(b"k-1"),
+                ..base
+            },
+            Seen {
+                content_type: Some(&json_ld),
+                ..base
+            },
+            Seen {
+                body: br#"{"a":2}"#,
+                ..base
+            },
+        ];
+        for other in &others {
+            made.set(0);
+            derive(&recent, other, &made);
+            assert_eq!(made.get(), 1, "{other:?}");
+        }
+        made.set(0);
+        derive(&recent, &base, &made);
+        derive(&recent, &base, &made);
+        assert!(
+            made.get() <= 1,
+            "the base request is remembered again at once"
+        );
+    }
+
+    #[test]
+    fn bodies_that_are_not_json_or_are_over_the_limits_are_not_remembered() {
+        let recent = RecentRequests::default();
+        let json = json();
+        let large = vec![b' '; MAX_REMEMBERED + 1];
+        let long_scope = vec![b's'; MAX_REMEMBERED_HEAD + 1];
+        let requests = [
+            seen(b"s1", None, b"{}"),
+            seen(b"s1", Some(&json), &large),
+            seen(&long_scope, Some(&json), b"{}"),
+        ];
+        for request in &requests {
+            let made = Cell::new(0);
+            for _ in 0..3 {
+                derive(&recent, request, &made);
+            }
+            assert_eq!(made.get(), 3);
+        }
+    }
+}
