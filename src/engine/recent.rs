@@ -21,8 +21,11 @@ use rapidhash::v3::{rapidhash_v3_seeded, RapidSecrets};
 use super::Refusal;
 use crate::key::{is_json, BodyFingerprint, IntentKey, ScopeHash};
 
-/// Slots in the table.
-const SLOTS: usize = 1024;
+/// Slots in the table: few enough that the table stays in a core's cache, where copying a
+/// request into its slot costs little (four times as many made every first execution pay for
+/// writing to memory the cache had let go), and enough for the duplicates sent beside a call
+/// and the retries that follow it soon.
+const SLOTS: usize = 256;
 /// Largest body remembered.
 pub(crate) const MAX_REMEMBERED: usize = 4096;
 /// Largest scope, target and explicit key remembered, together: with the body's bound, the
