@@ -320,6 +320,37 @@ impl<St> IdempotencyLayer<St> {
         self.set(|s| s.status_path = path)
     }
 
+    /// Where the status path is reached from outside, written before it in every status URL
+    /// the layer hands out (`location`, `status_url`): the prefix a service is nested under
+    /// (`Router::nest("/api", ...)`, a path-rewriting proxy), or an absolute base URL. The
+    /// status path itself is still matched as the layer sees requests, after the prefix is
+    /// taken off. Default: none, so status URLs are root-relative.
+    ///
+    /// Under `Router::nest`, give the nested router a fallback of its own before the layer, so
+    /// that the status path, which names no route, reaches the layer rather than the outer
+    /// router's fallback:
+    ///
+    /// ```
+    /// use axum::{http::StatusCode, routing::post, Router};
+    /// use tower_idempotency::IdempotencyLayer;
+    ///
+    /// let tools = Router::new()
+    ///     .route("/tools/send_email", post(|| async { "sent" }))
+    ///     .fallback(|| async { StatusCode::NOT_FOUND })
+    ///     .layer(IdempotencyLayer::new().status_url_prefix("/api"));
+    /// // Status URLs read `/api/_idempotency/{intent}`, which reaches the layer as
+    /// // `/_idempotency/{intent}`.
+    /// let app: Router = Router::new().nest("/api", tools);
+    /// # let _ = app;
+    /// ```
+    pub fn status_url_prefix(self, prefix: impl Into<String>) -> Self {
+        let mut prefix = prefix.into();
+        while prefix.ends_with('/') {
+            prefix.pop();
+        }
+        self.set(|s| s.status_url_prefix = prefix)
+    }
+
     /// Answers duplicates of a running action with 409, as the IETF draft does, instead of 202.
     pub fn strict_ietf(self) -> Self {
         self.set(|s| s.strict_ietf = true)

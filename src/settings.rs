@@ -53,6 +53,8 @@ pub(crate) struct Settings {
     pub(crate) body_limit: usize,
     pub(crate) response_limit: usize,
     pub(crate) status_path: String,
+    /// Written before the status path in the status URLs handed out.
+    pub(crate) status_url_prefix: String,
     pub(crate) strict_ietf: bool,
     pub(crate) classify: Arc<dyn Classify>,
     pub(crate) lease: Duration,
@@ -83,6 +85,7 @@ impl Default for Settings {
             body_limit: DEFAULT_BODY_LIMIT,
             response_limit: DEFAULT_BODY_LIMIT,
             status_path: DEFAULT_STATUS_PATH.to_owned(),
+            status_url_prefix: String::new(),
             strict_ietf: false,
             classify: Arc::new(DefaultClassify),
             lease: DEFAULT_LEASE,
@@ -99,7 +102,7 @@ impl Default for Settings {
 impl Settings {
     /// The status URL of an intent.
     pub(crate) fn status_url(&self, intent: &crate::IntentKey) -> String {
-        format!("{}/{}", self.status_path, intent)
+        format!("{}{}/{}", self.status_url_prefix, self.status_path, intent)
     }
 
     /// What a repeat must send again besides its arguments, for the in-progress answer: the
