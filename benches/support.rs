@@ -12,7 +12,7 @@ pub fn document(bytes: usize, salt: u64) -> String {
             "id": n * 7919 + salt,
             "name": format!("record {n} for the report on quarterly revenue"),
             "amount": (n as f64) * 1.25 + 0.1,
-            "active": n % 2 == 0,
+            "active": n.is_multiple_of(2),
             "tags": ["alpha", "beta", format!("t{}", n % 13)],
             "owner": { "email": format!("user{n}@example.com"), "team": "finance" },
         }));

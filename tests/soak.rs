@@ -50,7 +50,7 @@ async fn mixed_traffic_on_two_instances_executes_every_intent_exactly_once() {
                 // Intent ids cycle, so every intent is asked for many times, from both
                 // instances, sometimes at once; one in five is slower than the deadline.
                 let id = n % INTENTS;
-                let delay = if id % 5 == 0 { 400 } else { 5 };
+                let delay = if id.is_multiple_of(5) { 400 } else { 5 };
                 let client = &instances[(n % 2) as usize];
                 let body = format!(r#"{{"id":{id},"delay_ms":{delay}}}"#);
                 let answer = client.post("/tools/intent", "soak", &body).await;

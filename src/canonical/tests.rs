@@ -138,13 +138,13 @@ pub(crate) fn respell_numbers(value: &Value, seed: &mut u64, keep_kinds: bool, o
             match c {
                 '"' => out.push_str("\\\""),
                 '\\' => out.push_str("\\\\"),
-                c if (c as u32) < 0x20 || next(seed) % 3 == 0 => {
+                c if (c as u32) < 0x20 || next(seed).is_multiple_of(3) => {
                     let mut units = [0u16; 2];
                     for unit in c.encode_utf16(&mut units) {
                         out.push_str(&format!("\\u{unit:04X}"));
                     }
                 }
-                '/' if next(seed) % 2 == 0 => out.push_str("\\/"),
+                '/' if next(seed).is_multiple_of(2) => out.push_str("\\/"),
                 c => out.push(c),
             }
         }
