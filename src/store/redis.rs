@@ -154,7 +154,24 @@ impl RedisStoreBuilder {
         self.build(Connection::Cluster(connection)).await
     }
 
-    /// Uses a connection manager the application already holds.
+    /// Uses a connection manager the application already holds: for a private certificate
+    /// authority or a client certificate (`redis::Client::build_with_tls`, feature
+    /// `redis-tls`), or connection settings of its own. Its reconnects and response timeout
+    /// are the manager's; every call is still bounded by [`RedisStoreBuilder::call_timeout`].
+    ///
+    /// ```no_run
+    /// # #[cfg(feature = "redis-tls")]
+    /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+    /// use redis::{aio::ConnectionManager, Client, TlsCertificates};
+    /// use tower_idempotency::store::RedisStore;
+    ///
+    /// let authority = std::fs::read("ca.crt")?;
+    /// let certificates = TlsCertificates { client_tls: None, root_cert: Some(authority) };
+    /// let client = Client::build_with_tls("rediss://10.0.0.5:6380", certificates)?;
+    /// let manager = ConnectionManager::new(client).await?;
+    /// let store = RedisStore::builder().from_connection_manager(manager).await?;
+    /// # let _ = store; Ok(()) }
+    /// ```
     pub async fn from_connection_manager(
         self,
         manager: ConnectionManager,

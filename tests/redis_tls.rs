@@ -1,0 +1,202 @@
+//! Redis over TLS, as managed Redis services require: a real `redis-server` started with a
+//! `tls-port` and a certificate authority this test makes (with the `openssl` tool), reached
+//! through a `rediss://` URL and through a connection the application builds itself.
+#![cfg(all(feature = "redis-tls", feature = "conformance"))]
+
+mod support;
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use redis::aio::ConnectionManager;
+use redis::{Client, TlsCertificates};
+use tempfile::TempDir;
+use tower_idempotency::store::{conformance, RedisStore};
+
+/// A certificate authority and a server certificate for 127.0.0.1, made once per test run.
+struct Certificates {
+    dir: TempDir,
+}
+
+impl Certificates {
+    fn make() -> Self {
+        let dir = TempDir::new().unwrap();
+        let run = |args: &[&str]| {
+            let status = Command::new("openssl")
+                .args(args)
+                .current_dir(dir.path())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .expect("openssl on PATH (.ci/run installs it)");
+            assert!(status.success(), "openssl {args:?}");
+        };
+        run(&[
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=test authority",
+            "-keyout",
+            "ca.key",
+            "-out",
+            "ca.crt",
+        ]);
+        run(&[
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-keyout",
+            "server.key",
+            "-out",
+            "server.csr",
+        ]);
+        std::fs::write(dir.path().join("san.ext"), "subjectAltName=IP:127.0.0.1\n").unwrap();
+        run(&[
+            "x509",
+            "-req",
+            "-in",
+            "server.csr",
+            "-CA",
+            "ca.crt",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-days",
+            "2",
+            "-extfile",
+            "san.ext",
+            "-out",
+            "server.crt",
+        ]);
+        Self { dir }
+    }
+
+    fn path(&self, name: &str) -> String {
+        self.dir.path().join(name).display().to_string()
+    }
+}
+
+/// The authority, trusted by this test process as a system certificate would be: the
+/// client's root store reads `SSL_CERT_FILE`. Set once, before any connection is made.
+fn certificates() -> &'static Certificates {
+    static CERTIFICATES: OnceLock<Certificates> = OnceLock::new();
+    CERTIFICATES.get_or_init(|| {
+        let certificates = Certificates::make();
+        std::env::set_var("SSL_CERT_FILE", certificates.path("ca.crt"));
+        certificates
+    })
+}
+
+/// A `redis-server` with a plain port (to see it is up) and a TLS port, stopped when dropped.
+struct TlsServer {
+    child: Child,
+    tls_port: u16,
+    _dir: TempDir,
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+impl TlsServer {
+    fn start(certificates: &Certificates) -> Self {
+        let dir = TempDir::new().unwrap();
+        let (port, tls_port) = (free_port(), free_port());
+        let child = Command::new("redis-server")
+            .args([
+                "--port",
+                &port.to_string(),
+                "--tls-port",
+                &tls_port.to_string(),
+            ])
+            .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+            .args(["--tls-cert-file", &certificates.path("server.crt")])
+            .args(["--tls-key-file", &certificates.path("server.key")])
+            .args(["--tls-ca-cert-file", &certificates.path("ca.crt")])
+            .args(["--tls-auth-clients", "no"])
+            .arg("--dir")
+            .arg(dir.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("redis-server on PATH (.ci/run installs it)");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while support::redis_server::command(port, "PING").map_or(true, |r| !r.starts_with("+PONG"))
+        {
+            assert!(Instant::now() < deadline, "redis-server did not start");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Self {
+            child,
+            tls_port,
+            _dir: dir,
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("rediss://127.0.0.1:{}", self.tls_port)
+    }
+}
+
+impl Drop for TlsServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_reached_through_a_rediss_url_conforms() {
+    let server = TlsServer::start(certificates());
+    let store = RedisStore::connect(&server.url()).await.unwrap();
+    conformance::assert_conforms(&store).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_the_application_builds_with_its_own_authority_serves_the_store() {
+    let certificates = certificates();
+    let server = TlsServer::start(certificates);
+    let authority = std::fs::read(Path::new(&certificates.path("ca.crt"))).unwrap();
+    let client = Client::build_with_tls(
+        server.url(),
+        TlsCertificates {
+            client_tls: None,
+            root_cert: Some(authority),
+        },
+    )
+    .unwrap();
+    let manager = ConnectionManager::new(client).await.unwrap();
+    let store = RedisStore::builder()
+        .from_connection_manager(manager)
+        .await
+        .unwrap();
+    conformance::assert_conforms(&store).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plain_url_to_the_tls_port_is_refused_at_connect() {
+    let server = TlsServer::start(certificates());
+    let plain = format!("redis://127.0.0.1:{}", server.tls_port);
+    let connected = RedisStore::builder()
+        .call_timeout(Duration::from_secs(2))
+        .connect(&plain)
+        .await;
+    assert!(
+        connected.is_err(),
+        "no store over a connection that speaks no TLS"
+    );
+}
