@@ -100,29 +100,40 @@ fn certificates() -> &'static Certificates {
 /// A `redis-server` with a plain port (to see it is up) and a TLS port, stopped when dropped.
 struct TlsServer {
     child: Child,
+    port: u16,
     tls_port: u16,
     _dir: TempDir,
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+/// A free port; for a cluster node, one whose bus port (10 000 above) is free too.
+fn free_port(with_bus: bool) -> u16 {
+    loop {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let bus_free =
+            || port < 55_000 && std::net::TcpListener::bind(("127.0.0.1", port + 10_000)).is_ok();
+        if !with_bus || bus_free() {
+            return port;
+        }
+    }
 }
 
 impl TlsServer {
     fn start(certificates: &Certificates) -> Self {
+        Self::spawn(certificates, false)
+    }
+
+    /// A node; a cluster node speaks TLS on its bus too.
+    fn spawn(certificates: &Certificates, cluster: bool) -> Self {
         let dir = TempDir::new().unwrap();
-        let (port, tls_port) = (free_port(), free_port());
-        let child = Command::new("redis-server")
-            .args([
-                "--port",
-                &port.to_string(),
-                "--tls-port",
-                &tls_port.to_string(),
-            ])
+        let (port, tls_port) = (free_port(cluster), free_port(false));
+        let mut command = Command::new("redis-server");
+        command
+            .args(["--port", &port.to_string()])
+            .args(["--tls-port", &tls_port.to_string()])
             .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
             .args(["--tls-cert-file", &certificates.path("server.crt")])
             .args(["--tls-key-file", &certificates.path("server.key")])
@@ -131,17 +142,27 @@ impl TlsServer {
             .arg("--dir")
             .arg(dir.path())
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(Stdio::null());
+        if cluster {
+            command
+                .args(["--cluster-enabled", "yes", "--cluster-node-timeout", "3000"])
+                .args(["--tls-cluster", "yes"])
+                .arg("--cluster-config-file")
+                .arg(dir.path().join("nodes.conf"));
+        }
+        let child = command
             .spawn()
             .expect("redis-server on PATH (.ci/run installs it)");
         let deadline = Instant::now() + Duration::from_secs(10);
-        while support::redis_server::command(port, "PING").map_or(true, |r| !r.starts_with("+PONG"))
-        {
+        let up =
+            || support::redis_server::command(port, "PING").is_ok_and(|r| r.starts_with("+PONG"));
+        while !up() {
             assert!(Instant::now() < deadline, "redis-server did not start");
             std::thread::sleep(Duration::from_millis(20));
         }
         Self {
             child,
+            port,
             tls_port,
             _dir: dir,
         }
@@ -150,6 +171,43 @@ impl TlsServer {
     fn url(&self) -> String {
         format!("rediss://127.0.0.1:{}", self.tls_port)
     }
+}
+
+/// A 3-node cluster over TLS, no replicas, created with `redis-cli --tls`.
+fn tls_cluster(certificates: &Certificates) -> Vec<TlsServer> {
+    let nodes: Vec<TlsServer> = (0..3)
+        .map(|_| TlsServer::spawn(certificates, true))
+        .collect();
+    let status = Command::new("redis-cli")
+        .args(["--tls", "--cacert", &certificates.path("ca.crt")])
+        .args(["--cluster", "create"])
+        .args(
+            nodes
+                .iter()
+                .map(|node| format!("127.0.0.1:{}", node.tls_port)),
+        )
+        .args(["--cluster-replicas", "0", "--cluster-yes"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .expect("redis-cli on PATH (.ci/run installs it)");
+    assert!(
+        status.success(),
+        "redis-cli --cluster create over TLS failed"
+    );
+    let deadline = Instant::now() + Duration::from_secs(20);
+    for node in &nodes {
+        while !support::redis_server::command(node.port, "CLUSTER INFO")
+            .is_ok_and(|reply| reply.contains("cluster_state:ok"))
+        {
+            assert!(
+                Instant::now() < deadline,
+                "the cluster did not become ready"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+    nodes
 }
 
 impl Drop for TlsServer {
@@ -199,4 +257,12 @@ async fn a_plain_url_to_the_tls_port_is_refused_at_connect() {
         connected.is_err(),
         "no store over a connection that speaks no TLS"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_store_over_tls_conforms() {
+    let nodes = tls_cluster(certificates());
+    let urls: Vec<String> = nodes.iter().map(TlsServer::url).collect();
+    let store = RedisStore::connect_cluster(&urls).await.unwrap();
+    conformance::assert_conforms(&store).await;
 }
