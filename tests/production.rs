@@ -1,0 +1,119 @@
+//! The `production` example, run as a user runs it: authentication outside the layer, the
+//! scope from the principal and the conversation, the tools alone protected, metrics, and a
+//! shutdown on SIGTERM within its grace period; on the memory store and on a real Redis.
+
+mod support;
+
+use std::time::Duration;
+
+use axum::http::StatusCode;
+use support::gateway::{start_example, Gateway};
+use support::Answer;
+
+const TOKENS: &str = "t-ann=ann,t-bob=bob";
+
+async fn send(gateway: &Gateway, token: Option<&str>, conversation: &str, body: &str) -> Answer {
+    let mut headers = vec![
+        ("content-type", "application/json"),
+        ("x-conversation-id", conversation),
+    ];
+    let bearer = token.map(|token| format!("Bearer {token}"));
+    if let Some(bearer) = &bearer {
+        headers.push(("authorization", bearer));
+    }
+    gateway
+        .client
+        .post_with("/tools/send_email", &headers, body.to_owned())
+        .await
+}
+
+async fn sent(gateway: &Gateway) -> u64 {
+    let stats = gateway.client.get("/stats", None).await;
+    stats.json()["sent"].as_u64().unwrap()
+}
+
+/// What every deployment of the example must hold, whatever its store.
+async fn holds_its_promises(gateway: &Gateway) {
+    let email = r#"{"to":"a@example.com","subject":"invoice"}"#;
+    let refused = send(gateway, None, "c1", email).await;
+    assert_eq!(refused.status, StatusCode::UNAUTHORIZED);
+    assert_eq!(sent(gateway).await, 0, "nothing unauthenticated ran");
+
+    let first = send(gateway, Some("t-ann"), "c1", email).await;
+    assert_eq!(first.status, StatusCode::OK);
+    let respelled = r#"{ "subject": "invoice", "to": "a@example.com" }"#;
+    let again = send(gateway, Some("t-ann"), "c1", respelled).await;
+    assert!(again.replayed(), "the retry is replayed");
+    assert_eq!(again.json()["message_id"], first.json()["message_id"]);
+    assert_eq!(sent(gateway).await, 1);
+
+    let other_conversation = send(gateway, Some("t-ann"), "c2", email).await;
+    assert!(!other_conversation.replayed());
+    let other_principal = send(gateway, Some("t-bob"), "c1", email).await;
+    assert!(
+        !other_principal.replayed(),
+        "another principal's conversation id reaches none of ann's records"
+    );
+    assert_eq!(sent(gateway).await, 3);
+
+    let health = gateway.client.get("/healthz", None).await;
+    assert_eq!(health.status, StatusCode::OK, "open paths need no token");
+    let metrics = gateway.client.get("/metrics", None).await;
+    let metrics = String::from_utf8_lossy(&metrics.body).into_owned();
+    assert!(
+        metrics.contains("idempotency_replays_total"),
+        "the layer's metrics are served: {metrics}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_production_example_holds_its_promises_on_the_memory_store() {
+    let gateway = start_example("production", &[("TOKENS", TOKENS)]);
+    holds_its_promises(&gateway).await;
+}
+
+#[cfg(feature = "redis")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_production_example_holds_its_promises_on_redis() {
+    let server = support::redis_server::RedisServer::start();
+    let gateway = start_example(
+        "production",
+        &[("TOKENS", TOKENS), ("REDIS_URL", &server.url())],
+    );
+    holds_its_promises(&gateway).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_mid_action_lets_it_finish_and_record_within_the_grace() {
+    let mut gateway = start_example(
+        "production",
+        &[("TOKENS", TOKENS), ("SHUTDOWN_GRACE_MS", "5000")],
+    );
+    let client = gateway.client.clone();
+    let slow = r#"{"to":"a@example.com","delay_ms":800}"#;
+    let call = tokio::spawn(async move {
+        client
+            .post_with(
+                "/tools/send_email",
+                &[
+                    ("content-type", "application/json"),
+                    ("x-conversation-id", "c1"),
+                    ("authorization", "Bearer t-ann"),
+                ],
+                slow.to_owned(),
+            )
+            .await
+    });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    gateway.terminate();
+    let answer = call.await.unwrap();
+    assert_eq!(
+        answer.status,
+        StatusCode::OK,
+        "the action in flight finished"
+    );
+    assert!(
+        gateway.exited_within(Duration::from_secs(5)),
+        "the process exits within its grace period"
+    );
+}
