@@ -1,13 +1,14 @@
 //! The `production` example, run as a user runs it: authentication outside the layer, the
 //! scope from the principal and the conversation, the tools alone protected, metrics, and a
-//! shutdown on SIGTERM within its grace period; on the memory store and on a real Redis.
+//! shutdown on SIGTERM within its grace period; on the memory store, on a real Redis, and on a
+//! Redis reached over TLS.
 
 mod support;
 
 use std::time::Duration;
 
 use axum::http::StatusCode;
-use support::gateway::{start_example, Gateway};
+use support::gateway::{start_example, start_example_keeping_stderr, Gateway};
 use support::Answer;
 
 const TOKENS: &str = "t-ann=ann,t-bob=bob";
@@ -115,5 +116,70 @@ async fn sigterm_mid_action_lets_it_finish_and_record_within_the_grace() {
     assert!(
         gateway.exited_within(Duration::from_secs(5)),
         "the process exits within its grace period"
+    );
+}
+
+#[cfg(feature = "redis-tls")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_production_example_holds_its_promises_on_redis_over_tls() {
+    // Sets SSL_CERT_FILE in this process, which the example inherits: its client trusts the
+    // test's authority as it would a system certificate.
+    let certificates = support::redis_tls::certificates();
+    let server = support::redis_tls::TlsServer::start(certificates);
+    let gateway = start_example(
+        "production",
+        &[("TOKENS", TOKENS), ("REDIS_URL", &server.url())],
+    );
+    holds_its_promises(&gateway).await;
+}
+
+/// Redis goes away while an action runs, then SIGTERM: the action's outcome cannot be
+/// recorded, the write is retried in the background, and the shutdown ends at its grace and
+/// says what it left.
+#[cfg(feature = "redis")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_during_a_redis_outage_exits_within_the_grace_and_says_what_it_left() {
+    let mut server = support::redis_server::RedisServer::start();
+    let mut gateway = start_example_keeping_stderr(
+        "production",
+        &[
+            ("TOKENS", TOKENS),
+            ("REDIS_URL", &server.url()),
+            ("SHUTDOWN_GRACE_MS", "2000"),
+        ],
+    );
+    let client = gateway.client.clone();
+    let slow = r#"{"to":"a@example.com","delay_ms":800}"#;
+    let call = tokio::spawn(async move {
+        client
+            .post_with(
+                "/tools/send_email",
+                &[
+                    ("content-type", "application/json"),
+                    ("x-conversation-id", "c1"),
+                    ("authorization", "Bearer t-ann"),
+                ],
+                slow.to_owned(),
+            )
+            .await
+    });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    server.kill();
+    gateway.terminate();
+    let answer = call.await.unwrap();
+    assert_eq!(
+        answer.status,
+        StatusCode::OK,
+        "the caller has its answer although the store cannot record it"
+    );
+    assert!(
+        gateway.exited_within(Duration::from_secs(8)),
+        "the process exits at the end of its grace period, not after the ten minutes a \
+         refused write is retried for"
+    );
+    let said = gateway.stderr();
+    assert!(
+        said.contains("shutdown: 1 execution(s) left unfinished"),
+        "it says what it left: {said}"
     );
 }

@@ -3,6 +3,7 @@
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
 
 use super::Client;
 
@@ -16,6 +17,8 @@ pub fn example_binary(name: &str) -> PathBuf {
 pub struct Gateway {
     child: Child,
     pub client: Client,
+    /// What the process wrote to stderr, when it was started to keep it.
+    stderr: Option<Arc<Mutex<String>>>,
 }
 
 impl Drop for Gateway {
@@ -33,12 +36,39 @@ pub fn start(env: &[(&str, &str)]) -> Gateway {
 /// Starts the example `name` on a free loopback port; its client's base is the address the
 /// example prints.
 pub fn start_example(name: &str, env: &[(&str, &str)]) -> Gateway {
-    let mut child = Command::new(example_binary(name))
+    launch(name, env, false)
+}
+
+/// Like [`start_example`], keeping what the process writes to stderr (read by a thread of its
+/// own, so that the process never blocks on a full pipe).
+pub fn start_example_keeping_stderr(name: &str, env: &[(&str, &str)]) -> Gateway {
+    launch(name, env, true)
+}
+
+fn launch(name: &str, env: &[(&str, &str)], keep_stderr: bool) -> Gateway {
+    let mut command = Command::new(example_binary(name));
+    command
         .env("ADDR", "127.0.0.1:0")
         .envs(env.iter().copied())
-        .stdout(Stdio::piped())
+        .stdout(Stdio::piped());
+    if keep_stderr {
+        command.stderr(Stdio::piped());
+    }
+    let mut child = command
         .spawn()
         .unwrap_or_else(|e| panic!("the {name} example is built by cargo test: {e}"));
+    let stderr = child.stderr.take().map(|pipe| {
+        let kept = Arc::new(Mutex::new(String::new()));
+        let writer = Arc::clone(&kept);
+        std::thread::spawn(move || {
+            for line in BufReader::new(pipe).lines().map_while(Result::ok) {
+                let mut kept = writer.lock().unwrap();
+                kept.push_str(&line);
+                kept.push('\n');
+            }
+        });
+        kept
+    });
     let mut line = String::new();
     BufReader::new(child.stdout.take().unwrap())
         .read_line(&mut line)
@@ -51,10 +81,19 @@ pub fn start_example(name: &str, env: &[(&str, &str)]) -> Gateway {
     Gateway {
         child,
         client: Client::new(base),
+        stderr,
     }
 }
 
 impl Gateway {
+    /// What the process has written to stderr so far (empty unless it was kept).
+    pub fn stderr(&self) -> String {
+        self.stderr
+            .as_ref()
+            .map(|kept| kept.lock().unwrap().clone())
+            .unwrap_or_default()
+    }
+
     /// Kills the process at once, as a crash would.
     pub fn kill(&mut self) {
         let _ = self.child.kill();

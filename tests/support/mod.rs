@@ -254,3 +254,5 @@ pub mod faulty;
 pub mod gateway;
 #[cfg(feature = "redis")]
 pub mod redis_server;
+#[cfg(feature = "redis-tls")]
+pub mod redis_tls;

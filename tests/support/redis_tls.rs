@@ -1,0 +1,210 @@
+//! Real `redis-server` processes that speak TLS, and the certificate authority they trust,
+//! made with the `openssl` tool.
+
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use tempfile::TempDir;
+
+/// A certificate authority and a server certificate for 127.0.0.1, made once per test run.
+pub struct Certificates {
+    dir: TempDir,
+}
+
+impl Certificates {
+    fn make() -> Self {
+        let dir = TempDir::new().unwrap();
+        let run = |args: &[&str]| {
+            let status = Command::new("openssl")
+                .args(args)
+                .current_dir(dir.path())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .expect("openssl on PATH (.ci/run installs it)");
+            assert!(status.success(), "openssl {args:?}");
+        };
+        run(&[
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=test authority",
+            "-keyout",
+            "ca.key",
+            "-out",
+            "ca.crt",
+        ]);
+        run(&[
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-keyout",
+            "server.key",
+            "-out",
+            "server.csr",
+        ]);
+        std::fs::write(dir.path().join("san.ext"), "subjectAltName=IP:127.0.0.1\n").unwrap();
+        run(&[
+            "x509",
+            "-req",
+            "-in",
+            "server.csr",
+            "-CA",
+            "ca.crt",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-days",
+            "2",
+            "-extfile",
+            "san.ext",
+            "-out",
+            "server.crt",
+        ]);
+        Self { dir }
+    }
+
+    pub fn path(&self, name: &str) -> String {
+        self.dir.path().join(name).display().to_string()
+    }
+}
+
+/// The authority, trusted by this test process as a system certificate would be: the
+/// client's root store reads `SSL_CERT_FILE`. Set once, before any connection is made.
+pub fn certificates() -> &'static Certificates {
+    static CERTIFICATES: OnceLock<Certificates> = OnceLock::new();
+    CERTIFICATES.get_or_init(|| {
+        let certificates = Certificates::make();
+        std::env::set_var("SSL_CERT_FILE", certificates.path("ca.crt"));
+        certificates
+    })
+}
+
+/// A `redis-server` with a plain port (to see it is up) and a TLS port, stopped when dropped.
+pub struct TlsServer {
+    child: Child,
+    pub port: u16,
+    pub tls_port: u16,
+    _dir: TempDir,
+}
+
+/// A free port; for a cluster node, one whose bus port (10 000 above) is free too.
+fn free_port(with_bus: bool) -> u16 {
+    loop {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let bus_free =
+            || port < 55_000 && std::net::TcpListener::bind(("127.0.0.1", port + 10_000)).is_ok();
+        if !with_bus || bus_free() {
+            return port;
+        }
+    }
+}
+
+impl TlsServer {
+    pub fn start(certificates: &Certificates) -> Self {
+        Self::spawn(certificates, false)
+    }
+
+    /// A node; a cluster node speaks TLS on its bus too.
+    fn spawn(certificates: &Certificates, cluster: bool) -> Self {
+        let dir = TempDir::new().unwrap();
+        let (port, tls_port) = (free_port(cluster), free_port(false));
+        let mut command = Command::new("redis-server");
+        command
+            .args(["--port", &port.to_string()])
+            .args(["--tls-port", &tls_port.to_string()])
+            .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+            .args(["--tls-cert-file", &certificates.path("server.crt")])
+            .args(["--tls-key-file", &certificates.path("server.key")])
+            .args(["--tls-ca-cert-file", &certificates.path("ca.crt")])
+            .args(["--tls-auth-clients", "no"])
+            .arg("--dir")
+            .arg(dir.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        if cluster {
+            command
+                .args(["--cluster-enabled", "yes", "--cluster-node-timeout", "3000"])
+                .args(["--tls-cluster", "yes"])
+                .arg("--cluster-config-file")
+                .arg(dir.path().join("nodes.conf"));
+        }
+        let child = command
+            .spawn()
+            .expect("redis-server on PATH (.ci/run installs it)");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let up =
+            || super::redis_server::command(port, "PING").is_ok_and(|r| r.starts_with("+PONG"));
+        while !up() {
+            assert!(Instant::now() < deadline, "redis-server did not start");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Self {
+            child,
+            port,
+            tls_port,
+            _dir: dir,
+        }
+    }
+
+    pub fn url(&self) -> String {
+        format!("rediss://127.0.0.1:{}", self.tls_port)
+    }
+}
+
+/// A 3-node cluster over TLS, no replicas, created with `redis-cli --tls`.
+pub fn tls_cluster(certificates: &Certificates) -> Vec<TlsServer> {
+    let nodes: Vec<TlsServer> = (0..3)
+        .map(|_| TlsServer::spawn(certificates, true))
+        .collect();
+    let status = Command::new("redis-cli")
+        .args(["--tls", "--cacert", &certificates.path("ca.crt")])
+        .args(["--cluster", "create"])
+        .args(
+            nodes
+                .iter()
+                .map(|node| format!("127.0.0.1:{}", node.tls_port)),
+        )
+        .args(["--cluster-replicas", "0", "--cluster-yes"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .expect("redis-cli on PATH (.ci/run installs it)");
+    assert!(
+        status.success(),
+        "redis-cli --cluster create over TLS failed"
+    );
+    let deadline = Instant::now() + Duration::from_secs(20);
+    for node in &nodes {
+        while !super::redis_server::command(node.port, "CLUSTER INFO")
+            .is_ok_and(|reply| reply.contains("cluster_state:ok"))
+        {
+            assert!(
+                Instant::now() < deadline,
+                "the cluster did not become ready"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+    nodes
+}
+
+impl Drop for TlsServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
