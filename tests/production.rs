@@ -28,6 +28,25 @@ async fn send(gateway: &Gateway, token: Option<&str>, conversation: &str, body: 
         .await
 }
 
+/// An authenticated call whose action takes 800 ms, sent in a task of its own.
+fn slow_call(gateway: &Gateway) -> tokio::task::JoinHandle<Answer> {
+    let gateway_client = gateway.client.clone();
+    tokio::spawn(async move {
+        let slow = r#"{"to":"a@example.com","delay_ms":800}"#;
+        gateway_client
+            .post_with(
+                "/tools/send_email",
+                &[
+                    ("content-type", "application/json"),
+                    ("x-conversation-id", "c1"),
+                    ("authorization", "Bearer t-ann"),
+                ],
+                slow.to_owned(),
+            )
+            .await
+    })
+}
+
 async fn sent(gateway: &Gateway) -> u64 {
     let stats = gateway.client.get("/stats", None).await;
     stats.json()["sent"].as_u64().unwrap()
@@ -90,21 +109,7 @@ async fn sigterm_mid_action_lets_it_finish_and_record_within_the_grace() {
         "production",
         &[("TOKENS", TOKENS), ("SHUTDOWN_GRACE_MS", "5000")],
     );
-    let client = gateway.client.clone();
-    let slow = r#"{"to":"a@example.com","delay_ms":800}"#;
-    let call = tokio::spawn(async move {
-        client
-            .post_with(
-                "/tools/send_email",
-                &[
-                    ("content-type", "application/json"),
-                    ("x-conversation-id", "c1"),
-                    ("authorization", "Bearer t-ann"),
-                ],
-                slow.to_owned(),
-            )
-            .await
-    });
+    let call = slow_call(&gateway);
     tokio::time::sleep(Duration::from_millis(200)).await;
     gateway.terminate();
     let answer = call.await.unwrap();
@@ -148,21 +153,7 @@ async fn sigterm_during_a_redis_outage_exits_within_the_grace_and_says_what_it_l
             ("SHUTDOWN_GRACE_MS", "2000"),
         ],
     );
-    let client = gateway.client.clone();
-    let slow = r#"{"to":"a@example.com","delay_ms":800}"#;
-    let call = tokio::spawn(async move {
-        client
-            .post_with(
-                "/tools/send_email",
-                &[
-                    ("content-type", "application/json"),
-                    ("x-conversation-id", "c1"),
-                    ("authorization", "Bearer t-ann"),
-                ],
-                slow.to_owned(),
-            )
-            .await
-    });
+    let call = slow_call(&gateway);
     tokio::time::sleep(Duration::from_millis(200)).await;
     server.kill();
     gateway.terminate();
