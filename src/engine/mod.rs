@@ -1,6 +1,11 @@
 //! The engine: from a request's scope, operation and body to an [`Outcome`], whatever protocol
 //! the request came in. It claims, coalesces, executes detached and records; it names no
 //! status code and no header, and the dialects (`http`, `mcp`) render what it decides.
+//!
+//! Futures off the common path are boxed, and a boxed future is built in a `let` of its own
+//! before it is awaited: a temporary inside an `.await` expression keeps its storage in the
+//! awaiting future until the statement ends, so `Box::pin(work()).await` would carry the whole
+//! state of `work` in every request's future anyway.
 
 mod coalesce;
 mod execute;
