@@ -140,8 +140,6 @@ where
             }
             // Waiting on an execution elsewhere runs nothing here: it holds no place.
             drop(reservation);
-            telemetry::coalesced(&intent.op);
-            lead.set_started_at_ms(info.started_at_ms);
             let waiting = Box::pin(wait_elsewhere(
                 engine,
                 work,
@@ -243,8 +241,6 @@ async fn at_capacity<St: Store, A, E, F>(
             decided(Outcome::Replayed(record))
         }
         Ok(Some(Entry::Running(info))) => {
-            telemetry::coalesced(&intent.op);
-            lead.set_started_at_ms(info.started_at_ms);
             let waiting = Box::pin(wait_elsewhere(
                 engine,
                 work,
@@ -262,7 +258,8 @@ async fn at_capacity<St: Store, A, E, F>(
 }
 
 /// Waits for an execution that runs elsewhere (another process, or another layer sharing
-/// the store), polling the store until it settles or this caller's deadline.
+/// the store), started at `started_at_ms`, polling the store until it settles or this
+/// caller's deadline. Counted as coalesced.
 async fn wait_elsewhere<St: Store, A, E, F>(
     engine: &Arc<Engine<St>>,
     work: F,
@@ -270,6 +267,8 @@ async fn wait_elsewhere<St: Store, A, E, F>(
     lead: Lead,
     started_at_ms: u64,
 ) -> Led<A, E, F> {
+    telemetry::coalesced(&intent.op);
+    lead.set_started_at_ms(started_at_ms);
     let mut pause = Duration::from_millis(10);
     loop {
         let now = Instant::now();

@@ -76,44 +76,36 @@ where
     };
     let mut work = AssertUnwindSafe(work).catch_unwind();
     let polled = Pin::new(&mut work).poll(&mut Context::from_waker(Waker::noop()));
-    let (first, later) = match polled {
-        Poll::Ready(ended) => {
-            let Plan {
-                write,
-                settled,
-                answer,
-            } = recorder.plan(Some(ended));
-            let mut attempt = Box::pin(
-                async move {
-                    let written = recorder.attempt(&write).await;
-                    (recorder, write, written)
-                }
-                .instrument(span.clone()),
-            );
-            let polled = attempt
-                .as_mut()
-                .poll(&mut Context::from_waker(Waker::noop()));
-            if let Poll::Ready((recorder, write, written)) = polled {
-                if let Some(retrying) = after.written(recorder, write, settled, written) {
-                    tracker.spawn(retrying.instrument(span));
-                }
-                return Started::Answered(answer);
+    if let Poll::Ready(ended) = polled {
+        let Plan {
+            write,
+            settled,
+            answer,
+        } = recorder.plan(Some(ended));
+        let mut attempt = Box::pin(
+            async move {
+                let written = recorder.attempt(&write).await;
+                (recorder, write, written)
             }
-            let (first, later) = oneshot::channel();
-            tracker.spawn(async move {
-                let (recorder, write, written) = attempt.await;
-                let retrying = after.written(recorder, write, settled, written);
-                // The caller may have had its answer already (202) or gone away: either is
-                // fine.
-                let _ = first.send(answer);
-                if let Some(retrying) = retrying {
-                    retrying.await;
-                }
-            });
-            return Started::Later(later);
+            .instrument(span.clone()),
+        );
+        let polled = attempt
+            .as_mut()
+            .poll(&mut Context::from_waker(Waker::noop()));
+        if let Poll::Ready((recorder, write, written)) = polled {
+            if let Some(retrying) = after.written(recorder, write, settled, written) {
+                tracker.spawn(retrying.instrument(span));
+            }
+            return Started::Answered(answer);
         }
-        Poll::Pending => oneshot::channel(),
-    };
+        let (first, later) = oneshot::channel();
+        tracker.spawn(async move {
+            let (recorder, write, written) = attempt.await;
+            finish(after, recorder, write, settled, written, first, answer).await;
+        });
+        return Started::Later(later);
+    }
+    let (first, later) = oneshot::channel();
     let execution = async move {
         let bounded = async {
             match recorder.intent.max_execution {
@@ -129,14 +121,29 @@ where
             answer,
         } = recorder.plan(ended);
         let written = recorder.attempt(&write).await;
-        let retrying = after.written(recorder, write, settled, written);
-        let _ = first.send(answer);
-        if let Some(retrying) = retrying {
-            retrying.await;
-        }
+        finish(after, recorder, write, settled, written, first, answer).await;
     };
     tracker.spawn(execution.instrument(span));
     Started::Later(later)
+}
+
+/// After a first write that had to wait: tells the waiters, then the first caller, then
+/// retries the write if the store refused it.
+async fn finish<St: Store, A, E>(
+    after: Settle,
+    recorder: Recorder<St>,
+    write: Write,
+    settled: Settled,
+    written: Result<(), StoreError>,
+    first: oneshot::Sender<FirstOutcome<A, E>>,
+    answer: FirstOutcome<A, E>,
+) {
+    let retrying = after.written(recorder, write, settled, written);
+    // The caller may have had its answer already (202) or gone away: either is fine.
+    let _ = first.send(answer);
+    if let Some(retrying) = retrying {
+        retrying.await;
+    }
 }
 
 /// What is left to do once the store has answered the first write of an outcome.
