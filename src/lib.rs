@@ -60,6 +60,7 @@ mod engine;
 mod future;
 mod guard;
 mod headers;
+mod interrupted;
 pub mod key;
 mod layer;
 #[cfg(feature = "mcp")]
@@ -78,6 +79,7 @@ pub use classify::{Classify, DefaultClassify, Verdict};
 pub use detached::DetachedExecutions;
 pub use future::ResponseFuture;
 pub use headers::{INTENT_HEADER, REPLAYED_HEADER};
+pub use interrupted::Interrupted;
 pub use key::IntentKey;
 pub use layer::IdempotencyLayer;
 pub use scope::DEFAULT_SCOPE_HEADER;

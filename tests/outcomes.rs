@@ -166,3 +166,39 @@ async fn records_expire_after_the_retention() {
     assert!(!client.post("/tools/echo", "s", "{}").await.replayed());
     assert_eq!(counts.get("echo"), 2);
 }
+
+#[tokio::test]
+async fn an_answer_marked_interrupted_is_kept_as_may_have_run_and_never_run_again() {
+    use axum::response::IntoResponse;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    use tower_idempotency::Interrupted;
+
+    let calls = Arc::new(AtomicUsize::new(0));
+    let seen = Arc::clone(&calls);
+    // What a proxy writes when the upstream's connection broke after the request was sent.
+    let app = axum::Router::new().route(
+        "/tools/charge",
+        axum::routing::post(move || {
+            seen.fetch_add(1, Ordering::SeqCst);
+            async {
+                let mut response = (StatusCode::BAD_GATEWAY, "connection reset").into_response();
+                response.extensions_mut().insert(Interrupted);
+                response
+            }
+        }),
+    );
+    let client = Client::new(serve(app.layer(IdempotencyLayer::new())).await);
+    let first = client.post("/tools/charge", "s", r#"{"cents":500}"#).await;
+    assert_eq!(first.status, StatusCode::BAD_GATEWAY);
+    assert_eq!(first.body, "connection reset");
+    let again = client.post("/tools/charge", "s", r#"{"cents":500}"#).await;
+    assert_eq!(again.status, StatusCode::BAD_GATEWAY);
+    let told = again.json();
+    assert_eq!(told["outcome"], "unknown");
+    assert_eq!(told["retryable"], false);
+    let detail = told["detail"].as_str().unwrap();
+    assert!(detail.starts_with("This action may have run"), "{detail}");
+    assert!(detail.contains("not run again"), "{detail}");
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+}

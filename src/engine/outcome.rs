@@ -179,6 +179,9 @@ pub(crate) struct Answered<A> {
     pub(crate) status: Option<StatusCode>,
     /// The wait the answer asked for before a retry, in seconds.
     pub(crate) retry_after_s: Option<u64>,
+    /// The answer stands in for one lost after the request reached the tool
+    /// ([`Interrupted`](crate::Interrupted)): the verdict is [`Verdict::Unknown`].
+    pub(crate) interrupted: bool,
     /// What the first caller is given.
     pub(crate) answer: A,
 }

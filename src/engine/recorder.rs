@@ -72,6 +72,7 @@ impl<St: Store> Recorder<St> {
             stored,
             status,
             retry_after_s,
+            interrupted,
             answer,
         } = answered;
         let status_or_ok = status.unwrap_or(http::StatusCode::OK);
@@ -83,6 +84,7 @@ impl<St: Store> Recorder<St> {
             (Verdict::Keep, Some(stored)) => KeptResponse::Full(stored),
             (Verdict::Keep, None) => omitted(Omission::TooLarge),
             (Verdict::KeepStatus, _) => omitted(Omission::NoStore),
+            (Verdict::Unknown, _) if interrupted => omitted(Omission::Interrupted),
             (Verdict::Unknown, _) => omitted(Omission::Unclassified),
             (Verdict::Release(cause), stored) => {
                 let tombstone = self.tombstone(status, cause, retry_after_s);

@@ -205,7 +205,7 @@ fn told_of(seen: &Seen) -> Option<String> {
         Seen::Completed(record) => match record.response {
             KeptResponse::Abandoned
             | KeptResponse::Omitted {
-                why: Omission::Unclassified,
+                why: Omission::Unclassified | Omission::Interrupted,
                 ..
             } => Some(
                 "The action may have run: whether it took effect is not known. It will not \

@@ -64,6 +64,21 @@ where
     B::Error: Into<BoxError>,
 {
     let (parts, body) = response.into_parts();
+    if parts.extensions.get::<crate::Interrupted>().is_some() {
+        // It stands in for an answer lost after the request reached the server: the tool
+        // may have run, so it is kept as run with an unknown outcome.
+        return Produced::Answered(Answered {
+            verdict: Verdict::Unknown,
+            stored: None,
+            status: Some(parts.status),
+            retry_after_s: None,
+            interrupted: true,
+            answer: ServerAnswer::Message {
+                kept: false,
+                message: interrupted(id),
+            },
+        });
+    }
     if !parts.status.is_success() {
         // Not a JSON-RPC answer: the transport's own refusal, released and passed on.
         let bytes = match Limited::new(body, limit).collect().await {
@@ -87,6 +102,7 @@ where
             stored: Some(stored),
             status: Some(parts.status),
             retry_after_s: None,
+            interrupted: false,
             answer: ServerAnswer::Refused(refusal),
         });
     }
@@ -125,6 +141,7 @@ fn judged(verdict: Verdict, message: Value, limit: usize) -> Answered<ServerAnsw
         // A JSON-RPC answer has no status of its own to keep.
         status: None,
         retry_after_s: None,
+        interrupted: false,
         answer: ServerAnswer::Message {
             kept: verdict == Verdict::Keep,
             message,
@@ -146,6 +163,16 @@ fn too_large(id: &Value, ceiling: usize) -> Value {
         "isError": true,
     });
     answers::result(id, result)
+}
+
+/// The JSON-RPC error for a call whose answer was lost after it reached the server: whether
+/// the tool ran is unknown, and it is kept so.
+fn interrupted(id: &Value) -> Value {
+    let message = "This action may have run: its request reached the server, but the answer \
+                   was lost on the way back, so whether it took effect is not known. It will \
+                   not be run again by itself: check its effect before calling again.";
+    let data = json!({ "outcome": "unknown", "retryable": false });
+    answers::error(id, answers::INTERNAL_ERROR, message, Some(data))
 }
 
 /// The JSON-RPC error for a call whose answer never came: whether the tool ran is unknown.
@@ -186,6 +213,26 @@ mod tests {
         let text = message["result"]["content"][0]["text"].as_str().unwrap();
         assert!(text.starts_with("This action ran"), "{text}");
         assert_eq!(message["id"], 1);
+    }
+
+    #[tokio::test]
+    async fn an_answer_marked_interrupted_is_kept_as_may_have_run() {
+        let mut response = Response::new(Full::new(Bytes::from_static(b"connection reset")));
+        *response.status_mut() = StatusCode::BAD_GATEWAY;
+        response.extensions_mut().insert(crate::Interrupted);
+        let Produced::Answered(answered) = read(response, &json!(7), 1024).await else {
+            panic!("an answer stands in for the lost one");
+        };
+        assert_eq!(answered.verdict, Verdict::Unknown, "kept, never released");
+        assert!(answered.interrupted);
+        let ServerAnswer::Message { message, .. } = answered.answer else {
+            panic!("a JSON-RPC answer");
+        };
+        assert_eq!(message["id"], 7);
+        assert_eq!(message["error"]["data"]["outcome"], "unknown");
+        let text = message["error"]["message"].as_str().unwrap();
+        assert!(text.starts_with("This action may have run"), "{text}");
+        assert!(text.contains("will not be run again"), "{text}");
     }
 
     #[test]

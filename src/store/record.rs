@@ -80,6 +80,10 @@ pub enum Omission {
     /// The classification rule failed on it, so whether the action took effect is unknown:
     /// it is not run again, and repeats are told to check.
     Unclassified,
+    /// It stands in for an answer that was lost after the request reached the tool (marked
+    /// [`Interrupted`](crate::Interrupted)): the action may have run, it is not run again, and
+    /// repeats are told to check.
+    Interrupted,
 }
 
 /// The outcome of a completed execution.

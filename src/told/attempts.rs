@@ -135,6 +135,23 @@ fn outcome_unknown(key: &IntentKey, status: StatusCode) -> Told {
     .member("last_status", status.as_u16())
 }
 
+/// The action's request reached the tool, but its answer was lost: whether it took effect is
+/// not known.
+fn answer_lost(key: &IntentKey, status: StatusCode) -> Told {
+    Told::new(
+        "answer-lost",
+        "Outcome unknown",
+        "unknown",
+        false,
+        "This action may have run: its request reached the tool, but the answer was lost on \
+         the way back, so whether it took effect is not known. It was not run again: check its \
+         effect before calling again."
+            .to_owned(),
+    )
+    .intent(key)
+    .member("last_status", status.as_u16())
+}
+
 /// The execution was abandoned at its bound: the action may have happened.
 pub(crate) fn abandoned(key: &IntentKey) -> Told {
     Told::new(
@@ -156,6 +173,7 @@ pub(crate) fn already_executed(key: &IntentKey, status: StatusCode, why: Omissio
         Omission::TooLarge => "was too large to keep",
         Omission::NoStore => "was marked `cache-control: no-store`, so it was not kept",
         Omission::Unclassified => return outcome_unknown(key, status),
+        Omission::Interrupted => return answer_lost(key, status),
     };
     Told::new(
         "already-executed",

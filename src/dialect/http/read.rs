@@ -14,6 +14,7 @@ use crate::buffer::Gathered;
 use crate::classify::{Classify, Verdict};
 use crate::engine::{Answered, Produced};
 use crate::guard::guarded;
+use crate::interrupted::Interrupted;
 use crate::store::StoredResponse;
 
 /// The tool's response as its first caller is given it.
@@ -31,16 +32,23 @@ where
     B: Body<Data = Bytes> + Send + 'static,
 {
     let (parts, body) = response.into_parts();
+    let interrupted = parts.extensions.get::<Interrupted>().is_some();
     // The tool has answered: a rule that panics leaves the outcome unknown, which is
-    // recorded, never released into a second run.
-    let verdict = guarded("classify", || rule.classify(parts.status, &parts.headers))
-        .unwrap_or(Verdict::Unknown);
+    // recorded, never released into a second run. An answer that stands in for a lost one
+    // is not the tool's to classify.
+    let verdict = if interrupted {
+        Verdict::Unknown
+    } else {
+        guarded("classify", || rule.classify(parts.status, &parts.headers))
+            .unwrap_or(Verdict::Unknown)
+    };
     let (status, wait) = (parts.status, retry_after_s(&parts.headers));
     let judged = |stored, answer| Answered {
         verdict,
         stored,
         status: Some(status),
         retry_after_s: wait,
+        interrupted,
         answer,
     };
     // Pinned in a box so that, over the cap, the partly read body can move to the caller.

@@ -130,6 +130,10 @@ pub(crate) fn decode(bytes: Bytes) -> Result<Stored, DecodeError> {
                     status: r.status()?,
                     why: Omission::Unclassified,
                 },
+                b'I' => KeptResponse::Omitted {
+                    status: r.status()?,
+                    why: Omission::Interrupted,
+                },
                 b'A' => KeptResponse::Abandoned,
                 _ => return Err(DecodeError("response kind")),
             };

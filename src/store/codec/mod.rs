@@ -104,6 +104,7 @@ pub(crate) fn encode_record(record: &Record) -> Vec<u8> {
                 Omission::TooLarge => b'O',
                 Omission::NoStore => b'S',
                 Omission::Unclassified => b'U',
+                Omission::Interrupted => b'I',
             });
             out.extend_from_slice(&status.as_u16().to_be_bytes());
         }

@@ -103,6 +103,7 @@ fn responses_not_kept_say_why() {
         Omission::TooLarge,
         Omission::NoStore,
         Omission::Unclassified,
+        Omission::Interrupted,
     ] {
         let record = Record {
             scope,
