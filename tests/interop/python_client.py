@@ -18,6 +18,8 @@ Scenarios:
   slow_in_progress  generate_report taking 2 s against DEADLINE_MS=500: the first
                     answer is an "in progress" tool result; the same call is
                     repeated every 500 ms until the real report comes back.
+  two_sessions      the same send_email in this session and in a second one: it
+                    runs once in each, and a repeat in the second is a replay.
 """
 
 import argparse
@@ -116,10 +118,23 @@ async def slow_in_progress(session, url, suffix):
     }
 
 
+async def two_sessions(session, url, suffix):
+    # The same call in a second session runs again there: sessions never share an intent.
+    args = {"to": f"sessions-{suffix}@example.com", "subject": "Hello", "body": "Hi there."}
+    first, _ = await call(session, "send_email", args, timeout=None)
+    async with streamable_http_client(url) as (read, write):
+        async with ClientSession(read, write) as other:
+            await other.initialize()
+            second, _ = await call(other, "send_email", args, timeout=None)
+            again, _ = await call(other, "send_email", args, timeout=None)
+    return {"texts": [first, second, again], "stats": stats(url)}
+
+
 SCENARIOS = {
     "timeout_retry": timeout_retry,
     "fresh_id_replay": fresh_id_replay,
     "slow_in_progress": slow_in_progress,
+    "two_sessions": two_sessions,
 }
 
 

@@ -1,0 +1,75 @@
+//! The bodies the proxy moves: one type each way, streamed frame by frame.
+
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use http_body::{Body, Frame, SizeHint};
+use http_body_util::combinators::UnsyncBoxBody;
+use http_body_util::{BodyExt, Full};
+
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// A response body: the upstream's, streamed, or one the proxy wrote.
+pub type Outbound = UnsyncBoxBody<Bytes, BoxError>;
+
+/// A whole response body.
+pub fn full(bytes: impl Into<Bytes>) -> Outbound {
+    Full::new(bytes.into())
+        .map_err(|never| match never {})
+        .boxed_unsync()
+}
+
+/// Boxes any body with bytes frames.
+pub fn boxed<B>(body: B) -> Outbound
+where
+    B: Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<BoxError>,
+{
+    body.map_err(Into::into).boxed_unsync()
+}
+
+/// A request body on its way to the upstream: the client's, streamed, or the bytes the
+/// idempotency layer read to key it. (The layer gives back what it read as the request's own
+/// body type, so that type must be made from bytes, which hyper's own is not.)
+pub struct Inbound(Outbound);
+
+impl Inbound {
+    pub fn new<B>(body: B) -> Self
+    where
+        B: Body<Data = Bytes> + Send + 'static,
+        B::Error: Into<BoxError>,
+    {
+        Self(boxed(body))
+    }
+
+    pub fn into_outbound(self) -> Outbound {
+        self.0
+    }
+}
+
+impl From<Bytes> for Inbound {
+    fn from(bytes: Bytes) -> Self {
+        Self(full(bytes))
+    }
+}
+
+impl Body for Inbound {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        Pin::new(&mut self.0).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.0.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.0.size_hint()
+    }
+}

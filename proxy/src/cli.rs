@@ -1,0 +1,49 @@
+//! The command line: a configuration file and flags for the common settings.
+
+use std::path::PathBuf;
+
+use clap::Parser;
+
+/// Puts an idempotency layer in front of an HTTP tool API or MCP server: repeated calls of
+/// one intent run once, concurrent duplicates wait for the running one, later ones are
+/// replayed, and a caller past its deadline is told "in progress, ask later".
+///
+/// Flags override the file's settings of the same name.
+#[derive(Debug, Parser)]
+#[command(name = "idempotency-proxy", version)]
+pub struct Cli {
+    /// A TOML configuration file (routes, store, scope, limits, timeouts, logs).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// The upstream's base URL (`http://127.0.0.1:8000`); `upstream.url` in the file.
+    #[arg(long, value_name = "URL")]
+    pub upstream: Option<String>,
+    /// Where to accept connections; `listen` in the file (default 127.0.0.1:3000).
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<String>,
+    /// A Redis server for the store, shared by every instance (`redis://HOST:PORT`);
+    /// `store.redis_url` in the file. Without it, or a cluster, the store is in memory.
+    #[arg(long, value_name = "URL", conflicts_with = "redis_cluster_urls")]
+    pub redis_url: Option<String>,
+    /// The nodes of a Redis Cluster, comma-separated; `store.redis_cluster_urls` in the file.
+    #[arg(long, value_name = "URLS", value_delimiter = ',')]
+    pub redis_cluster_urls: Vec<String>,
+    /// The header that names the caller's session (default `x-session-id`);
+    /// `scope.header` in the file.
+    #[arg(long, value_name = "NAME")]
+    pub scope_header: Option<String>,
+    /// A header that a trusted gateway in front sets to the authenticated principal: it is
+    /// then required, and the session only narrows it; `scope.principal_header`.
+    #[arg(long, value_name = "NAME")]
+    pub principal_header: Option<String>,
+    /// How long a caller waits before it is told "in progress, ask later" (`20s`);
+    /// `defaults.deadline` in the file.
+    #[arg(long, value_name = "DURATION")]
+    pub deadline: Option<String>,
+    /// A path served in MCP mode (Streamable HTTP, `tools/call` protected); repeatable.
+    #[arg(long, value_name = "PATH")]
+    pub mcp: Vec<String>,
+    /// Where to serve `/healthz`, `/readyz` and `/metrics`; `metrics_listen` in the file.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_listen: Option<String>,
+}

@@ -1,0 +1,125 @@
+//! The configuration file as written: every table and key it may hold. Unknown keys are
+//! refused, so a misspelt setting is an error, not a default.
+
+use serde::Deserialize;
+use toml::Spanned;
+
+use super::values::{Addr, Dur, Header, Pointer, Prefix, UpstreamUrl};
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct File {
+    pub listen: Option<Addr>,
+    pub metrics_listen: Option<Addr>,
+    pub log_format: Option<LogFormat>,
+    /// How long a shutdown waits for running executions to finish and record.
+    pub shutdown_grace: Option<Dur>,
+    pub upstream: UpstreamTable,
+    pub store: StoreTable,
+    pub scope: ScopeTable,
+    pub limits: LimitsTable,
+    /// The settings of every path no route names.
+    pub defaults: RouteTable,
+    pub routes: Vec<Spanned<RouteTable>>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct UpstreamTable {
+    pub url: Option<UpstreamUrl>,
+    pub host: Option<HostHeader>,
+    pub connect_timeout: Option<Dur>,
+    /// The default wait for the upstream's answer, per route below.
+    pub timeout: Option<Dur>,
+    pub pool_idle_timeout: Option<Dur>,
+    pub pool_max_idle_per_host: Option<usize>,
+}
+
+/// What the upstream is sent as `Host`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HostHeader {
+    /// The client's own `Host`.
+    Keep,
+    /// The upstream URL's host and port.
+    Rewrite,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct StoreTable {
+    pub redis_url: Option<Spanned<String>>,
+    pub redis_cluster_urls: Option<Spanned<Vec<String>>>,
+    /// The prefix of every Redis key.
+    pub prefix: Option<String>,
+    /// The memory store's byte budget (and the tiered store's local cache).
+    pub memory_max_bytes: Option<u64>,
+    /// How long one store call may take.
+    pub call_timeout: Option<Dur>,
+    /// Run the action when the store cannot answer (counted and logged) instead of
+    /// answering 503 `not_executed`.
+    pub fail_open: Option<bool>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ScopeTable {
+    pub header: Option<Header>,
+    pub principal_header: Option<Header>,
+    pub missing: Option<MissingScope>,
+}
+
+/// A protected request without a scope.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MissingScope {
+    /// Answered 400, nothing executed.
+    Refuse,
+    /// Forwarded unprotected.
+    Pass,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LimitsTable {
+    /// The largest request body a protected route reads, in bytes.
+    pub body: Option<usize>,
+    /// The largest answer kept for replay, in bytes; larger ones stream to their first caller.
+    pub response: Option<usize>,
+    /// Executions running detached from their callers at once.
+    pub max_detached: Option<usize>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RouteTable {
+    pub prefix: Option<Prefix>,
+    pub mode: Option<Mode>,
+    pub deadline: Option<Dur>,
+    pub retention: Option<Dur>,
+    pub max_execution: Option<Dur>,
+    /// The upstream's answer is awaited this long.
+    pub timeout: Option<Dur>,
+    pub ignore_fields: Vec<Pointer>,
+    pub key_header: Option<Header>,
+    pub key_field: Option<Pointer>,
+}
+
+/// How a route's requests are handled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// Unsafe methods run once per intent.
+    Protect,
+    /// Forwarded as they are, streaming.
+    Pass,
+    /// An MCP Streamable HTTP endpoint: `tools/call` runs once per intent.
+    Mcp,
+}

@@ -1,0 +1,389 @@
+//! The proxy's settings: the file and the flags, checked together before anything starts.
+
+mod file;
+mod values;
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::Duration;
+
+use http::{HeaderName, Uri};
+
+pub use file::{HostHeader, LogFormat, MissingScope, Mode};
+
+use crate::cli::Cli;
+use file::{File, RouteTable};
+
+/// A setting that cannot be used: what, where, and what would be valid.
+#[derive(Debug)]
+pub struct ConfigError(String);
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// Everything the proxy runs with.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub listen: SocketAddr,
+    pub metrics_listen: Option<SocketAddr>,
+    pub log_format: LogFormat,
+    pub shutdown_grace: Duration,
+    pub upstream: Upstream,
+    pub store: Store,
+    pub scope: Scope,
+    pub limits: Limits,
+    /// Longest prefix first.
+    pub routes: Vec<Route>,
+    /// For every path no route names.
+    pub default_route: Route,
+}
+
+#[derive(Debug, Clone)]
+pub struct Upstream {
+    pub url: Uri,
+    pub host: HostHeader,
+    pub connect_timeout: Duration,
+    pub pool_idle_timeout: Duration,
+    pub pool_max_idle_per_host: usize,
+}
+
+#[derive(Debug, Clone)]
+pub enum StoreKind {
+    Memory,
+    Redis(String),
+    Cluster(Vec<String>),
+}
+
+impl Store {
+    /// What the store is, for the start-up log line.
+    pub fn kind_name(&self) -> &'static str {
+        match self.kind {
+            StoreKind::Memory => "memory",
+            StoreKind::Redis(_) => "redis",
+            StoreKind::Cluster(_) => "redis-cluster",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Store {
+    pub kind: StoreKind,
+    pub prefix: Option<String>,
+    pub memory_max_bytes: Option<u64>,
+    pub call_timeout: Option<Duration>,
+    pub fail_open: bool,
+}
+
+#[derive(Debug, Clone)]
+pub struct Scope {
+    pub header: Option<HeaderName>,
+    pub principal_header: Option<HeaderName>,
+    pub missing: MissingScope,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Limits {
+    pub body: Option<usize>,
+    pub response: Option<usize>,
+    pub max_detached: Option<usize>,
+}
+
+/// Where an explicit idempotency key is read.
+#[derive(Debug, Clone)]
+pub enum KeySource {
+    Header(HeaderName),
+    Field(String),
+}
+
+#[derive(Debug, Clone)]
+pub struct Route {
+    /// Without a trailing `/`; empty for every path.
+    pub prefix: String,
+    pub mode: Mode,
+    pub deadline: Option<Duration>,
+    pub retention: Option<Duration>,
+    pub max_execution: Option<Duration>,
+    pub timeout: Duration,
+    pub ignore_fields: Vec<String>,
+    pub key: Option<KeySource>,
+}
+
+/// The upstream's answer is awaited this long unless a route says otherwise.
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
+
+impl Config {
+    /// Reads the file the flags name, if any, and lays the flags over it.
+    pub fn load(cli: &Cli) -> Result<Self, ConfigError> {
+        let (file, source) = match &cli.config {
+            Some(path) => read(path)?,
+            None => (File::default(), None),
+        };
+        let where_ = |span: std::ops::Range<usize>| match &source {
+            Some((path, text)) => {
+                let line = text[..span.start].matches('\n').count() + 1;
+                format!("{}, line {line}", path)
+            }
+            None => "the configuration".to_owned(),
+        };
+        resolve(cli, file, &where_)
+    }
+}
+
+fn read(path: &Path) -> Result<(File, Option<(String, String)>), ConfigError> {
+    let shown = path.display().to_string();
+    let text = std::fs::read_to_string(path)
+        .map_err(|error| ConfigError(format!("cannot read {shown}: {error}")))?;
+    let file: File =
+        toml::from_str(&text).map_err(|error| ConfigError(format!("{shown}: {error}")))?;
+    Ok((file, Some((shown, text))))
+}
+
+fn flag<T>(
+    name: &str,
+    value: &Option<String>,
+    parse: fn(&str) -> Result<T, String>,
+) -> Result<Option<T>, ConfigError> {
+    value
+        .as_deref()
+        .map(parse)
+        .transpose()
+        .map_err(|message| ConfigError(format!("--{name}: {message}")))
+}
+
+fn resolve(
+    cli: &Cli,
+    file: File,
+    where_: &dyn Fn(std::ops::Range<usize>) -> String,
+) -> Result<Config, ConfigError> {
+    let url = match flag("upstream", &cli.upstream, values::upstream)? {
+        Some(url) => url,
+        None => file.upstream.url.map(|u| u.0).ok_or_else(|| {
+            ConfigError(
+                "no upstream: give --upstream http://HOST:PORT, or `url` under [upstream] in \
+                 the file"
+                    .to_owned(),
+            )
+        })?,
+    };
+    let listen = flag("listen", &cli.listen, values::socket_addr)?
+        .or(file.listen.map(|a| a.0))
+        .unwrap_or(SocketAddr::from(([127, 0, 0, 1], 3000)));
+    let metrics_listen = flag("metrics-listen", &cli.metrics_listen, values::socket_addr)?
+        .or(file.metrics_listen.map(|a| a.0));
+    let default_timeout = file.upstream.timeout.map_or(DEFAULT_TIMEOUT, |d| d.0);
+    let upstream = Upstream {
+        url,
+        host: file.upstream.host.unwrap_or(HostHeader::Keep),
+        connect_timeout: file
+            .upstream
+            .connect_timeout
+            .map_or(Duration::from_secs(5), |d| d.0),
+        pool_idle_timeout: file
+            .upstream
+            .pool_idle_timeout
+            .map_or(Duration::from_secs(90), |d| d.0),
+        pool_max_idle_per_host: file.upstream.pool_max_idle_per_host.unwrap_or(64),
+    };
+    let store = store(cli, &file.store, where_)?;
+    let scope = Scope {
+        header: flag("scope-header", &cli.scope_header, values::header_name)?
+            .or(file.scope.header.map(|h| h.0)),
+        principal_header: flag(
+            "principal-header",
+            &cli.principal_header,
+            values::header_name,
+        )?
+        .or(file.scope.principal_header.map(|h| h.0)),
+        missing: file.scope.missing.unwrap_or(MissingScope::Refuse),
+    };
+    let limits = Limits {
+        body: file.limits.body,
+        response: file.limits.response,
+        max_detached: file.limits.max_detached,
+    };
+    let deadline = flag("deadline", &cli.deadline, values::duration)?;
+    let mut default_route = route(file.defaults, "", default_timeout, None)
+        .map_err(|message| ConfigError(format!("[defaults]: {message}")))?;
+    if deadline.is_some() {
+        default_route.deadline = deadline;
+    }
+    let mut routes = Vec::new();
+    for table in file.routes {
+        let span = table.span();
+        let table = table.into_inner();
+        let Some(prefix) = table.prefix.clone() else {
+            return Err(ConfigError(format!(
+                "{}: a [[routes]] entry needs a `prefix`, like prefix = \"/tools\"",
+                where_(span)
+            )));
+        };
+        let mut built = route(table, &prefix.0, default_timeout, Some(&default_route))
+            .map_err(|message| ConfigError(format!("{}: {message}", where_(span.clone()))))?;
+        if deadline.is_some() && built.deadline.is_none() {
+            built.deadline = deadline;
+        }
+        if routes.iter().any(|r: &Route| r.prefix == built.prefix) {
+            return Err(ConfigError(format!(
+                "{}: the prefix \"{}\" is named by two routes",
+                where_(span),
+                built.prefix
+            )));
+        }
+        routes.push(built);
+    }
+    for path in &cli.mcp {
+        let prefix = values::prefix(path).map_err(|m| ConfigError(format!("--mcp: {m}")))?;
+        routes.retain(|r| r.prefix != prefix);
+        routes.push(Route {
+            mode: Mode::Mcp,
+            prefix,
+            key: None,
+            ..default_route.clone()
+        });
+    }
+    routes.sort_by_key(|route| std::cmp::Reverse(route.prefix.len()));
+    Ok(Config {
+        listen,
+        metrics_listen,
+        log_format: file.log_format.unwrap_or(LogFormat::Text),
+        shutdown_grace: file.shutdown_grace.map_or(Duration::from_secs(30), |d| d.0),
+        upstream,
+        store,
+        scope,
+        limits,
+        routes,
+        default_route,
+    })
+}
+
+fn store(
+    cli: &Cli,
+    table: &file::StoreTable,
+    where_: &dyn Fn(std::ops::Range<usize>) -> String,
+) -> Result<Store, ConfigError> {
+    let redis = |url: &str| -> Result<String, String> {
+        if url.starts_with("redis://") || url.starts_with("rediss://") {
+            Ok(url.to_owned())
+        } else {
+            Err(format!(
+                "`{url}` is not a Redis URL: expected one like redis://127.0.0.1:6379"
+            ))
+        }
+    };
+    let kind = if let Some(url) = &cli.redis_url {
+        StoreKind::Redis(redis(url).map_err(|m| ConfigError(format!("--redis-url: {m}")))?)
+    } else if !cli.redis_cluster_urls.is_empty() {
+        let urls = cli
+            .redis_cluster_urls
+            .iter()
+            .map(|u| redis(u))
+            .collect::<Result<_, _>>()
+            .map_err(|m| ConfigError(format!("--redis-cluster-urls: {m}")))?;
+        StoreKind::Cluster(urls)
+    } else {
+        match (&table.redis_url, &table.redis_cluster_urls) {
+            (Some(_), Some(urls)) => {
+                return Err(ConfigError(format!(
+                    "{}: [store] names both `redis_url` and `redis_cluster_urls`: keep one",
+                    where_(urls.span())
+                )))
+            }
+            (Some(url), None) => StoreKind::Redis(redis(url.get_ref()).map_err(|m| {
+                ConfigError(format!("{}: store.redis_url: {m}", where_(url.span())))
+            })?),
+            (None, Some(urls)) if urls.get_ref().is_empty() => {
+                return Err(ConfigError(format!(
+                    "{}: store.redis_cluster_urls is empty: list the nodes, like \
+                     [\"redis://127.0.0.1:7000\"]",
+                    where_(urls.span())
+                )))
+            }
+            (None, Some(urls)) => StoreKind::Cluster(
+                urls.get_ref()
+                    .iter()
+                    .map(|u| redis(u))
+                    .collect::<Result<_, _>>()
+                    .map_err(|m| {
+                        ConfigError(format!(
+                            "{}: store.redis_cluster_urls: {m}",
+                            where_(urls.span())
+                        ))
+                    })?,
+            ),
+            (None, None) => StoreKind::Memory,
+        }
+    };
+    Ok(Store {
+        kind,
+        prefix: table.prefix.clone(),
+        memory_max_bytes: table.memory_max_bytes,
+        call_timeout: table.call_timeout.as_ref().map(|d| d.0),
+        fail_open: table.fail_open.unwrap_or(false),
+    })
+}
+
+/// One route from its table; `inherit` gives what the route does not say.
+fn route(
+    table: RouteTable,
+    prefix: &str,
+    default_timeout: Duration,
+    inherit: Option<&Route>,
+) -> Result<Route, String> {
+    let key = match (table.key_header, table.key_field) {
+        (Some(_), Some(_)) => {
+            return Err(
+                "a route reads its key from `key_header` or from `key_field`, not both".to_owned(),
+            )
+        }
+        (Some(header), None) => Some(KeySource::Header(header.0)),
+        (None, Some(field)) => Some(KeySource::Field(field.0)),
+        (None, None) => inherit.and_then(|r| r.key.clone()),
+    };
+    // A route is listed to be protected unless it says otherwise; `[defaults]`'s mode is
+    // that of the paths no route names.
+    let mode = table.mode.unwrap_or(Mode::Protect);
+    if mode == Mode::Mcp && key.is_some() {
+        return Err(
+            "an MCP route keys calls by their tool and arguments: `key_header` and `key_field` \
+             do not apply to mode = \"mcp\""
+                .to_owned(),
+        );
+    }
+    let ignore_fields = if table.ignore_fields.is_empty() {
+        inherit.map(|r| r.ignore_fields.clone()).unwrap_or_default()
+    } else {
+        table.ignore_fields.into_iter().map(|p| p.0).collect()
+    };
+    Ok(Route {
+        prefix: prefix.to_owned(),
+        mode,
+        deadline: table
+            .deadline
+            .map(|d| d.0)
+            .or(inherit.and_then(|r| r.deadline)),
+        retention: table
+            .retention
+            .map(|d| d.0)
+            .or(inherit.and_then(|r| r.retention)),
+        max_execution: table
+            .max_execution
+            .map(|d| d.0)
+            .or(inherit.and_then(|r| r.max_execution)),
+        timeout: table
+            .timeout
+            .map(|d| d.0)
+            .or(inherit.map(|r| r.timeout))
+            .unwrap_or(default_timeout),
+        ignore_fields,
+        key,
+    })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,155 @@
+use std::io::Write;
+use std::time::Duration;
+
+use clap::Parser;
+
+use super::*;
+
+fn cli(args: &[&str]) -> Cli {
+    Cli::parse_from(std::iter::once("idempotency-proxy").chain(args.iter().copied()))
+}
+
+fn with_file(text: &str, args: &[&str]) -> Result<Config, ConfigError> {
+    let mut file = tempfile::NamedTempFile::new().unwrap();
+    file.write_all(text.as_bytes()).unwrap();
+    let path = file.path().to_str().unwrap().to_owned();
+    let mut all = vec!["--config", path.as_str()];
+    all.extend_from_slice(args);
+    Config::load(&cli(&all))
+}
+
+#[test]
+fn flags_alone_run_the_memory_store_in_front_of_the_upstream() {
+    let config = Config::load(&cli(&["--upstream", "http://127.0.0.1:8000"])).unwrap();
+    assert_eq!(config.listen.to_string(), "127.0.0.1:3000");
+    assert!(matches!(config.store.kind, StoreKind::Memory));
+    assert_eq!(config.default_route.mode, Mode::Protect);
+    assert!(config.routes.is_empty());
+}
+
+#[test]
+fn a_file_with_every_table_is_read_and_flags_override_it() {
+    let text = r#"
+listen = "127.0.0.1:4000"
+metrics_listen = "127.0.0.1:9100"
+log_format = "json"
+shutdown_grace = "10s"
+
+[upstream]
+url = "http://127.0.0.1:8000/api"
+host = "rewrite"
+timeout = "30s"
+
+[store]
+redis_url = "redis://127.0.0.1:6390"
+prefix = "tools:"
+
+[scope]
+header = "x-conversation-id"
+principal_header = "x-user"
+
+[limits]
+body = 65536
+response = 131072
+
+[defaults]
+mode = "pass"
+
+[[routes]]
+prefix = "/tools"
+deadline = "2s"
+ignore_fields = ["/tool_call_id"]
+key_header = "idempotency-key"
+
+[[routes]]
+prefix = "/tools/report"
+timeout = "5m"
+key_field = "/request_id"
+"#;
+    let config = with_file(text, &["--listen", "127.0.0.1:4001", "--mcp", "/mcp"]).unwrap();
+    assert_eq!(config.listen.to_string(), "127.0.0.1:4001");
+    assert_eq!(config.log_format, LogFormat::Json);
+    assert_eq!(config.upstream.host, HostHeader::Rewrite);
+    assert!(matches!(&config.store.kind, StoreKind::Redis(url) if url.ends_with(":6390")));
+    assert_eq!(config.default_route.mode, Mode::Pass);
+    let prefixes: Vec<_> = config.routes.iter().map(|r| r.prefix.as_str()).collect();
+    assert_eq!(prefixes, ["/tools/report", "/tools", "/mcp"]);
+    let report = &config.routes[0];
+    assert_eq!(report.mode, Mode::Protect);
+    assert_eq!(report.timeout, Duration::from_secs(300));
+    assert!(matches!(&report.key, Some(KeySource::Field(f)) if f == "/request_id"));
+    assert_eq!(config.routes[1].deadline, Some(Duration::from_secs(2)));
+    assert_eq!(config.routes[1].timeout, Duration::from_secs(30));
+    assert_eq!(config.routes[2].mode, Mode::Mcp);
+}
+
+#[test]
+fn an_unknown_key_is_refused_with_its_line_and_the_valid_keys() {
+    let error = with_file(
+        "[upstream]\nurl = \"http://127.0.0.1:8000\"\ntimout = \"5s\"\n",
+        &[],
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(error.contains("line 3"), "{error}");
+    assert!(error.contains("timout"), "{error}");
+    assert!(error.contains("`timeout`"), "{error}");
+}
+
+#[test]
+fn a_bad_value_is_refused_with_its_line_and_what_would_be_valid() {
+    let text = "[upstream]\nurl = \"http://127.0.0.1:8000\"\n\n[defaults]\ndeadline = \"soon\"\n";
+    let error = with_file(text, &[]).unwrap_err().to_string();
+    assert!(error.contains("line 5"), "{error}");
+    assert!(error.contains("deadline"), "{error}");
+    assert!(error.contains("\"20s\""), "{error}");
+}
+
+#[test]
+fn a_route_with_two_key_sources_is_refused_at_its_line() {
+    let text = "[upstream]\nurl = \"http://127.0.0.1:8000\"\n\n[[routes]]\nprefix = \"/tools\"\nkey_header = \"idempotency-key\"\nkey_field = \"/id\"\n";
+    let error = with_file(text, &[]).unwrap_err().to_string();
+    assert!(
+        error.contains("line 4") || error.contains("line 5"),
+        "{error}"
+    );
+    assert!(error.contains("not both"), "{error}");
+}
+
+#[test]
+fn no_upstream_and_bad_flags_say_which_setting() {
+    let error = Config::load(&cli(&[])).unwrap_err().to_string();
+    assert!(error.contains("--upstream"), "{error}");
+    let error = Config::load(&cli(&["--upstream", "https://example.com"]))
+        .unwrap_err()
+        .to_string();
+    assert!(error.starts_with("--upstream:"), "{error}");
+    let error = Config::load(&cli(&[
+        "--upstream",
+        "http://127.0.0.1:1",
+        "--deadline",
+        "x",
+    ]))
+    .unwrap_err()
+    .to_string();
+    assert!(error.starts_with("--deadline:"), "{error}");
+    let error = Config::load(&cli(&[
+        "--upstream",
+        "http://127.0.0.1:1",
+        "--redis-url",
+        "127.0.0.1:6379",
+    ]))
+    .unwrap_err()
+    .to_string();
+    assert!(error.contains("redis://"), "{error}");
+}
+
+#[test]
+fn an_mcp_route_refuses_an_explicit_key() {
+    let text = "[upstream]\nurl = \"http://127.0.0.1:8000\"\n[[routes]]\nprefix = \"/mcp\"\nmode = \"mcp\"\nkey_header = \"idempotency-key\"\n";
+    let error = with_file(text, &[]).unwrap_err().to_string();
+    assert!(
+        error.contains("mode = \\\"mcp\\\"") || error.contains("mode = \"mcp\""),
+        "{error}"
+    );
+}

@@ -1,0 +1,53 @@
+//! `idempotency-proxy`: the idempotency layer in front of any HTTP tool API or MCP server.
+//!
+//! ```text
+//! idempotency-proxy --upstream http://127.0.0.1:8000 --listen 127.0.0.1:3000
+//! ```
+//!
+//! A bad flag or configuration file exits with status 2 before anything starts; a store or
+//! listener that cannot be reached at start exits with status 1.
+
+mod admin;
+mod answers;
+mod body;
+mod cli;
+mod config;
+mod forward;
+mod logs;
+mod routes;
+mod serve;
+mod stack;
+mod upstream;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let cli = cli::Cli::parse();
+    let config = match config::Config::load(&cli) {
+        Ok(config) => config,
+        Err(error) => {
+            eprintln!("idempotency-proxy: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    logs::init(config.log_format);
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("idempotency-proxy: cannot start the runtime: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(serve::run(config)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("idempotency-proxy: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,163 @@
+//! The proxy's life: connect the store, listen, serve, and on SIGTERM stop accepting, let
+//! running executions finish and record, then exit.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use http::Request;
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::service::TowerToHyperService;
+use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
+use tokio::net::TcpListener;
+use tower::ServiceExt;
+use tower_idempotency::store::{MemoryStore, RedisStore, Store, TieredStore};
+
+use crate::admin::{self, Admin};
+use crate::body::Inbound;
+use crate::config::{Config, StoreKind};
+use crate::forward::ClientAddr;
+use crate::stack;
+
+/// Runs until a shutdown signal; `Err` says why it could not start.
+pub async fn run(config: Config) -> Result<(), String> {
+    let prometheus = PrometheusBuilder::new()
+        .install_recorder()
+        .map_err(|error| format!("cannot install the metrics recorder: {error}"))?;
+    let store = &config.store;
+    let redis = || {
+        let mut builder = RedisStore::builder();
+        if let Some(prefix) = &store.prefix {
+            builder = builder.prefix(prefix.clone());
+        }
+        if let Some(timeout) = store.call_timeout {
+            builder = builder.call_timeout(timeout);
+        }
+        builder
+    };
+    let tiered = |remote: RedisStore| match store.memory_max_bytes {
+        Some(bytes) => TieredStore::with_local_bytes(remote, bytes),
+        None => TieredStore::new(remote),
+    };
+    match &store.kind {
+        StoreKind::Memory => {
+            let mut builder = MemoryStore::builder();
+            if let Some(bytes) = store.memory_max_bytes {
+                builder = builder.max_bytes(bytes);
+            }
+            serve(&config, builder.build(), prometheus).await
+        }
+        StoreKind::Redis(url) => {
+            let remote = redis()
+                .connect(url)
+                .await
+                .map_err(|error| format!("cannot connect to Redis at {url}: {error}"))?;
+            serve(&config, tiered(remote), prometheus).await
+        }
+        StoreKind::Cluster(urls) => {
+            let remote = redis()
+                .connect_cluster(urls)
+                .await
+                .map_err(|error| format!("cannot connect to the Redis Cluster: {error}"))?;
+            serve(&config, tiered(remote), prometheus).await
+        }
+    }
+}
+
+async fn serve<St: Store>(
+    config: &Config,
+    store: St,
+    prometheus: PrometheusHandle,
+) -> Result<(), String> {
+    let built = stack::build(config, store);
+    let listener = TcpListener::bind(config.listen)
+        .await
+        .map_err(|error| format!("cannot listen on {}: {error}", config.listen))?;
+    let accepting = Arc::new(AtomicBool::new(true));
+    if let Some(metrics) = admin::bind(config.metrics_listen).await? {
+        let addr = metrics.local_addr().map_err(|e| e.to_string())?;
+        let admin = Admin {
+            layer: built.layer.clone(),
+            prometheus,
+            accepting: Arc::clone(&accepting),
+        };
+        tokio::spawn(admin::serve(metrics, admin));
+        println!("metrics on http://{addr}");
+    }
+    let addr = listener.local_addr().map_err(|e| e.to_string())?;
+    tracing::info!(%addr, upstream = %config.upstream.url, store = ?config.store.kind_name(), "started");
+    println!("listening on http://{addr}");
+
+    let graceful = GracefulShutdown::new();
+    let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+    let mut signal = std::pin::pin!(shutdown_signal());
+    loop {
+        let (stream, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(error) => {
+                    tracing::warn!(%error, "accept failed");
+                    continue;
+                }
+            },
+            () = &mut signal => break,
+        };
+        let _ = stream.set_nodelay(true);
+        let routes = built.routes.clone();
+        let service = tower::service_fn(move |request: Request<Incoming>| {
+            let mut request = request.map(Inbound::new);
+            request.extensions_mut().insert(ClientAddr(peer));
+            routes.clone().oneshot(request)
+        });
+        let connection = builder
+            .serve_connection_with_upgrades(TokioIo::new(stream), TowerToHyperService::new(service))
+            .into_owned();
+        let connection = graceful.watch(connection);
+        tokio::spawn(async move {
+            let _ = connection.await;
+        });
+    }
+
+    // Stop accepting; answer what is in flight; let detached executions finish and record.
+    accepting.store(false, Ordering::SeqCst);
+    drop(listener);
+    let started = Instant::now();
+    let grace = config.shutdown_grace;
+    tracing::info!(grace_s = grace.as_secs(), "shutting down");
+    if tokio::time::timeout(grace, graceful.shutdown())
+        .await
+        .is_err()
+    {
+        tracing::warn!("connections still open at the end of the grace period");
+    }
+    let unfinished = built
+        .detached
+        .wait_for(grace.saturating_sub(started.elapsed()))
+        .await;
+    eprintln!("shutdown: {unfinished} execution(s) left unfinished");
+    Ok(())
+}
+
+/// SIGTERM, or Ctrl-C.
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {}
+        () = terminate => {}
+    }
+}

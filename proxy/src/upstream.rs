@@ -1,0 +1,153 @@
+//! The upstream as a tower service: pooled HTTP/1.1 connections, the request rewritten for
+//! its hop, and every failure turned into an answer that says what happened to the action.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use http::uri::{PathAndQuery, Scheme};
+use http::{header, Request, Response, Uri, Version};
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use tower::Service;
+
+use crate::answers::{lost, Lost};
+use crate::body::{boxed, Inbound, Outbound};
+use crate::config::{self, HostHeader};
+use crate::forward::{add_forwarded, strip_hop_by_hop, ClientAddr};
+
+type Client = hyper_util::client::legacy::Client<HttpConnector, Outbound>;
+
+/// The pool of connections to the upstream, shared by every route.
+#[derive(Clone)]
+pub struct Pool {
+    client: Client,
+    base: Arc<Base>,
+}
+
+struct Base {
+    authority: http::uri::Authority,
+    /// The upstream URL's path, without a trailing `/`, put before each request's path.
+    path: String,
+    host: HostHeader,
+}
+
+impl Pool {
+    pub fn new(config: &config::Upstream) -> Self {
+        let mut connector = HttpConnector::new();
+        connector.set_connect_timeout(Some(config.connect_timeout));
+        connector.set_nodelay(true);
+        let client = hyper_util::client::legacy::Client::builder(TokioExecutor::new())
+            .pool_idle_timeout(config.pool_idle_timeout)
+            .pool_max_idle_per_host(config.pool_max_idle_per_host)
+            .build(connector);
+        let authority = config
+            .url
+            .authority()
+            .cloned()
+            .expect("checked when the configuration was read");
+        Self {
+            client,
+            base: Arc::new(Base {
+                authority,
+                path: config.url.path().trim_end_matches('/').to_owned(),
+                host: config.host,
+            }),
+        }
+    }
+
+    /// The service that forwards one route's requests, waiting `timeout` for an answer;
+    /// `kept` says whether an idempotency layer records them.
+    pub fn route(&self, timeout: Duration, kept: bool) -> Upstream {
+        Upstream {
+            pool: self.clone(),
+            timeout,
+            kept,
+        }
+    }
+}
+
+/// Forwards requests to the upstream.
+#[derive(Clone)]
+pub struct Upstream {
+    pool: Pool,
+    timeout: Duration,
+    kept: bool,
+}
+
+impl Upstream {
+    fn target(&self, uri: &Uri) -> Uri {
+        let base = &self.pool.base;
+        let path_and_query = uri.path_and_query().map_or("/", PathAndQuery::as_str);
+        let joined = format!("{}{path_and_query}", base.path);
+        Uri::builder()
+            .scheme(Scheme::HTTP)
+            .authority(base.authority.clone())
+            .path_and_query(joined)
+            .build()
+            .expect("a valid authority and a path that was already valid")
+    }
+}
+
+impl Service<Request<Inbound>> for Upstream {
+    type Response = Response<Outbound>;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<Response<Outbound>, Infallible>> + Send>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Request<Inbound>) -> Self::Future {
+        let (mut parts, body) = request.into_parts();
+        let client = parts.extensions.get::<ClientAddr>().map(|c| c.0);
+        strip_hop_by_hop(&mut parts.headers);
+        add_forwarded(&mut parts.headers, client);
+        if self.pool.base.host == HostHeader::Rewrite {
+            // The client fills it in from the upstream URL.
+            parts.headers.remove(header::HOST);
+        }
+        parts.uri = self.target(&parts.uri);
+        // The client speaks HTTP/1.1 to the upstream, whatever the caller spoke.
+        parts.version = Version::HTTP_11;
+        let outgoing = self
+            .pool
+            .client
+            .request(Request::from_parts(parts, body.into_outbound()));
+        let (timeout, kept) = (self.timeout, self.kept);
+        Box::pin(async move {
+            let answer = match tokio::time::timeout(timeout, outgoing).await {
+                Ok(Ok(response)) => {
+                    let (mut parts, body) = response.into_parts();
+                    strip_hop_by_hop(&mut parts.headers);
+                    return Ok(Response::from_parts(parts, boxed(body)));
+                }
+                Ok(Err(error)) if error.is_connect() => {
+                    tracing::warn!(%error, "the upstream could not be reached");
+                    metrics::counter!("idempotency_proxy_upstream_errors_total", "kind" => "connect")
+                        .increment(1);
+                    lost(Lost::Unreachable, kept, timeout)
+                }
+                Ok(Err(error)) => {
+                    tracing::warn!(%error, "the upstream's connection broke before it answered");
+                    metrics::counter!("idempotency_proxy_upstream_errors_total", "kind" => "broken")
+                        .increment(1);
+                    lost(Lost::Broken, kept, timeout)
+                }
+                Err(_elapsed) => {
+                    tracing::warn!(
+                        timeout_s = timeout.as_secs(),
+                        "the upstream did not answer in time"
+                    );
+                    metrics::counter!("idempotency_proxy_upstream_errors_total", "kind" => "timeout")
+                        .increment(1);
+                    lost(Lost::TimedOut, kept, timeout)
+                }
+            };
+            Ok(answer)
+        })
+    }
+}

@@ -1,0 +1,145 @@
+//! The proxy in HTTP mode in front of a Python tool server, both real processes on loopback:
+//! the tool gateway's contract, through a proxy the upstream knows nothing of.
+
+mod support;
+
+use std::time::Duration;
+
+use support::{post, stats, Proxy, Upstream};
+
+fn proxy_for(upstream: &Upstream, extra: &[&str]) -> Proxy {
+    let url = upstream.url();
+    let mut args = vec!["--upstream", url.as_str(), "--listen", "127.0.0.1:0"];
+    args.extend_from_slice(extra);
+    Proxy::start(&args)
+}
+
+const EMAIL: &str = r#"{"to":"ada@example.com","subject":"Q3","body":"Numbers attached."}"#;
+
+#[tokio::test]
+async fn a_retry_is_replayed_and_the_tool_runs_once() {
+    let upstream = Upstream::tools(0);
+    let proxy = proxy_for(&upstream, &[]);
+    let first = post(&proxy.url, "/tools/send_email", Some("s1"), EMAIL).await;
+    assert_eq!(first.status, 200, "{first:?}");
+    assert!(!first.replayed());
+    let again = post(&proxy.url, "/tools/send_email", Some("s1"), EMAIL).await;
+    assert_eq!(again.status, 200);
+    assert!(again.replayed(), "{again:?}");
+    assert_eq!(again.body, first.body);
+    assert_eq!(stats(&upstream.url()).await["send_email"], 1);
+}
+
+#[tokio::test]
+async fn the_same_json_spelt_otherwise_is_the_same_intent() {
+    let upstream = Upstream::tools(0);
+    let proxy = proxy_for(&upstream, &[]);
+    post(&proxy.url, "/tools/send_email", Some("s1"), EMAIL).await;
+    let respelled = r#"{ "body" : "Numbers attached.", "subject":"Q3",  "to":"ada@example.com" }"#;
+    let again = post(&proxy.url, "/tools/send_email", Some("s1"), respelled).await;
+    assert!(again.replayed(), "{again:?}");
+    let other = r#"{"to":"ada@example.com","subject":"Q4","body":"Numbers attached."}"#;
+    let different = post(&proxy.url, "/tools/send_email", Some("s1"), other).await;
+    assert!(!different.replayed());
+    assert_eq!(stats(&upstream.url()).await["send_email"], 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_duplicates_wait_for_one_execution() {
+    let upstream = Upstream::tools(0);
+    let proxy = proxy_for(&upstream, &[]);
+    let slow = r#"{"to":"ada@example.com","delay_ms":500}"#;
+    let calls = (0..8).map(|_| post(&proxy.url, "/tools/send_email", Some("s1"), slow));
+    let answers = futures_util::future::join_all(calls).await;
+    let bodies: std::collections::HashSet<_> = answers
+        .iter()
+        .map(|a| {
+            assert_eq!(a.status, 200, "{a:?}");
+            a.body.clone()
+        })
+        .collect();
+    assert_eq!(bodies.len(), 1, "{bodies:?}");
+    assert_eq!(stats(&upstream.url()).await["send_email"], 1);
+}
+
+#[tokio::test]
+async fn past_the_deadline_the_caller_is_told_in_progress_and_the_status_path_gives_the_result() {
+    let upstream = Upstream::tools(0);
+    let proxy = proxy_for(&upstream, &["--deadline", "200ms"]);
+    let slow = r#"{"to":"ada@example.com","delay_ms":1200}"#;
+    let first = post(&proxy.url, "/tools/send_email", Some("s1"), slow).await;
+    assert_eq!(first.status, 202, "{first:?}");
+    assert_eq!(first.json()["outcome"], "in_progress");
+    let location = first.header("location").expect("a status URL").to_owned();
+    let mut last = None;
+    for _ in 0..40 {
+        let status = support::answer(
+            support::client()
+                .get(format!("{}{location}", proxy.url))
+                .header("x-session-id", "s1"),
+        )
+        .await;
+        if status.status == 200 {
+            last = Some(status);
+            break;
+        }
+        assert_eq!(status.status, 202, "{status:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let done = last.expect("the result on the status path");
+    assert_eq!(done.json()["status"], "sent");
+    let again = post(&proxy.url, "/tools/send_email", Some("s1"), slow).await;
+    assert!(again.replayed());
+    assert_eq!(stats(&upstream.url()).await["send_email"], 1);
+}
+
+#[tokio::test]
+async fn a_server_error_releases_the_key_and_a_client_error_is_kept() {
+    let upstream = Upstream::tools(0);
+    let proxy = proxy_for(&upstream, &[]);
+    let first = post(&proxy.url, "/tools/flaky", Some("s1"), "{}").await;
+    assert_eq!(first.status, 503);
+    let second = post(&proxy.url, "/tools/flaky", Some("s1"), "{}").await;
+    assert_eq!(second.status, 200, "{second:?}");
+    assert!(!second.replayed());
+    let refused = post(&proxy.url, "/tools/reject", Some("s1"), "{}").await;
+    let again = post(&proxy.url, "/tools/reject", Some("s1"), "{}").await;
+    assert_eq!((refused.status, again.status), (400, 400));
+    assert!(again.replayed());
+    let counts = stats(&upstream.url()).await;
+    assert_eq!(
+        (counts["flaky"].clone(), counts["reject"].clone()),
+        (2.into(), 1.into())
+    );
+}
+
+#[tokio::test]
+async fn sessions_never_share_an_intent() {
+    let upstream = Upstream::tools(0);
+    let proxy = proxy_for(&upstream, &[]);
+    let a = post(&proxy.url, "/tools/send_email", Some("alice"), EMAIL).await;
+    let b = post(&proxy.url, "/tools/send_email", Some("bob"), EMAIL).await;
+    assert!(!a.replayed() && !b.replayed());
+    assert_ne!(a.body, b.body);
+    assert_eq!(stats(&upstream.url()).await["send_email"], 2);
+}
+
+#[tokio::test]
+async fn a_body_over_the_limit_and_a_missing_scope_are_refused_with_nothing_run() {
+    let upstream = Upstream::tools(0);
+    let config = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(config.path(), "[limits]\nbody = 1024\n").unwrap();
+    let path = config.path().to_str().unwrap();
+    let proxy = proxy_for(&upstream, &["--config", path]);
+    let big = format!(
+        r#"{{"to":"ada@example.com","body":"{}"}}"#,
+        "x".repeat(4096)
+    );
+    let too_large = post(&proxy.url, "/tools/send_email", Some("s1"), &big).await;
+    assert_eq!(too_large.status, 413, "{too_large:?}");
+    assert_eq!(too_large.json()["outcome"], "not_executed");
+    let unscoped = post(&proxy.url, "/tools/send_email", None, EMAIL).await;
+    assert_eq!(unscoped.status, 400, "{unscoped:?}");
+    assert_eq!(unscoped.json()["outcome"], "not_executed");
+    assert!(stats(&upstream.url()).await.get("send_email").is_none());
+}

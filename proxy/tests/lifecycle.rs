@@ -1,0 +1,147 @@
+//! The proxy as a process: refused configurations, health and readiness, metrics, and a
+//! shutdown that lets the execution in flight finish and record.
+
+mod support;
+
+use std::time::Duration;
+
+use support::redis_server::RedisServer;
+use support::{client, post, refused, stats, Proxy, Upstream};
+
+fn file(text: &str) -> tempfile::NamedTempFile {
+    let file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(file.path(), text).unwrap();
+    file
+}
+
+#[test]
+fn a_bad_configuration_exits_with_status_2_and_says_which_setting_and_where() {
+    let misspelt =
+        file("[upstream]\nurl = \"http://127.0.0.1:8000\"\n\n[scope]\nheadr = \"x-user\"\n");
+    let path = misspelt.path().to_str().unwrap();
+    let (code, stderr) = refused(&["--config", path]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("line 5"), "{stderr}");
+    assert!(
+        stderr.contains("headr") && stderr.contains("`principal_header`"),
+        "{stderr}"
+    );
+
+    let bad_value = file("[upstream]\nurl = \"http://127.0.0.1:8000\"\ntimeout = \"forever\"\n");
+    let path = bad_value.path().to_str().unwrap();
+    let (code, stderr) = refused(&["--config", path]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("line 3") && stderr.contains("\"20s\""),
+        "{stderr}"
+    );
+
+    let not_toml = file("listen = [\n");
+    let path = not_toml.path().to_str().unwrap();
+    assert_eq!(refused(&["--config", path]).0, Some(2));
+
+    let (code, stderr) = refused(&["--config", "/nonexistent/proxy.toml"]);
+    assert_eq!(code, Some(2));
+    assert!(
+        stderr.contains("cannot read /nonexistent/proxy.toml"),
+        "{stderr}"
+    );
+
+    let (code, stderr) = refused(&[]);
+    assert_eq!(code, Some(2));
+    assert!(stderr.contains("--upstream"), "{stderr}");
+
+    let (code, stderr) = refused(&["--upstream", "http://127.0.0.1:1", "--deadline", "soon"]);
+    assert_eq!(code, Some(2));
+    assert!(stderr.contains("--deadline"), "{stderr}");
+
+    let (code, stderr) = refused(&["--upstream", "http://127.0.0.1:1", "--retries", "3"]);
+    assert_eq!(code, Some(2));
+    assert!(stderr.contains("--retries"), "{stderr}");
+}
+
+#[test]
+fn a_store_it_cannot_reach_at_start_stops_it_with_status_1() {
+    let port = support::free_port();
+    let url = format!("redis://127.0.0.1:{port}");
+    let (code, stderr) = refused(&["--upstream", "http://127.0.0.1:1", "--redis-url", &url]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains("cannot connect to Redis"), "{stderr}");
+}
+
+#[tokio::test]
+async fn health_readiness_and_metrics_are_served_apart_and_readiness_follows_the_store() {
+    let mut redis = RedisServer::start();
+    let upstream = Upstream::tools(0);
+    let proxy = Proxy::start(&[
+        "--upstream",
+        &upstream.url(),
+        "--listen",
+        "127.0.0.1:0",
+        "--redis-url",
+        &redis.url(),
+        "--metrics-listen",
+        "127.0.0.1:0",
+    ]);
+    let metrics = proxy.metrics.clone().expect("a metrics listener");
+    let get = |path: &str| support::answer(client().get(format!("{metrics}{path}")));
+    assert_eq!(get("/healthz").await.status, 200);
+    assert_eq!(get("/readyz").await.status, 200);
+    post(&proxy.url, "/tools/send_email", Some("s1"), "{}").await;
+    let scraped = get("/metrics").await;
+    assert!(
+        scraped.body.contains("idempotency_executions_total"),
+        "{}",
+        scraped.body
+    );
+    // The traffic listener does not serve them.
+    let not_here = support::answer(client().get(format!("{}/readyz", proxy.url))).await;
+    assert_eq!(not_here.status, 404);
+    redis.kill();
+    let down = get("/readyz").await;
+    assert_eq!(down.status, 503, "{down:?}");
+    assert!(
+        down.body.starts_with("not ready: the store"),
+        "{}",
+        down.body
+    );
+    assert_eq!(get("/healthz").await.status, 200);
+}
+
+#[tokio::test]
+async fn sigterm_lets_the_execution_in_flight_finish_and_record_before_exiting() {
+    let redis = RedisServer::start();
+    let upstream = Upstream::tools(0);
+    let args = |proxy_deadline: &'static str| {
+        vec![
+            "--upstream".to_owned(),
+            upstream.url(),
+            "--listen".to_owned(),
+            "127.0.0.1:0".to_owned(),
+            "--redis-url".to_owned(),
+            redis.url(),
+            "--deadline".to_owned(),
+            proxy_deadline.to_owned(),
+        ]
+    };
+    let first_args = args("200ms");
+    let mut first = Proxy::start(&first_args.iter().map(String::as_str).collect::<Vec<_>>());
+    let slow = r#"{"to":"ada@example.com","delay_ms":1500}"#;
+    let answer = post(&first.url, "/tools/send_email", Some("s1"), slow).await;
+    assert_eq!(answer.status, 202, "{answer:?}");
+    first.terminate();
+    let (code, stderr) = first.wait_exit(Duration::from_secs(20));
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stderr.contains("shutdown: 0 execution(s) left unfinished"),
+        "{stderr}"
+    );
+    assert_eq!(stats(&upstream.url()).await["send_email"], 1);
+    // Recorded before the exit: another instance on the same store replays it.
+    let second_args = args("5s");
+    let second = Proxy::start(&second_args.iter().map(String::as_str).collect::<Vec<_>>());
+    let replay = post(&second.url, "/tools/send_email", Some("s1"), slow).await;
+    assert_eq!(replay.status, 200, "{replay:?}");
+    assert!(replay.replayed());
+    assert_eq!(stats(&upstream.url()).await["send_email"], 1);
+}

@@ -1,0 +1,53 @@
+//! Two proxy processes on one Redis (and on a 3-node Redis Cluster) in front of one
+//! upstream: parallel identical calls spread over both run each intent once.
+
+mod support;
+
+use std::collections::{HashMap, HashSet};
+
+use support::redis_server::{RedisCluster, RedisServer};
+use support::{post, stats, Proxy, Upstream};
+
+const INTENTS: usize = 10;
+const CALLS_PER_INTENT: usize = 8;
+
+async fn each_intent_runs_once(store_args: &[&str]) {
+    let upstream = Upstream::tools(0);
+    let url = upstream.url();
+    let mut args = vec!["--upstream", url.as_str(), "--listen", "127.0.0.1:0"];
+    args.extend_from_slice(store_args);
+    let proxies = [Proxy::start(&args), Proxy::start(&args)];
+    let calls = (0..INTENTS * CALLS_PER_INTENT).map(|n| {
+        let intent = n % INTENTS;
+        let proxy = &proxies[n % 2].url;
+        async move {
+            let body = format!(r#"{{"to":"user{intent}@example.com","delay_ms":300}}"#);
+            let answer = post(proxy, "/tools/send_email", Some("s1"), &body).await;
+            (intent, answer)
+        }
+    });
+    let answers = futures_util::future::join_all(calls).await;
+    let mut bodies: HashMap<usize, HashSet<String>> = HashMap::new();
+    for (intent, answer) in answers {
+        assert_eq!(answer.status, 200, "{answer:?}");
+        bodies.entry(intent).or_default().insert(answer.body);
+    }
+    for (intent, seen) in &bodies {
+        assert_eq!(seen.len(), 1, "intent {intent} got {seen:?}");
+    }
+    assert_eq!(stats(&url).await["send_email"], INTENTS);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_proxies_on_one_redis_run_each_intent_once() {
+    let redis = RedisServer::start();
+    let url = redis.url();
+    each_intent_runs_once(&["--redis-url", &url]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_proxies_on_one_redis_cluster_run_each_intent_once() {
+    let cluster = RedisCluster::start();
+    let urls = cluster.urls().join(",");
+    each_intent_runs_once(&["--redis-cluster-urls", &urls]).await;
+}

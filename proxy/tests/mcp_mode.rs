@@ -1,0 +1,125 @@
+//! MCP mode in front of a server that is not Rust: an MCP server built with the official
+//! Python SDK (`MCPServer`), behind `idempotency-proxy --mcp /mcp`, driven by the official
+//! Python SDK's client (`tests/interop/python_client.py` of the crate), whose own request
+//! timeout sends the cancellations.
+//!
+//! The SDK lives in a virtual environment outside the repository (`MCP_PYTHON`, default
+//! `~/.cache/tower-idempotency/venv/bin/python`; `bash .ci/run` makes it). Without it these
+//! tests say so and pass, except under `CI=true`, where they fail.
+
+mod support;
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use serde_json::Value;
+use support::{Proxy, Upstream};
+
+const SDK_CHECK: &str =
+    "import importlib.metadata as m, mcp.server.mcpserver; assert m.version('mcp') == '2.3.0'";
+
+fn sdk() -> Option<PathBuf> {
+    let python = support::python();
+    let has_sdk = Command::new(&python)
+        .args(["-c", SDK_CHECK])
+        .output()
+        .is_ok_and(|output| output.status.success());
+    if has_sdk {
+        return Some(python);
+    }
+    let missing = format!(
+        "the official Python MCP SDK is not installed at {} (set MCP_PYTHON, or run \
+         `python3 -m venv ~/.cache/tower-idempotency/venv && \
+         ~/.cache/tower-idempotency/venv/bin/pip install mcp==2.3.0`)",
+        python.display()
+    );
+    assert!(std::env::var("CI").as_deref() != Ok("true"), "{missing}");
+    eprintln!("skipped: {missing}");
+    None
+}
+
+/// The Python SDK server behind a proxy with a 500 ms deadline, and one scenario of the
+/// SDK client against the proxy; what the client reported.
+fn scenario(python: &PathBuf, name: &str) -> Value {
+    let upstream = Upstream::start("mcp_server.py", &[], &[]);
+    let url = upstream.url();
+    let proxy = Proxy::start(&[
+        "--upstream",
+        &url,
+        "--listen",
+        "127.0.0.1:0",
+        "--mcp",
+        "/mcp",
+        "--deadline",
+        "500ms",
+    ]);
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../tests/interop/python_client.py"
+    );
+    let output = Command::new(python)
+        .args([
+            script,
+            "--url",
+            &format!("{}/mcp", proxy.url),
+            "--scenario",
+            name,
+        ])
+        .env("NO_PROXY", "127.0.0.1,localhost")
+        .env("no_proxy", "127.0.0.1,localhost")
+        .output()
+        .expect("the Python client runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{name} could not run:\n{stderr}");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let line = stdout.lines().last().unwrap_or_default();
+    serde_json::from_str(line).unwrap_or_else(|e| panic!("{name}: {e}: {stdout}\n{stderr}"))
+}
+
+fn text(value: &Value) -> &str {
+    value.as_str().unwrap_or_default()
+}
+
+#[test]
+fn an_sdk_client_whose_timeout_is_shorter_than_the_tool_retries_until_answered_and_it_runs_once() {
+    let Some(python) = sdk() else { return };
+    let report = scenario(&python, "timeout_retry");
+    assert!(
+        text(&report["final_text"]).contains("sent to timeout-"),
+        "{report}"
+    );
+    assert!(report["attempts"].as_u64().unwrap() >= 2, "{report}");
+    assert_eq!(report["stats"]["send_email"], 1, "{report}");
+    // The SDK's cancellations stayed with the proxy: none reached the running tool.
+    assert_eq!(report["stats"]["cancelled"], 0, "{report}");
+}
+
+#[test]
+fn an_sdk_client_retrying_with_a_fresh_id_gets_the_replay() {
+    let Some(python) = sdk() else { return };
+    let report = scenario(&python, "fresh_id_replay");
+    let texts = report["texts"].as_array().unwrap();
+    assert!(text(&texts[0]).starts_with("sent to replay-"), "{report}");
+    let (notice, kept) = text(&texts[1])
+        .split_once('\n')
+        .expect("a notice, then the result");
+    assert!(
+        notice.starts_with("This exact call already ran"),
+        "{report}"
+    );
+    assert_eq!(kept, text(&texts[0]), "{report}");
+    assert_eq!(report["stats"]["send_email"], 1, "{report}");
+}
+
+#[test]
+fn two_sdk_sessions_never_share_an_intent() {
+    let Some(python) = sdk() else { return };
+    let report = scenario(&python, "two_sessions");
+    let texts = report["texts"].as_array().unwrap();
+    assert_ne!(texts[0], texts[1], "{report}");
+    assert!(
+        text(&texts[2]).starts_with("This exact call already ran"),
+        "{report}"
+    );
+    assert_eq!(report["stats"]["send_email"], 2, "{report}");
+}

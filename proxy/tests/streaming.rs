@@ -1,0 +1,142 @@
+//! What the proxy does not keep, it streams frame by frame; and it handles headers as a
+//! proxy should. The upstream holds its second SSE event until the client has seen the
+//! first, so a proxy that buffered would never deliver either in time.
+
+mod support;
+
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use support::{client, Proxy, Upstream};
+
+/// Reads the SSE answer to `request`, telling the upstream once event one has arrived.
+async fn events_one_then_two(request: reqwest::RequestBuilder, upstream: &str) {
+    let response = request.send().await.expect("an answer");
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["content-type"], "text/event-stream");
+    let mut stream = response.bytes_stream();
+    let mut seen = String::new();
+    let first = tokio::time::timeout(Duration::from_secs(5), async {
+        while !seen.contains("data: one\n\n") {
+            let chunk = stream.next().await.expect("more").expect("a chunk");
+            seen.push_str(std::str::from_utf8(&chunk).unwrap());
+        }
+    })
+    .await;
+    assert!(
+        first.is_ok(),
+        "event one did not arrive on its own: {seen:?}"
+    );
+    assert!(!seen.contains("two"), "{seen:?}");
+    client()
+        .get(format!("{upstream}/sse/seen"))
+        .send()
+        .await
+        .unwrap();
+    while let Some(chunk) = stream.next().await {
+        seen.push_str(std::str::from_utf8(&chunk.unwrap()).unwrap());
+    }
+    assert_eq!(seen, "data: one\n\ndata: two\n\n");
+}
+
+#[tokio::test]
+async fn a_get_event_stream_arrives_event_by_event() {
+    let upstream = Upstream::tools(0);
+    let url = upstream.url();
+    let proxy = Proxy::start(&["--upstream", &url, "--listen", "127.0.0.1:0"]);
+    events_one_then_two(client().get(format!("{}/events", proxy.url)), &url).await;
+}
+
+#[tokio::test]
+async fn a_pass_through_routes_sse_answer_to_a_post_arrives_event_by_event() {
+    let upstream = Upstream::tools(0);
+    let url = upstream.url();
+    let config = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(
+        config.path(),
+        "[[routes]]\nprefix = \"/tools/stream\"\nmode = \"pass\"\n",
+    )
+    .unwrap();
+    let path = config.path().to_str().unwrap();
+    let proxy = Proxy::start(&[
+        "--upstream",
+        &url,
+        "--listen",
+        "127.0.0.1:0",
+        "--config",
+        path,
+    ]);
+    let request = client()
+        .post(format!("{}/tools/stream", proxy.url))
+        .header("x-session-id", "s1")
+        .body("{}");
+    events_one_then_two(request, &url).await;
+    // Passed through: every call runs.
+    let again = client()
+        .post(format!("{}/tools/stream", proxy.url))
+        .header("x-session-id", "s1")
+        .body("{}");
+    events_one_then_two(again, &url).await;
+    assert_eq!(support::stats(&url).await["stream"], 2);
+}
+
+async fn headers_seen(proxy: &str, host: &str) -> (serde_json::Value, reqwest::header::HeaderMap) {
+    let answer = support::answer(
+        client()
+            .get(format!("{proxy}/headers?x=1"))
+            .header("host", host)
+            .header("connection", "x-hop")
+            .header("x-hop", "dropped")
+            .header("x-forwarded-for", "203.0.113.9")
+            .header("x-session-id", "s1"),
+    )
+    .await;
+    assert_eq!(answer.status, 200, "{answer:?}");
+    (answer.json(), answer.headers)
+}
+
+#[tokio::test]
+async fn hop_by_hop_headers_stay_on_their_hop_and_the_upstream_learns_who_asked() {
+    let upstream = Upstream::tools(0);
+    let url = upstream.url();
+    let proxy = Proxy::start(&["--upstream", &url, "--listen", "127.0.0.1:0"]);
+    let (seen, answered) = headers_seen(&proxy.url, "tools.example:8443").await;
+    let headers = &seen["headers"];
+    assert_eq!(seen["path"], "/headers?x=1");
+    assert!(headers.get("x-hop").is_none(), "{headers}");
+    assert_eq!(headers["x-session-id"][0], "s1");
+    assert_eq!(headers["x-forwarded-for"][0], "203.0.113.9, 127.0.0.1");
+    assert_eq!(
+        headers["forwarded"][0],
+        "for=127.0.0.1;proto=http;host=\"tools.example:8443\""
+    );
+    assert_eq!(headers["x-forwarded-proto"][0], "http");
+    // Host is kept by default.
+    assert_eq!(headers["host"][0], "tools.example:8443");
+    // The upstream's own hop-by-hop headers stay with it.
+    assert!(answered.get("x-upstream-hop").is_none(), "{answered:?}");
+    assert_eq!(answered["x-kept"], "1");
+}
+
+#[tokio::test]
+async fn host_is_rewritten_to_the_upstreams_when_configured() {
+    let upstream = Upstream::tools(0);
+    let url = upstream.url();
+    let config = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(config.path(), "[upstream]\nhost = \"rewrite\"\n").unwrap();
+    let path = config.path().to_str().unwrap();
+    let proxy = Proxy::start(&[
+        "--upstream",
+        &url,
+        "--listen",
+        "127.0.0.1:0",
+        "--config",
+        path,
+    ]);
+    let (seen, _) = headers_seen(&proxy.url, "tools.example:8443").await;
+    assert_eq!(
+        seen["headers"]["host"][0],
+        format!("127.0.0.1:{}", upstream.port)
+    );
+    assert_eq!(seen["headers"]["x-forwarded-host"][0], "tools.example:8443");
+}

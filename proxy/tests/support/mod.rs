@@ -1,0 +1,301 @@
+//! Real processes for the proxy's tests: the proxy binary, Python upstreams, Redis.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStderr, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+#[path = "../../../tests/support/redis_server.rs"]
+pub mod redis_server;
+
+/// A loopback port nothing listens on now.
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Reads `child`'s stdout until a line starts with `prefix`; the rest of that line.
+fn wait_for_line(child: &mut Child, prefix: &str, what: &str) -> String {
+    let stdout = child.stdout.take().expect("stdout piped");
+    let (tx, rx) = mpsc::channel();
+    let prefix = prefix.to_owned();
+    std::thread::spawn(move || {
+        let mut found = false;
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if !found {
+                if let Some(rest) = line.strip_prefix(&prefix) {
+                    found = true;
+                    let _ = tx.send(rest.to_owned());
+                }
+            }
+        }
+    });
+    match rx.recv_timeout(Duration::from_secs(30)) {
+        Ok(rest) => rest,
+        Err(_) => panic!("{what} did not start: {}", stderr_of(child)),
+    }
+}
+
+fn stderr_of(child: &mut Child) -> String {
+    let _ = child.kill();
+    let mut text = String::new();
+    if let Some(mut stderr) = child.stderr.take() {
+        let _ = stderr.read_to_string(&mut text);
+    }
+    text
+}
+
+/// The Python interpreter: the tests' virtual environment's where it has the MCP SDK, else
+/// the system's (the HTTP upstream needs only the standard library).
+pub fn python() -> PathBuf {
+    let venv = std::env::var_os("MCP_PYTHON").map_or_else(
+        || {
+            let home = std::env::var_os("HOME").unwrap_or_default();
+            PathBuf::from(home).join(".cache/tower-idempotency/venv/bin/python")
+        },
+        PathBuf::from,
+    );
+    if venv.exists() {
+        venv
+    } else {
+        PathBuf::from("python3")
+    }
+}
+
+fn script(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/upstreams")
+        .join(name)
+}
+
+/// A Python upstream process, killed when dropped.
+pub struct Upstream {
+    child: Child,
+    pub port: u16,
+}
+
+impl Upstream {
+    /// The standard-library tool server, on `port` (0: a free one).
+    pub fn tools(port: u16) -> Self {
+        Self::start("tool_server.py", &[&port.to_string()], &[])
+    }
+
+    pub fn start(script_name: &str, args: &[&str], env: &[(&str, &str)]) -> Self {
+        let mut child = Command::new(python())
+            .arg(script(script_name))
+            .args(args)
+            .envs(env.iter().copied())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start the Python upstream");
+        let port = wait_for_line(&mut child, "listening on ", script_name)
+            .trim()
+            .parse()
+            .expect("a port");
+        Self { child, port }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Upstream {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// An `idempotency-proxy` process, killed when dropped.
+pub struct Proxy {
+    child: Child,
+    pub url: String,
+    pub metrics: Option<String>,
+    stderr: Option<mpsc::Receiver<String>>,
+}
+
+pub fn proxy_command(args: &[&str]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_idempotency-proxy"));
+    command.args(args).env("RUST_LOG", "warn");
+    command
+}
+
+impl Proxy {
+    pub fn start(args: &[&str]) -> Self {
+        let mut child = proxy_command(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start idempotency-proxy");
+        let stdout = child.stdout.take().expect("stdout piped");
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        let mut metrics = None;
+        let url = loop {
+            match rx.recv_timeout(Duration::from_secs(30)) {
+                Ok(line) => {
+                    if let Some(addr) = line.strip_prefix("metrics on ") {
+                        metrics = Some(addr.to_owned());
+                    }
+                    if let Some(addr) = line.strip_prefix("listening on ") {
+                        break addr.to_owned();
+                    }
+                }
+                Err(_) => panic!("the proxy did not start: {}", stderr_of(&mut child)),
+            }
+        };
+        let stderr = child.stderr.take().map(collect_lines);
+        Self {
+            child,
+            url,
+            metrics,
+            stderr,
+        }
+    }
+
+    /// Sends SIGTERM.
+    pub fn terminate(&self) {
+        let status = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .expect("kill -TERM");
+        assert!(status.success());
+    }
+
+    /// Waits for the process to exit, for at most `limit`; its exit code and stderr.
+    pub fn wait_exit(&mut self, limit: Duration) -> (Option<i32>, String) {
+        let started = std::time::Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().expect("try_wait") {
+                let mut text = String::new();
+                if let Some(lines) = self.stderr.take() {
+                    text = lines.iter().collect::<Vec<_>>().join("\n");
+                }
+                return (status.code(), text);
+            }
+            assert!(
+                started.elapsed() < limit,
+                "the proxy did not exit within {limit:?}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+fn collect_lines(stderr: ChildStderr) -> mpsc::Receiver<String> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    rx
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Runs the proxy with `args` to its exit, expecting it not to start: its exit code and
+/// stderr.
+pub fn refused(args: &[&str]) -> (Option<i32>, String) {
+    let mut child = proxy_command(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run idempotency-proxy");
+    let started = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            break status;
+        }
+        if started.elapsed() > Duration::from_secs(10) {
+            let _ = child.kill();
+            panic!("the proxy started with {args:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    (status.code(), stderr_of(&mut child))
+}
+
+/// What one call through the proxy got.
+#[derive(Debug)]
+pub struct Answer {
+    pub status: u16,
+    pub headers: reqwest::header::HeaderMap,
+    pub body: String,
+}
+
+impl Answer {
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.body)
+            .unwrap_or_else(|_| panic!("a JSON answer, got {}: {}", self.status, self.body))
+    }
+
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+
+    pub fn replayed(&self) -> bool {
+        self.header("idempotent-replayed") == Some("true")
+    }
+}
+
+pub fn client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .timeout(Duration::from_secs(30))
+        .build()
+        .unwrap()
+}
+
+pub async fn answer(request: reqwest::RequestBuilder) -> Answer {
+    let response = request.send().await.expect("an answer");
+    let status = response.status().as_u16();
+    let headers = response.headers().clone();
+    let body = response.text().await.expect("a body");
+    Answer {
+        status,
+        headers,
+        body,
+    }
+}
+
+/// POSTs `json` to `base` + `path` in `session` (none: no session header).
+pub async fn post(base: &str, path: &str, session: Option<&str>, json: &str) -> Answer {
+    let mut request = client()
+        .post(format!("{base}{path}"))
+        .header("content-type", "application/json")
+        .body(json.to_owned());
+    if let Some(session) = session {
+        request = request.header("x-session-id", session);
+    }
+    answer(request).await
+}
+
+/// The upstream's execution counts.
+pub async fn stats(upstream: &str) -> serde_json::Value {
+    answer(client().get(format!("{upstream}/stats")))
+        .await
+        .json()
+}
