@@ -205,9 +205,29 @@ async fn parallel_identical_calls_run_once_and_all_get_its_result() {
 }
 
 #[tokio::test]
+async fn in_progress_for_a_tool_not_listed_through_the_layer_is_an_error_result() {
+    // A result that is not an error must match the tool's output schema, which the layer
+    // has not seen: only an error result is valid whatever the schema.
+    let server = start(&[("DEADLINE_MS", "300")]);
+    let client = server.connect().await;
+    let report = json!({"topic": "unlisted", "seconds": 1.0});
+    let early = call_tool(&client, call("generate_report", report)).await;
+    assert_eq!(early.is_error, Some(true));
+    assert!(text(&early).starts_with("This action is already running"));
+    let structured = early
+        .structured_content
+        .as_ref()
+        .expect("structured content");
+    assert_eq!(structured["outcome"], "in_progress");
+    assert_eq!(structured["retryable"], true);
+}
+
+#[tokio::test]
 async fn a_slow_tool_answers_in_progress_then_its_result() {
     let server = start(&[("DEADLINE_MS", "300")]);
     let client = server.connect().await;
+    // Listed through the layer without an output schema, as hosts list tools before use.
+    client.list_all_tools().await.unwrap();
     let report = json!({"topic": "sales", "seconds": 1.5});
     let early = call_tool(&client, call("generate_report", report.clone())).await;
     assert_eq!(early.is_error, Some(false));

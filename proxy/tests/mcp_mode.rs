@@ -112,6 +112,30 @@ fn an_sdk_client_retrying_with_a_fresh_id_gets_the_replay() {
 }
 
 #[test]
+fn an_sdk_client_calling_a_slow_tool_is_told_in_progress_then_gets_the_result() {
+    let Some(python) = sdk() else { return };
+    let report = scenario(&python, "slow_in_progress");
+    let texts = report["texts"].as_array().unwrap();
+    assert!(
+        text(&texts[0]).starts_with("This action is already running"),
+        "{report}"
+    );
+    // The SDK server declares an output schema for the tool (its return type), which a
+    // result that is not an error would have to match: "in progress" comes as an error
+    // result, which the SDK client accepts.
+    assert_eq!(report["first_is_error"], true, "{report}");
+    assert_eq!(
+        report["first_structured_content"]["outcome"], "in_progress",
+        "{report}"
+    );
+    assert!(
+        text(texts.last().unwrap()).starts_with("report on churn-"),
+        "{report}"
+    );
+    assert_eq!(report["stats"]["generate_report"], 1, "{report}");
+}
+
+#[test]
 fn two_sdk_sessions_never_share_an_intent() {
     let Some(python) = sdk() else { return };
     let report = scenario(&python, "two_sessions");

@@ -15,9 +15,10 @@ Scenarios:
                     for that request id; the same call is retried (fresh id) until
                     one is answered. The e-mail must have been sent exactly once.
   fresh_id_replay   the same send_email twice (two ids): the second is a replay.
-  slow_in_progress  generate_report taking 2 s against DEADLINE_MS=500: the first
-                    answer is an "in progress" tool result; the same call is
-                    repeated every 500 ms until the real report comes back.
+  slow_in_progress  the tools listed, then generate_report taking 2 s against a
+                    500 ms deadline: the first answer is an "in progress" tool
+                    result; the same call is repeated every 500 ms until the
+                    real report comes back.
   two_sessions      the same send_email in this session and in a second one: it
                     runs once in each, and a repeat in the second is a replay.
 """
@@ -99,6 +100,7 @@ async def slow_in_progress(session, url, suffix):
     # The first answer comes at the server's deadline and says "in progress";
     # asking again with the same arguments ends in the one real report.
     args = {"topic": f"churn-{suffix}", "seconds": 2.0}
+    await session.list_tools()  # as hosts do before calling: the layer learns the tools
     texts, first = [], None
     for attempt in range(20):
         if attempt:
