@@ -46,8 +46,10 @@ fn structured(told: &Told) -> Map<String, Value> {
 }
 
 /// A layer answer (in progress, not executed, failed...) as the `CallToolResult` answering
-/// the call `id`. Only "in progress" is not an error: the action is under way.
-pub(crate) fn tool_result(id: &Value, told: &Told) -> Value {
+/// the call `id`. Only "in progress" is not an error, the action being under way, and only
+/// for a tool that `takes_unstructured` results: one that is not an error must match the
+/// tool's output schema, which the layer's words cannot, and clients check it.
+pub(crate) fn tool_result(id: &Value, told: &Told, takes_unstructured: bool) -> Value {
     let in_progress = told.outcome == "in_progress";
     let detail = if in_progress {
         let seconds = |name| told.get(name).and_then(Value::as_u64).unwrap_or(1);
@@ -64,7 +66,7 @@ pub(crate) fn tool_result(id: &Value, told: &Told) -> Value {
     let call_result = json!({
         "content": [{ "type": "text", "text": detail }],
         "structuredContent": structured(told),
-        "isError": !in_progress,
+        "isError": !(in_progress && takes_unstructured),
     });
     result(id, call_result)
 }
@@ -181,10 +183,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn in_progress_is_a_result_that_is_not_an_error() {
+    fn in_progress_is_a_result_that_is_not_an_error_where_the_tool_takes_one() {
         let key = IntentKey::from_bytes([0xab; 32]);
         let told = crate::told::in_progress(&key, "/_idempotency/ab", 3, "the session");
-        let result = tool_result(&json!(5), &told);
+        let schema_unknown = tool_result(&json!(5), &told, false);
+        assert_eq!(schema_unknown["result"]["isError"], true);
+        let result = tool_result(&json!(5), &told, true);
         assert_eq!(result["id"], 5);
         assert_eq!(result["result"]["isError"], false);
         let text = result["result"]["content"][0]["text"].as_str().unwrap();
@@ -203,7 +207,7 @@ mod tests {
             &crate::settings::Settings::default(),
             None,
         );
-        let result = tool_result(&json!("x"), &told);
+        let result = tool_result(&json!("x"), &told, true);
         assert_eq!(result["result"]["isError"], true);
         let structured = result["result"]["structuredContent"].as_object().unwrap();
         assert!(!structured.contains_key("type") && !structured.contains_key("status"));

@@ -31,7 +31,11 @@
 //! - **in progress**: past its deadline, a call is answered with a `CallToolResult` whose text
 //!   says that the action is already running and must not be repeated with new arguments,
 //!   and whose `structuredContent` holds `outcome: "in_progress"`, `retry_after_s` and the
-//!   `intent`. Calling again with the same arguments later gets the real result. Every other
+//!   `intent`. Calling again with the same arguments later gets the real result. It is not
+//!   an error (`isError: false`) for a tool that a `tools/list` answer passing through the
+//!   layer listed without an `outputSchema`; otherwise it is marked `isError: true`, since a
+//!   result that is not an error must match the tool's output schema, and clients check it
+//!   (the official Python SDK's client raises on one that does not). Every other
 //!   answer the layer writes (not executed, failed) is a `CallToolResult` with
 //!   `isError: true` whose text says first what happened and whether calling again is safe;
 //! - **read-only tools pass through**: a tool that a `tools/list` answer passing through the

@@ -22,6 +22,9 @@ pub(crate) struct ToolPolicy {
     pub(crate) configured: HashMap<String, ToolRule>,
     /// Tools the server declared read-only in the last `tools/list` answer seen.
     declared_read_only: RwLock<HashSet<String>>,
+    /// Tools the last `tools/list` answer seen listed without an `outputSchema`: a result
+    /// that is not an error need not match one.
+    listed_unstructured: RwLock<HashSet<String>>,
 }
 
 impl Clone for ToolPolicy {
@@ -29,6 +32,12 @@ impl Clone for ToolPolicy {
         Self {
             configured: self.configured.clone(),
             declared_read_only: RwLock::new(self.read_only_snapshot()),
+            listed_unstructured: RwLock::new(
+                self.listed_unstructured
+                    .read()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .clone(),
+            ),
         }
     }
 }
@@ -56,6 +65,16 @@ impl ToolPolicy {
             .contains(tool)
     }
 
+    /// Whether `tool` was listed through the layer without an output schema, so that a
+    /// result of the layer's that is not an error is valid for it. A tool not listed here
+    /// may declare one, which such a result would have to match: clients check.
+    pub(crate) fn listed_without_output_schema(&self, tool: &str) -> bool {
+        self.listed_unstructured
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains(tool)
+    }
+
     /// The deadline and retention configured for `tool`.
     pub(crate) fn timing(&self, tool: &str) -> Timing {
         self.configured
@@ -65,13 +84,18 @@ impl ToolPolicy {
     }
 
     /// Learns the annotations of a `tools/list` result: each listed tool is read-only or
-    /// not as it now declares. A paginated listing only updates the tools it lists.
+    /// not, and has an output schema or not, as it now declares. A paginated listing only
+    /// updates the tools it lists.
     pub(crate) fn learn(&self, result: &Map<String, Value>) {
         let Some(tools) = result.get("tools").and_then(Value::as_array) else {
             return;
         };
         let mut read_only = self
             .declared_read_only
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        let mut unstructured = self
+            .listed_unstructured
             .write()
             .unwrap_or_else(PoisonError::into_inner);
         for tool in tools {
@@ -86,6 +110,14 @@ impl ToolPolicy {
                 read_only.insert(name.to_owned());
             } else {
                 read_only.remove(name);
+            }
+            if tool
+                .get("outputSchema")
+                .is_some_and(|schema| !schema.is_null())
+            {
+                unstructured.remove(name);
+            } else {
+                unstructured.insert(name.to_owned());
             }
         }
     }
@@ -112,6 +144,25 @@ mod tests {
         assert!(policy.passes_through("search"));
         assert!(!policy.passes_through("send_email"));
         assert!(!policy.passes_through("pay"));
+    }
+
+    #[test]
+    fn only_tools_listed_without_an_output_schema_take_results_without_one() {
+        let policy = ToolPolicy::default();
+        assert!(
+            !policy.listed_without_output_schema("pay"),
+            "not listed yet"
+        );
+        let listing = json!({"tools": [
+            {"name": "pay"},
+            {"name": "report", "outputSchema": {"type": "object"}},
+        ]});
+        policy.learn(listing.as_object().unwrap());
+        assert!(policy.listed_without_output_schema("pay"));
+        assert!(!policy.listed_without_output_schema("report"));
+        let relisted = json!({"tools": [{"name": "pay", "outputSchema": {"type": "object"}}]});
+        policy.learn(relisted.as_object().unwrap());
+        assert!(!policy.listed_without_output_schema("pay"));
     }
 
     #[test]

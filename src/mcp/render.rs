@@ -85,7 +85,9 @@ impl<St> Rendering<'_, St> {
         if let Some(seconds) = told.retry_after_s {
             headers.insert(header::RETRY_AFTER, HeaderValue::from(seconds));
         }
-        Said::Message(answers::tool_result(self.id(), told), headers)
+        let policy = &self.endpoint.policy;
+        let unstructured = policy.listed_without_output_schema(&self.call.name);
+        Said::Message(answers::tool_result(self.id(), told, unstructured), headers)
     }
 
     fn keyed(&self, intent: &Intent, outcome: Outcome<ServerAnswer>) -> Said {

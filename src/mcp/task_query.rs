@@ -51,8 +51,8 @@ fn result_of(record: &Record, id: &Value, key: &IntentKey) -> Value {
             None => answers::lost(id),
         },
         KeptResponse::Omitted { status, why } => {
-            answers::tool_result(id, &told::already_executed(key, *status, *why))
+            answers::tool_result(id, &told::already_executed(key, *status, *why), false)
         }
-        KeptResponse::Abandoned => answers::tool_result(id, &told::abandoned(key)),
+        KeptResponse::Abandoned => answers::tool_result(id, &told::abandoned(key), false),
     }
 }
