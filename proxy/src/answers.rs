@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use http::{header, HeaderValue, Response, StatusCode};
-use serde_json::json;
+use serde_json::Value;
 use tower_idempotency::Interrupted;
 
 use crate::body::{full, Outbound};
@@ -65,15 +65,22 @@ pub fn lost(lost: Lost, kept: bool, timeout: Duration) -> Response<Outbound> {
             )
         }
     };
-    let document = json!({
-        "type": format!("urn:idempotency-proxy:{slug}"),
-        "title": title,
-        "status": status.as_u16(),
-        "outcome": outcome,
-        "retryable": retryable,
-        "detail": detail,
-    });
-    let mut response = Response::new(full(document.to_string()));
+    // In this order, as the layer writes its own: what happened and whether to retry come
+    // before the sentence that explains them (a map would sort the members).
+    let members: [(&str, Value); 6] = [
+        ("type", format!("urn:idempotency-proxy:{slug}").into()),
+        ("title", title.into()),
+        ("status", status.as_u16().into()),
+        ("outcome", outcome.into()),
+        ("retryable", retryable.into()),
+        ("detail", detail.into()),
+    ];
+    let document = members
+        .iter()
+        .map(|(name, value)| format!("{}:{value}", Value::from(*name)))
+        .collect::<Vec<_>>()
+        .join(",");
+    let mut response = Response::new(full(format!("{{{document}}}")));
     *response.status_mut() = status;
     let headers = response.headers_mut();
     headers.insert(

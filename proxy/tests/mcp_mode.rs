@@ -147,3 +147,73 @@ fn two_sdk_sessions_never_share_an_intent() {
     );
     assert_eq!(report["stats"]["send_email"], 2, "{report}");
 }
+
+/// One JSON-RPC message to the proxy's `/mcp` in `session`; the session id it answered
+/// with and the JSON-RPC answer (read from an event stream where it came as one).
+async fn rpc(proxy: &str, session: Option<&str>, message: &str) -> (Option<String>, Value) {
+    let mut request = support::client()
+        .post(format!("{proxy}/mcp"))
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2025-11-25")
+        .body(message.to_owned());
+    if let Some(session) = session {
+        request = request.header("mcp-session-id", session);
+    }
+    let answer = support::answer(request).await;
+    let session = answer.header("mcp-session-id").map(str::to_owned);
+    let data = answer
+        .body
+        .lines()
+        .filter_map(|line| line.strip_prefix("data: "))
+        .last()
+        .unwrap_or(&answer.body)
+        .to_owned();
+    (session, serde_json::from_str(&data).unwrap_or(Value::Null))
+}
+
+#[tokio::test]
+async fn a_server_that_dies_during_a_call_leaves_it_kept_as_may_have_run() {
+    if sdk().is_none() {
+        return;
+    }
+    let mut upstream = Upstream::start("mcp_server.py", &[], &[]);
+    let url = upstream.url();
+    let proxy = Proxy::start(&[
+        "--upstream",
+        &url,
+        "--listen",
+        "127.0.0.1:0",
+        "--mcp",
+        "/mcp",
+    ]);
+    let init = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#;
+    let (session, _) = rpc(&proxy.url, None, init).await;
+    let session = session.expect("a session id");
+    let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+    rpc(&proxy.url, Some(&session), initialized).await;
+    let call = |id: u32| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"send_email","arguments":{{"to":"ada@example.com","subject":"s","body":"b","delay_ms":1500}}}}}}"#
+        )
+    };
+    let first = {
+        let (proxy, session, call) = (proxy.url.clone(), session.clone(), call(1));
+        tokio::spawn(async move { rpc(&proxy, Some(&session), &call).await.1 })
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    upstream.kill();
+    let first = first.await.unwrap();
+    assert_eq!(first["id"], 1, "{first}");
+    assert_eq!(first["error"]["data"]["outcome"], "unknown", "{first}");
+    let text = first["error"]["message"].as_str().unwrap_or_default();
+    assert!(text.starts_with("This action may have run"), "{first}");
+    // Not released: the retry is told, not sent to a server that is gone (which would say
+    // "not executed").
+    let (_, retry) = rpc(&proxy.url, Some(&session), &call(2)).await;
+    assert_eq!(retry["id"], 2, "{retry}");
+    let result = &retry["result"];
+    assert_eq!(result["structuredContent"]["outcome"], "unknown", "{retry}");
+    let text = result["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(text.starts_with("This action may have run"), "{retry}");
+}

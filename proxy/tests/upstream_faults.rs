@@ -101,3 +101,20 @@ async fn on_a_pass_through_route_a_lost_answer_says_a_retry_would_run_it_again()
     let detail = lost.json()["detail"].as_str().unwrap().to_owned();
     assert!(detail.contains("would run it again"), "{detail}");
 }
+
+#[tokio::test]
+async fn an_answer_that_breaks_off_midway_is_kept_as_may_have_run() {
+    let upstream = Upstream::tools(0);
+    let proxy = Proxy::start(&["--upstream", &upstream.url(), "--listen", "127.0.0.1:0"]);
+    let first = post(&proxy.url, "/tools/truncate", Some("s1"), "{}").await;
+    assert_eq!(first.status, 502, "{first:?}");
+    let told = first.json();
+    assert_eq!(told["outcome"], "unknown");
+    assert!(told["detail"]
+        .as_str()
+        .unwrap()
+        .starts_with("This action may have run"));
+    let retry = post(&proxy.url, "/tools/truncate", Some("s1"), "{}").await;
+    assert_eq!(retry.json()["outcome"], "unknown", "{retry:?}");
+    assert_eq!(stats(&upstream.url()).await["truncate"], 1);
+}

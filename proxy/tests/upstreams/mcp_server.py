@@ -64,6 +64,7 @@ def main():
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
+    sock.listen(128)
     port = sock.getsockname()[1]
     app = server.streamable_http_app(streamable_http_path="/mcp")
     config = uvicorn.Config(app, log_level="warning")

@@ -11,6 +11,7 @@ execution of NAME (GET /stats returns the counts). The tools:
   flaky        503 the first time, 200 after
   hang         reads the request, then never answers within the test
   reset        reads the request, then closes the connection without an answer
+  truncate     starts a 200 answer of 100 bytes, sends 10, then closes the connection
   big          200 with `bytes` bytes of body
   stream       an SSE answer: event 1, then event 2 once GET /sse/seen was called
 
@@ -117,6 +118,16 @@ class Handler(BaseHTTPRequestHandler):
             time.sleep(args.get("delay_ms", 30000) / 1000)
             return self.answer(200, {"status": "late"})
         if name == "reset":
+            self.connection.shutdown(socket.SHUT_RDWR)
+            self.close_connection = True
+            return
+        if name == "truncate":
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", "100")
+            self.end_headers()
+            self.wfile.write(b'{"charged"')
+            self.wfile.flush()
             self.connection.shutdown(socket.SHUT_RDWR)
             self.close_connection = True
             return
