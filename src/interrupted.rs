@@ -1,12 +1,17 @@
 //! The mark of an answer that stands in for one that was lost.
 
-/// Put in a response's extensions by an inner service whose call to the tool broke off after
-/// the request was sent (a proxy whose upstream reset the connection or timed out): the action
-/// may have run, and this response is not its answer.
+/// The mark of an answer lost after the request reached the tool, put by an inner service
+/// that calls the tool (a proxy whose upstream reset the connection or timed out): the action
+/// may have run.
 ///
-/// The layer records such an answer as executed with an unknown outcome, whatever its
-/// status: it is never released into a retry that would run the action again, and repeats
-/// are told to check its effect first. Its first caller is given the response as it is.
+/// - In a response's extensions, it says that this response stands in for the lost answer.
+///   The layer records it as executed with an unknown outcome, whatever its status, and its
+///   first caller is given the response as it is.
+/// - As the error of a response body, it says that the answer broke off after it began. The
+///   layer records the same, and its first caller is told that the action may have run.
+///
+/// Either way the call is never released into a retry that would run the action again, and
+/// repeats are told to check its effect first.
 ///
 /// ```
 /// use http::{Response, StatusCode};
@@ -18,3 +23,71 @@
 /// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Interrupted;
+
+impl std::fmt::Display for Interrupted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the answer was lost after the request reached the tool")
+    }
+}
+
+impl std::error::Error for Interrupted {}
+
+/// Whether a body's error is an [`Interrupted`], or was caused by one (a body type that
+/// wraps its stream's errors keeps them as its error's source).
+pub(crate) fn is_interrupted(error: &crate::bounds::BoxError) -> bool {
+    let mut next: Option<&(dyn std::error::Error + 'static)> = Some(error.as_ref());
+    while let Some(error) = next {
+        if error.is::<Interrupted>() {
+            return true;
+        }
+        next = error.source();
+    }
+    false
+}
+
+pin_project_lite::pin_project! {
+    /// A body whose errors are checked on their way through: `seen` is set when one is an
+    /// [`Interrupted`].
+    pub(crate) struct Watched<'a, B> {
+        #[pin]
+        inner: B,
+        seen: &'a std::sync::atomic::AtomicBool,
+    }
+}
+
+impl<'a, B> Watched<'a, B> {
+    pub(crate) fn new(inner: B, seen: &'a std::sync::atomic::AtomicBool) -> Self {
+        Self { inner, seen }
+    }
+}
+
+impl<B> http_body::Body for Watched<'_, B>
+where
+    B: http_body::Body,
+    B::Error: Into<crate::bounds::BoxError>,
+{
+    type Data = B::Data;
+    type Error = crate::bounds::BoxError;
+
+    fn poll_frame(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<B::Data>, Self::Error>>> {
+        let this = self.project();
+        this.inner.poll_frame(cx).map_err(|error| {
+            let error = error.into();
+            if is_interrupted(&error) {
+                this.seen.store(true, std::sync::atomic::Ordering::Relaxed);
+            }
+            error
+        })
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
+    }
+}

@@ -79,6 +79,7 @@ where
     B::Data: Send,
     B::Error: Into<BoxError>,
     ResBody: Body<Data = Bytes> + Send + 'static,
+    ResBody::Error: Into<BoxError>,
     St: Store,
 {
     type Response = Response<ResponseBody<ResBody>>;

@@ -10,12 +10,15 @@ use std::time::Duration;
 
 use http::uri::{PathAndQuery, Scheme};
 use http::{header, Request, Response, Uri, Version};
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use tower::Service;
+use tower_idempotency::Interrupted;
 
 use crate::answers::{lost, Lost};
-use crate::body::{boxed, Inbound, Outbound};
+use crate::body::{boxed, BoxError, Inbound, Outbound};
 use crate::config::{self, HostHeader};
 use crate::forward::{add_forwarded, strip_hop_by_hop, ClientAddr};
 
@@ -68,6 +71,18 @@ impl Pool {
             kept,
         }
     }
+}
+
+/// The upstream's answer, its break marked [`Interrupted`]: the request reached the upstream,
+/// so the layer keeps the call as one that may have run.
+fn marked(body: Incoming) -> Outbound {
+    body.map_err(|error| {
+        tracing::warn!(%error, "the upstream's answer broke off");
+        metrics::counter!("idempotency_proxy_upstream_errors_total", "kind" => "broken")
+            .increment(1);
+        BoxError::from(Interrupted)
+    })
+    .boxed_unsync()
 }
 
 /// Forwards requests to the upstream.
@@ -123,7 +138,8 @@ impl Service<Request<Inbound>> for Upstream {
                 Ok(Ok(response)) => {
                     let (mut parts, body) = response.into_parts();
                     strip_hop_by_hop(&mut parts.headers);
-                    return Ok(Response::from_parts(parts, boxed(body)));
+                    let body = if kept { marked(body) } else { boxed(body) };
+                    return Ok(Response::from_parts(parts, body));
                 }
                 Ok(Err(error)) if error.is_connect() => {
                     tracing::warn!(%error, "the upstream could not be reached");

@@ -165,8 +165,8 @@ async fn rpc(proxy: &str, session: Option<&str>, message: &str) -> (Option<Strin
     let data = answer
         .body
         .lines()
-        .filter_map(|line| line.strip_prefix("data: "))
-        .last()
+        .rev()
+        .find_map(|line| line.strip_prefix("data: "))
         .unwrap_or(&answer.body)
         .to_owned();
     (session, serde_json::from_str(&data).unwrap_or(Value::Null))

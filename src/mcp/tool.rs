@@ -2,6 +2,8 @@
 //! JSON-RPC answer is kept or released by what it says, the transport's own HTTP refusal is
 //! passed on and released, and an answer that never came may have run.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use bytes::Bytes;
 use http::{header, HeaderMap, HeaderValue, Response, StatusCode};
 use http_body::Body;
@@ -13,6 +15,7 @@ use super::message::{read_answer, Unreadable, TOO_LARGE};
 use crate::bounds::BoxError;
 use crate::classify::Verdict;
 use crate::engine::{Answered, Produced};
+use crate::interrupted::Watched;
 use crate::store::{ReleaseCause, StoredResponse};
 
 /// What the server answered a protected call, as its first caller is given it.
@@ -65,19 +68,8 @@ where
 {
     let (parts, body) = response.into_parts();
     if parts.extensions.get::<crate::Interrupted>().is_some() {
-        // It stands in for an answer lost after the request reached the server: the tool
-        // may have run, so it is kept as run with an unknown outcome.
-        return Produced::Answered(Answered {
-            verdict: Verdict::Unknown,
-            stored: None,
-            status: Some(parts.status),
-            retry_after_s: None,
-            interrupted: true,
-            answer: ServerAnswer::Message {
-                kept: false,
-                message: interrupted(id),
-            },
-        });
+        // It stands in for an answer lost after the request reached the server.
+        return Produced::Answered(lost(id, parts.status));
     }
     if !parts.status.is_success() {
         // Not a JSON-RPC answer: the transport's own refusal, released and passed on.
@@ -107,11 +99,17 @@ where
         });
     }
     let ceiling = limit.saturating_mul(16).max(16 << 20);
+    let interrupted = AtomicBool::new(false);
+    let body = Watched::new(body, &interrupted);
     let (verdict, message) = match read_answer(&parts.headers, body, id, ceiling).await {
         Ok(answer) if keeps(&answer) => (Verdict::Keep, answer),
         Ok(answer) => (Verdict::Release(ReleaseCause::Status), answer),
         // The tool answered, too much to read: it ran, and a repeat must not run it again.
         Err(Unreadable(TOO_LARGE)) => (Verdict::Keep, too_large(id, ceiling)),
+        // It broke off after it began.
+        Err(_) if interrupted.load(Ordering::Relaxed) => {
+            return Produced::Answered(lost(id, parts.status))
+        }
         Err(unreadable) => (
             Verdict::Release(ReleaseCause::ResponseBody),
             unanswered(id, &unreadable),
@@ -163,6 +161,22 @@ fn too_large(id: &Value, ceiling: usize) -> Value {
         "isError": true,
     });
     answers::result(id, result)
+}
+
+/// A call whose answer was lost after it reached the server ([`Interrupted`]
+/// (crate::Interrupted)): the tool may have run, so it is kept as run with an unknown outcome.
+fn lost(id: &Value, status: StatusCode) -> Answered<ServerAnswer> {
+    Answered {
+        verdict: Verdict::Unknown,
+        stored: None,
+        status: Some(status),
+        retry_after_s: None,
+        interrupted: true,
+        answer: ServerAnswer::Message {
+            kept: false,
+            message: interrupted(id),
+        },
+    }
 }
 
 /// The JSON-RPC error for a call whose answer was lost after it reached the server: whether

@@ -152,6 +152,21 @@ fn answer_lost(key: &IntentKey, status: StatusCode) -> Told {
     .member("last_status", status.as_u16())
 }
 
+/// The tool's answer broke off after it began (its body ended in [`Interrupted`]
+/// (crate::Interrupted)): said to the first caller.
+pub(crate) fn answer_broke_off() -> Told {
+    Told::new(
+        "answer-lost",
+        "Outcome unknown",
+        "unknown",
+        false,
+        "This action may have run: its request reached the tool, but the answer broke off on \
+         the way back, so whether it took effect is not known. It will not be run again by \
+         itself: check its effect before calling again."
+            .to_owned(),
+    )
+}
+
 /// The execution was abandoned at its bound: the action may have happened.
 pub(crate) fn abandoned(key: &IntentKey) -> Told {
     Told::new(

@@ -16,7 +16,7 @@ use crate::key::IntentKey;
 #[cfg(feature = "mcp")]
 pub(crate) use attempts::failure_told;
 pub(crate) use attempts::{
-    abandoned, already_executed, attempt_failed, in_progress, status_failed,
+    abandoned, already_executed, answer_broke_off, attempt_failed, in_progress, status_failed,
 };
 pub(crate) use refusals::refusal;
 pub(crate) use status::{

@@ -4,18 +4,21 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use http::{header, HeaderMap, Response};
+use http::{header, HeaderMap, Response, StatusCode};
 use http_body::Body;
 use http_body_util::BodyExt;
 
+use super::answer::written;
 use super::replay::storable_headers;
 use crate::body::ResponseBody;
+use crate::bounds::BoxError;
 use crate::buffer::Gathered;
 use crate::classify::{Classify, Verdict};
 use crate::engine::{Answered, Produced};
 use crate::guard::guarded;
-use crate::interrupted::Interrupted;
+use crate::interrupted::{is_interrupted, Interrupted};
 use crate::store::StoredResponse;
+use crate::told;
 
 /// The tool's response as its first caller is given it.
 pub(crate) type FirstResponse<B> = Response<ResponseBody<B>>;
@@ -30,6 +33,7 @@ pub(crate) async fn read<B>(
 ) -> Produced<FirstResponse<B>>
 where
     B: Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<BoxError>,
 {
     let (parts, body) = response.into_parts();
     let interrupted = parts.extensions.get::<Interrupted>().is_some();
@@ -78,7 +82,20 @@ where
                     return Produced::Answered(judged(None, response));
                 }
             }
-            Some(Err(_)) => return Produced::Broken,
+            Some(Err(error)) => {
+                if !is_interrupted(&error.into()) {
+                    return Produced::Broken;
+                }
+                // It broke off after it began: the tool has the request, and may have acted.
+                return Produced::Answered(Answered {
+                    verdict: Verdict::Unknown,
+                    stored: None,
+                    status: Some(StatusCode::BAD_GATEWAY),
+                    retry_after_s: None,
+                    interrupted: true,
+                    answer: written(StatusCode::BAD_GATEWAY, &told::answer_broke_off()),
+                });
+            }
         }
     }
 }
