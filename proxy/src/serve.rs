@@ -17,7 +17,7 @@ use tower_idempotency::store::{MemoryStore, RedisStore, Store, TieredStore};
 
 use crate::admin::{self, Admin};
 use crate::body::Inbound;
-use crate::config::{Config, StoreKind};
+use crate::config::{Config, LogFormat, StoreKind};
 use crate::forward::ClientAddr;
 use crate::stack;
 
@@ -136,7 +136,13 @@ async fn serve<St: Store>(
         .detached
         .wait_for(grace.saturating_sub(started.elapsed()))
         .await;
-    eprintln!("shutdown: {unfinished} execution(s) left unfinished");
+    match config.log_format {
+        LogFormat::Json => tracing::info!(
+            unfinished,
+            "shutdown: {unfinished} execution(s) left unfinished"
+        ),
+        LogFormat::Text => eprintln!("shutdown: {unfinished} execution(s) left unfinished"),
+    }
     Ok(())
 }
 

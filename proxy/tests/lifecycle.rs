@@ -145,3 +145,37 @@ async fn sigterm_lets_the_execution_in_flight_finish_and_record_before_exiting()
     assert!(replay.replayed());
     assert_eq!(stats(&upstream.url()).await["send_email"], 1);
 }
+
+#[test]
+fn with_log_format_json_every_log_line_is_a_json_object() {
+    let upstream = Upstream::tools(0);
+    let config = file("log_format = \"json\"\n");
+    let path = config.path().to_str().unwrap();
+    let url = upstream.url();
+    let mut proxy = Proxy::start_with_env(
+        &[
+            "--upstream",
+            &url,
+            "--listen",
+            "127.0.0.1:0",
+            "--config",
+            path,
+        ],
+        &[("RUST_LOG", "info")],
+    );
+    proxy.terminate();
+    let (code, stderr) = proxy.wait_exit(Duration::from_secs(20));
+    assert_eq!(code, Some(0), "{stderr}");
+    let lines: Vec<serde_json::Value> = stderr
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|_| panic!("not JSON: {line}")))
+        .collect();
+    assert!(
+        lines.iter().any(|l| l["fields"]["message"] == "started"),
+        "{stderr}"
+    );
+    assert!(
+        lines.iter().any(|l| l["fields"]["unfinished"] == 0),
+        "{stderr}"
+    );
+}

@@ -172,6 +172,61 @@ async fn rpc(proxy: &str, session: Option<&str>, message: &str) -> (Option<Strin
     (session, serde_json::from_str(&data).unwrap_or(Value::Null))
 }
 
+/// A session opened by hand through the proxy: its id.
+async fn raw_session(proxy: &str) -> String {
+    let init = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#;
+    let (session, _) = rpc(proxy, None, init).await;
+    let session = session.expect("a session id");
+    let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+    rpc(proxy, Some(&session), initialized).await;
+    session
+}
+
+#[tokio::test]
+async fn a_call_run_as_a_task_is_answered_at_once_and_its_result_read_from_the_proxy() {
+    if sdk().is_none() {
+        return;
+    }
+    let upstream = Upstream::start("mcp_server.py", &[], &[]);
+    let url = upstream.url();
+    let proxy = Proxy::start(&[
+        "--upstream",
+        &url,
+        "--listen",
+        "127.0.0.1:0",
+        "--mcp",
+        "/mcp",
+    ]);
+    let session = raw_session(&proxy.url).await;
+    let as_task = r#"{"jsonrpc":"2.0","id":20,"method":"tools/call","params":{"name":"generate_report","arguments":{"topic":"q3","seconds":0.8},"task":{"ttl":60000}}}"#;
+    let (_, created) = rpc(&proxy.url, Some(&session), as_task).await;
+    assert_eq!(created["id"], 20, "{created}");
+    let task = &created["result"]["task"];
+    assert_eq!(task["status"], "working", "{created}");
+    let task_id = task["taskId"].as_str().unwrap().to_owned();
+    let query = |id: u32, method: &str| {
+        serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": {"taskId": task_id}})
+            .to_string()
+    };
+    let (_, got) = rpc(&proxy.url, Some(&session), &query(21, "tasks/get")).await;
+    assert_eq!(got["result"]["status"], "working", "{got}");
+    let (_, result) = rpc(&proxy.url, Some(&session), &query(22, "tasks/result")).await;
+    assert_eq!(result["id"], 22, "{result}");
+    let text = result["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(text.starts_with("report on q3"), "{result}");
+    let (_, got) = rpc(&proxy.url, Some(&session), &query(23, "tasks/get")).await;
+    assert_eq!(got["result"]["status"], "completed", "{got}");
+    // The same call again, plain: the same intent, never run twice.
+    let plain = as_task.replace(r#","task":{"ttl":60000}"#, "");
+    let (_, replayed) = rpc(&proxy.url, Some(&session), &plain).await;
+    let texts = replayed["result"]["content"].to_string();
+    assert!(texts.contains("report on q3 (report_1)"), "{replayed}");
+    let counts = support::stats(&url).await;
+    assert_eq!(counts["generate_report"], 1, "{counts}");
+}
+
 #[tokio::test]
 async fn a_server_that_dies_during_a_call_leaves_it_kept_as_may_have_run() {
     if sdk().is_none() {
@@ -187,11 +242,7 @@ async fn a_server_that_dies_during_a_call_leaves_it_kept_as_may_have_run() {
         "--mcp",
         "/mcp",
     ]);
-    let init = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#;
-    let (session, _) = rpc(&proxy.url, None, init).await;
-    let session = session.expect("a session id");
-    let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
-    rpc(&proxy.url, Some(&session), initialized).await;
+    let session = raw_session(&proxy.url).await;
     let call = |id: u32| {
         format!(
             r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"send_email","arguments":{{"to":"ada@example.com","subject":"s","body":"b","delay_ms":1500}}}}}}"#

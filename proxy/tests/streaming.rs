@@ -140,3 +140,17 @@ async fn host_is_rewritten_to_the_upstreams_when_configured() {
     );
     assert_eq!(seen["headers"]["x-forwarded-host"][0], "tools.example:8443");
 }
+
+#[tokio::test]
+async fn calls_in_sequence_reuse_one_pooled_upstream_connection() {
+    let upstream = Upstream::tools(0);
+    let url = upstream.url();
+    let proxy = Proxy::start(&["--upstream", &url, "--listen", "127.0.0.1:0"]);
+    let mut ports = std::collections::HashSet::new();
+    for _ in 0..5 {
+        // A new client each time: a new connection to the proxy, not to the upstream.
+        let (seen, _) = headers_seen(&proxy.url, "tools.example").await;
+        ports.insert(seen["peer_port"].as_u64().unwrap());
+    }
+    assert_eq!(ports.len(), 1, "{ports:?}");
+}

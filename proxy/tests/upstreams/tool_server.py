@@ -15,8 +15,8 @@ execution of NAME (GET /stats returns the counts). The tools:
   big          200 with `bytes` bytes of body
   stream       an SSE answer: event 1, then event 2 once GET /sse/seen was called
 
-GET /events is an SSE stream like `stream`; GET /headers echoes the request's headers with
-a hop-by-hop header of its own; anything else is 404.
+GET /events is an SSE stream like `stream`; GET /headers echoes the request's headers and
+the port the request came from, with a hop-by-hop header of its own; anything else is 404.
 """
 
 import json
@@ -90,7 +90,7 @@ class Handler(BaseHTTPRequestHandler):
                 headers.setdefault(name.lower(), []).append(value)
             return self.answer(
                 200,
-                {"headers": headers, "path": self.path},
+                {"headers": headers, "path": self.path, "peer_port": self.client_address[1]},
                 headers=[("connection", "x-upstream-hop"), ("x-upstream-hop", "1"), ("x-kept", "1")],
             )
         self.answer(404, {"error": "no such path"})
