@@ -1,6 +1,9 @@
 #!/usr/bin/env python3
-"""Fails unless the crate's declared `rust-version` is at least that of every dependency it
-builds with (every feature on, dev-dependencies left out), as the lock file pins them."""
+"""Fails unless each workspace member's declared `rust-version` is at least that of every
+dependency it builds with on this machine's platform (every feature on, dev-dependencies
+left out), as the lock file pins them. `cargo tree` gives what one member builds: the
+resolve graph of `cargo metadata` unifies features across the workspace, dev-dependencies
+included, and would count what no build of the member compiles."""
 
 import json
 import subprocess
@@ -13,44 +16,61 @@ def version(text):
     return tuple(parts + [0] * (3 - len(parts)))
 
 
+def run(args):
+    return subprocess.run(args, check=True, capture_output=True, text=True).stdout
+
+
 def main():
-    metadata = json.loads(
-        subprocess.run(
-            ["cargo", "metadata", "--format-version", "1", "--all-features", "--locked"],
-            check=True,
-            capture_output=True,
-            text=True,
-        ).stdout
+    host = next(
+        line.split(": ", 1)[1]
+        for line in run(["rustc", "-vV"]).splitlines()
+        if line.startswith("host: ")
     )
-    packages = {package["id"]: package for package in metadata["packages"]}
-    nodes = {node["id"]: node for node in metadata["resolve"]["nodes"]}
-    root = metadata["resolve"]["root"]
-    declared = packages[root].get("rust_version")
-    if not declared:
-        sys.exit("msrv: the crate declares no rust-version")
-    built, pending = set(), [root]
-    while pending:
-        current = pending.pop()
-        if current in built:
-            continue
-        built.add(current)
-        for dependency in nodes[current]["deps"]:
-            kinds = {kind["kind"] for kind in dependency["dep_kinds"]}
-            if kinds & {None, "build"}:
-                pending.append(dependency["pkg"])
+    metadata = json.loads(
+        run(["cargo", "metadata", "--format-version", "1", "--all-features", "--locked"])
+    )
+    declared = {
+        (package["name"], package["version"]): package.get("rust_version")
+        for package in metadata["packages"]
+    }
+    members = [
+        package for package in metadata["packages"] if package["id"] in metadata["workspace_members"]
+    ]
+    failed = False
+    for member in members:
+        failed |= not check(member, declared, host)
+    if failed:
+        sys.exit(1)
+
+
+def check(member, declared, host):
+    """Prints what one member's declared version covers; False where it does not."""
+    name = member["name"]
+    own = member.get("rust_version")
+    if not own:
+        print(f"msrv: {name} declares no rust-version", file=sys.stderr)
+        return False
+    tree = run([
+        "cargo", "tree", "--locked", "-p", name, "-e", "normal,build", "--all-features",
+        "--target", host, "--prefix", "none", "--format", "{p}",
+    ])
+    built = set()
+    for line in tree.splitlines():
+        words = line.split()
+        if len(words) >= 2 and words[1].startswith("v") and words[0] != name:
+            built.add((words[0], words[1][1:]))
     newest = max(
-        (
-            (version(packages[package]["rust_version"]), packages[package]["name"])
-            for package in built - {root}
-            if packages[package].get("rust_version")
-        ),
+        ((version(declared[package]), package[0]) for package in built if declared.get(package)),
         default=((0,), "none"),
     )
-    if version(declared) < newest[0]:
-        needed = ".".join(str(part) for part in newest[0])
-        sys.exit(f"msrv: rust-version is {declared}, but {newest[1]} needs {needed}")
-    print(f"msrv: rust-version {declared} covers every dependency (the newest needs "
-          f"{'.'.join(str(part) for part in newest[0])}, {newest[1]})")
+    needed = ".".join(str(part) for part in newest[0])
+    if version(own) < newest[0]:
+        print(f"msrv: {name}'s rust-version is {own}, but {newest[1]} needs {needed}",
+              file=sys.stderr)
+        return False
+    print(f"msrv: {name}'s rust-version {own} covers every dependency (the newest needs "
+          f"{needed}, {newest[1]})")
+    return True
 
 
 if __name__ == "__main__":

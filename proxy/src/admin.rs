@@ -32,6 +32,7 @@ pub async fn serve<St: Store>(listener: TcpListener, admin: Admin<St>) {
     let admin = Arc::new(admin);
     loop {
         let Ok((stream, _)) = listener.accept().await else {
+            tokio::time::sleep(Duration::from_millis(20)).await;
             continue;
         };
         let admin = Arc::clone(&admin);

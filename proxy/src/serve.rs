@@ -98,7 +98,9 @@ async fn serve<St: Store>(
             accepted = listener.accept() => match accepted {
                 Ok(accepted) => accepted,
                 Err(error) => {
+                    // Out of descriptors, say: wait a moment rather than spin.
                     tracing::warn!(%error, "accept failed");
+                    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
                     continue;
                 }
             },

@@ -244,6 +244,7 @@ fn resolve(
             mode: Mode::Mcp,
             prefix,
             key: None,
+            ignore_fields: Vec::new(),
             ..default_route.clone()
         });
     }
@@ -335,6 +336,12 @@ fn route(
     default_timeout: Duration,
     inherit: Option<&Route>,
 ) -> Result<Route, String> {
+    // A route is listed to be protected unless it says otherwise; `[defaults]`'s mode is
+    // that of the paths no route names.
+    let mode = table.mode.unwrap_or(Mode::Protect);
+    // An MCP route keys by the tool's arguments: the defaults' key and body fields are not
+    // its own.
+    let inherit_body_rules = inherit.filter(|_| mode != Mode::Mcp);
     let key = match (table.key_header, table.key_field) {
         (Some(_), Some(_)) => {
             return Err(
@@ -343,11 +350,8 @@ fn route(
         }
         (Some(header), None) => Some(KeySource::Header(header.0)),
         (None, Some(field)) => Some(KeySource::Field(field.0)),
-        (None, None) => inherit.and_then(|r| r.key.clone()),
+        (None, None) => inherit_body_rules.and_then(|r| r.key.clone()),
     };
-    // A route is listed to be protected unless it says otherwise; `[defaults]`'s mode is
-    // that of the paths no route names.
-    let mode = table.mode.unwrap_or(Mode::Protect);
     if mode == Mode::Mcp && key.is_some() {
         return Err(
             "an MCP route keys calls by their tool and arguments: `key_header` and `key_field` \
@@ -356,7 +360,9 @@ fn route(
         );
     }
     let ignore_fields = if table.ignore_fields.is_empty() {
-        inherit.map(|r| r.ignore_fields.clone()).unwrap_or_default()
+        inherit_body_rules
+            .map(|r| r.ignore_fields.clone())
+            .unwrap_or_default()
     } else {
         table.ignore_fields.into_iter().map(|p| p.0).collect()
     };

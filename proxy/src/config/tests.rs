@@ -153,3 +153,29 @@ fn an_mcp_route_refuses_an_explicit_key() {
         "{error}"
     );
 }
+
+#[test]
+fn the_readmes_configuration_file_is_valid_and_read_as_it_says() {
+    let readme = include_str!("../../README.md");
+    let start = readme.find("```toml\n").expect("a TOML block") + "```toml\n".len();
+    let block = &readme[start..];
+    let block = &block[..block.find("```").unwrap()];
+    let config = with_file(block, &[]).unwrap();
+    assert_eq!(config.log_format, LogFormat::Json);
+    assert_eq!(config.default_route.mode, Mode::Protect);
+    assert!(matches!(
+        config.default_route.key,
+        Some(KeySource::Header(_))
+    ));
+    let mcp = config.routes.iter().find(|r| r.mode == Mode::Mcp).unwrap();
+    assert!(mcp.key.is_none());
+    assert_eq!(mcp.ignore_fields, ["/trace_id"]);
+    let report = &config.routes[0];
+    assert_eq!(report.prefix, "/tools/generate_report");
+    assert_eq!(report.timeout, Duration::from_secs(900));
+    assert_eq!(
+        report.ignore_fields,
+        ["/tool_call_id"],
+        "inherited from [defaults]"
+    );
+}
