@@ -87,7 +87,7 @@ async fn serve<St: Store>(
         println!("metrics on http://{addr}");
     }
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
-    tracing::info!(%addr, upstream = %config.upstream.url, store = ?config.store.kind_name(), "started");
+    tracing::info!(%addr, upstream = %config.upstream.url, store = config.store.kind_name(), "started");
     println!("listening on http://{addr}");
 
     let graceful = GracefulShutdown::new();
