@@ -12,10 +12,10 @@ use serde_json::{json, Value};
 
 use super::answers;
 use super::message::{read_answer, Unreadable, TOO_LARGE};
+use super::watched::Watched;
 use crate::bounds::BoxError;
 use crate::classify::Verdict;
 use crate::engine::{Answered, Produced};
-use crate::interrupted::Watched;
 use crate::store::{ReleaseCause, StoredResponse};
 
 /// What the server answered a protected call, as its first caller is given it.
