@@ -113,6 +113,31 @@ mod tests {
     }
 
     #[test]
+    fn every_line_of_an_earlier_chain_is_kept() {
+        let mut headers = HeaderMap::new();
+        headers.append("x-forwarded-for", HeaderValue::from_static("203.0.113.7"));
+        headers.append("x-forwarded-for", HeaderValue::from_static("198.51.100.2"));
+        headers.append(
+            header::FORWARDED,
+            HeaderValue::from_static("for=203.0.113.7"),
+        );
+        headers.append(
+            header::FORWARDED,
+            HeaderValue::from_static("for=198.51.100.2"),
+        );
+        add_forwarded(&mut headers, Some("10.0.0.2:51000".parse().unwrap()));
+        assert_eq!(
+            headers["x-forwarded-for"],
+            "203.0.113.7, 198.51.100.2, 10.0.0.2"
+        );
+        assert_eq!(
+            headers[header::FORWARDED],
+            "for=203.0.113.7, for=198.51.100.2, for=10.0.0.2;proto=http"
+        );
+        assert_eq!(headers.get_all("x-forwarded-for").iter().count(), 1);
+    }
+
+    #[test]
     fn this_hop_is_appended_to_what_earlier_proxies_said() {
         let mut headers = HeaderMap::new();
         headers.insert(

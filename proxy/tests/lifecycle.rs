@@ -122,6 +122,8 @@ async fn sigterm_lets_the_execution_in_flight_finish_and_record_before_exiting()
             redis.url(),
             "--deadline".to_owned(),
             proxy_deadline.to_owned(),
+            "--metrics-listen".to_owned(),
+            "127.0.0.1:0".to_owned(),
         ]
     };
     let first_args = args("200ms");
@@ -129,7 +131,13 @@ async fn sigterm_lets_the_execution_in_flight_finish_and_record_before_exiting()
     let slow = r#"{"to":"ada@example.com","delay_ms":1500}"#;
     let answer = post(&first.url, "/tools/send_email", Some("s1"), slow).await;
     assert_eq!(answer.status, 202, "{answer:?}");
+    let metrics = first.metrics.clone().unwrap();
     first.terminate();
+    // Shutting down: not ready, while the execution runs on.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let ready = support::answer(client().get(format!("{metrics}/readyz"))).await;
+    assert_eq!(ready.status, 503, "{ready:?}");
+    assert!(ready.body.contains("shutting down"), "{}", ready.body);
     let (code, stderr) = first.wait_exit(Duration::from_secs(20));
     assert_eq!(code, Some(0), "{stderr}");
     assert!(

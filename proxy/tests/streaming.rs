@@ -151,6 +151,42 @@ async fn calls_in_sequence_reuse_one_pooled_upstream_connection() {
         // A new client each time: a new connection to the proxy, not to the upstream.
         let (seen, _) = headers_seen(&proxy.url, "tools.example").await;
         ports.insert(seen["peer_port"].as_u64().unwrap());
+        // The connection goes back to the pool just after the answer's last byte.
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
     assert_eq!(ports.len(), 1, "{ports:?}");
+}
+
+#[tokio::test]
+async fn an_http2_callers_authority_is_kept_as_host_and_earlier_hops_are_kept() {
+    use http_body_util::{BodyExt, Empty};
+    use hyper_util::rt::{TokioExecutor, TokioIo};
+
+    let upstream = Upstream::tools(0);
+    let url = upstream.url();
+    let proxy = Proxy::start(&["--upstream", &url, "--listen", "127.0.0.1:0"]);
+    let addr = proxy.url.trim_start_matches("http://").to_owned();
+    let stream = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    let (mut sender, connection) =
+        hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(stream))
+            .await
+            .expect("an HTTP/2 connection (prior knowledge)");
+    tokio::spawn(connection);
+    let request = http::Request::get("http://tools.example:8443/headers")
+        .header("x-forwarded-for", "203.0.113.7")
+        .header("forwarded", "for=203.0.113.7")
+        .body(Empty::<bytes::Bytes>::new())
+        .unwrap();
+    let response = sender.send_request(request).await.unwrap();
+    assert_eq!(response.status(), 200);
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    let seen: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    let headers = &seen["headers"];
+    assert_eq!(headers["host"][0], "tools.example:8443", "{headers}");
+    assert_eq!(headers["x-forwarded-host"][0], "tools.example:8443");
+    assert_eq!(headers["x-forwarded-for"][0], "203.0.113.7, 127.0.0.1");
+    assert_eq!(
+        headers["forwarded"][0],
+        "for=203.0.113.7, for=127.0.0.1;proto=http;host=\"tools.example:8443\""
+    );
 }

@@ -12,7 +12,14 @@ use support::{free_port, post, stats, Proxy, Upstream};
 async fn an_upstream_that_is_down_is_not_executed_and_runs_once_it_is_back() {
     let port = free_port();
     let url = format!("http://127.0.0.1:{port}");
-    let proxy = Proxy::start(&["--upstream", &url, "--listen", "127.0.0.1:0"]);
+    let proxy = Proxy::start(&[
+        "--upstream",
+        &url,
+        "--listen",
+        "127.0.0.1:0",
+        "--metrics-listen",
+        "127.0.0.1:0",
+    ]);
     let email = r#"{"to":"ada@example.com"}"#;
     let down = post(&proxy.url, "/tools/send_email", Some("s1"), email).await;
     assert_eq!(down.status, 502, "{down:?}");
@@ -23,6 +30,15 @@ async fn an_upstream_that_is_down_is_not_executed_and_runs_once_it_is_back() {
         .as_str()
         .unwrap()
         .starts_with("This action was not executed"));
+    let metrics = proxy.metrics.clone().unwrap();
+    let scraped = support::answer(support::client().get(format!("{metrics}/metrics"))).await;
+    assert!(
+        scraped
+            .body
+            .contains("idempotency_proxy_upstream_errors_total{kind=\"connect\"} 1"),
+        "{}",
+        scraped.body
+    );
     let upstream = Upstream::tools(port);
     let back = post(&proxy.url, "/tools/send_email", Some("s1"), email).await;
     assert_eq!(back.status, 200, "{back:?}");
@@ -99,7 +115,38 @@ async fn on_a_pass_through_route_a_lost_answer_says_a_retry_would_run_it_again()
     let lost = post(&proxy.url, "/tools/reset", Some("s1"), "{}").await;
     assert_eq!(lost.status, 502);
     let detail = lost.json()["detail"].as_str().unwrap().to_owned();
-    assert!(detail.contains("would run it again"), "{detail}");
+    assert!(detail.starts_with("This action may have run"), "{detail}");
+    assert!(detail.contains("Check its effect"), "{detail}");
+    // Passed through: nothing kept, so the call runs again.
+    post(&proxy.url, "/tools/reset", Some("s1"), "{}").await;
+    assert_eq!(stats(&upstream.url()).await["reset"], 2);
+}
+
+#[tokio::test]
+async fn an_answer_that_stalls_midway_is_cut_at_the_routes_timeout_and_kept_as_may_have_run() {
+    let upstream = Upstream::tools(0);
+    let (proxy, _config) = with_routes(
+        &upstream,
+        "[upstream]\nconnect_timeout = \"200ms\"\n[[routes]]\nprefix = \"/tools/stall\"\ntimeout = \"700ms\"\n",
+    );
+    let started = std::time::Instant::now();
+    let first = support::answer(
+        reqwest::Client::new()
+            .post(format!("{}/tools/stall", proxy.url))
+            .header("x-session-id", "s1")
+            .timeout(Duration::from_secs(5))
+            .body("{}"),
+    )
+    .await;
+    assert!(
+        started.elapsed() < Duration::from_secs(4),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(first.json()["outcome"], "unknown", "{first:?}");
+    let retry = post(&proxy.url, "/tools/stall", Some("s1"), "{}").await;
+    assert_eq!(retry.json()["outcome"], "unknown", "{retry:?}");
+    assert_eq!(stats(&upstream.url()).await["stall"], 1);
 }
 
 #[tokio::test]

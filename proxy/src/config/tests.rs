@@ -63,11 +63,21 @@ key_header = "idempotency-key"
 
 [[routes]]
 prefix = "/tools/report"
-timeout = "5m"
+timeout = "7m"
 key_field = "/request_id"
 "#;
     let config = with_file(text, &["--listen", "127.0.0.1:4001", "--mcp", "/mcp"]).unwrap();
     assert_eq!(config.listen.to_string(), "127.0.0.1:4001");
+    assert_eq!(config.metrics_listen.unwrap().to_string(), "127.0.0.1:9100");
+    assert_eq!(config.shutdown_grace, Duration::from_secs(10));
+    assert_eq!(config.store.prefix.as_deref(), Some("tools:"));
+    assert_eq!(config.scope.header.as_ref().unwrap(), "x-conversation-id");
+    assert_eq!(config.scope.principal_header.as_ref().unwrap(), "x-user");
+    assert_eq!(
+        (config.limits.body, config.limits.response),
+        (Some(65536), Some(131072))
+    );
+    assert_eq!(config.upstream.url.path(), "/api");
     assert_eq!(config.log_format, LogFormat::Json);
     assert_eq!(config.upstream.host, HostHeader::Rewrite);
     assert!(matches!(&config.store.kind, StoreKind::Redis(url) if url.ends_with(":6390")));
@@ -76,7 +86,7 @@ key_field = "/request_id"
     assert_eq!(prefixes, ["/tools/report", "/tools", "/mcp"]);
     let report = &config.routes[0];
     assert_eq!(report.mode, Mode::Protect);
-    assert_eq!(report.timeout, Duration::from_secs(300));
+    assert_eq!(report.timeout, Duration::from_secs(420));
     assert!(matches!(&report.key, Some(KeySource::Field(f)) if f == "/request_id"));
     assert_eq!(config.routes[1].deadline, Some(Duration::from_secs(2)));
     assert_eq!(config.routes[1].timeout, Duration::from_secs(30));
@@ -178,4 +188,39 @@ fn the_readmes_configuration_file_is_valid_and_read_as_it_says() {
         ["/tool_call_id"],
         "inherited from [defaults]"
     );
+}
+
+#[test]
+fn settings_that_cannot_work_together_are_refused() {
+    let base = "[upstream]\nurl = \"http://127.0.0.1:8000\"\n";
+    let cases = [
+        (
+            "[upstream]\nurl = \"http://127.0.0.1:8000\"\nconnect_timeout = \"5s\"\n[[routes]]\nprefix = \"/t\"\ntimeout = \"2s\"\n",
+            "connect_timeout",
+        ),
+        (
+            "[[routes]]\nprefix = \"/t\"\ntimeout = \"15m\"\nmax_execution = \"10m\"\n",
+            "max_execution",
+        ),
+        ("[defaults]\nprefix = \"/tools\"\n", "[[routes]]"),
+    ];
+    for (text, named) in cases {
+        let text = if text.starts_with("[upstream]") {
+            text.to_owned()
+        } else {
+            format!("{base}{text}")
+        };
+        let error = with_file(&text, &[]).unwrap_err().to_string();
+        assert!(error.contains(named), "{text}: {error}");
+    }
+}
+
+#[test]
+fn mcp_on_a_path_the_file_routes_keeps_that_routes_settings() {
+    let text = "[upstream]\nurl = \"http://127.0.0.1:8000\"\n[[routes]]\nprefix = \"/mcp\"\ndeadline = \"3s\"\ntimeout = \"2m\"\n";
+    let config = with_file(text, &["--mcp", "/mcp"]).unwrap();
+    let mcp = &config.routes[0];
+    assert_eq!(mcp.mode, Mode::Mcp);
+    assert_eq!(mcp.deadline, Some(Duration::from_secs(3)));
+    assert_eq!(mcp.timeout, Duration::from_secs(120));
 }

@@ -6,12 +6,14 @@
 Prints "listening on PORT" once it accepts connections. Every POST /tools/NAME counts one
 execution of NAME (GET /stats returns the counts). The tools:
 
-  send_email   200 {"status": "sent", "message_id": "msg_N"}; waits `delay_ms` first
+  send_email   200 {"status": "sent", "message_id": "msg_N"}; waits `delay_ms` first, and
+               counts once done
   reject       400, the tool's own refusal
   flaky        503 the first time, 200 after
   hang         reads the request, then never answers within the test
   reset        reads the request, then closes the connection without an answer
   truncate     starts a 200 answer of 100 bytes, sends 10, then closes the connection
+  stall        starts a 200 answer of 100 bytes, sends 10, then waits 30 s
   big          200 with `bytes` bytes of body
   stream       an SSE answer: event 1, then event 2 once GET /sse/seen was called
 
@@ -104,10 +106,21 @@ class Handler(BaseHTTPRequestHandler):
             args = json.loads(body or b"{}")
         except ValueError:
             args = {}
-        n = bump(name)
         if name == "send_email":
+            # Sent (counted) at the end, as a real e-mail would be.
             time.sleep(args.get("delay_ms", 0) / 1000)
+            n = bump(name)
             return self.answer(200, {"status": "sent", "message_id": f"msg_{n}", "to": args.get("to")})
+        n = bump(name)
+        if name == "stall":
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", "100")
+            self.end_headers()
+            self.wfile.write(b'{"charged"')
+            self.wfile.flush()
+            time.sleep(30)
+            return
         if name == "reject":
             return self.answer(400, {"error": "the address is not allowed"})
         if name == "flaky":
