@@ -199,7 +199,7 @@ async fn an_answer_marked_interrupted_is_kept_as_may_have_run_and_never_run_agai
     assert_eq!(told["retryable"], false);
     let detail = told["detail"].as_str().unwrap();
     assert!(detail.starts_with("This action may have run"), "{detail}");
-    assert!(detail.contains("not run again"), "{detail}");
+    assert!(detail.contains("will not run it"), "{detail}");
     assert_eq!(calls.load(Ordering::SeqCst), 1);
 }
 
@@ -233,7 +233,7 @@ async fn a_response_body_that_breaks_off_with_interrupted_is_kept_as_may_have_ru
     assert_eq!(told["retryable"], false);
     let detail = told["detail"].as_str().unwrap();
     assert!(detail.starts_with("This action may have run"), "{detail}");
-    assert!(detail.contains("will not be run again"), "{detail}");
+    assert!(detail.contains("will not run it"), "{detail}");
     let again = client.post("/tools/charge", "s", r#"{"cents":500}"#).await;
     assert_eq!(again.json()["outcome"], "unknown");
     assert_eq!(calls.load(Ordering::SeqCst), 1);

@@ -20,9 +20,10 @@ pub enum Lost {
     TimedOut,
 }
 
-/// The answer for a request the upstream did not answer. `kept` says whether an idempotency
-/// layer records this call (a protected route), which decides what a repeat does.
-pub fn lost(lost: Lost, kept: bool, timeout: Duration) -> Response<Outbound> {
+/// The answer for a request the upstream did not answer. `timeout` is the route's. What a
+/// repeat does is the layer's to say (it keeps a call that may have run, on the routes it
+/// protects), so the words here hold either way.
+pub fn lost(lost: Lost, timeout: Duration) -> Response<Outbound> {
     let (status, slug, title, outcome, retryable, detail) = match lost {
         Lost::Unreachable => (
             StatusCode::BAD_GATEWAY,
@@ -34,36 +35,30 @@ pub fn lost(lost: Lost, kept: bool, timeout: Duration) -> Response<Outbound> {
              Calling again with the same arguments is safe."
                 .to_owned(),
         ),
-        Lost::Broken | Lost::TimedOut => {
-            let what = match lost {
-                Lost::TimedOut => format!(
-                    "no answer came within {}",
-                    humantime::format_duration(timeout)
-                ),
-                _ => "the connection broke before its answer came".to_owned(),
-            };
-            let then = if kept {
-                "It will not be run again by itself: check its effect before calling again."
-            } else {
-                "Check its effect before calling again: calling again with the same arguments \
-                 would run it again."
-            };
-            let status = match lost {
-                Lost::TimedOut => StatusCode::GATEWAY_TIMEOUT,
-                _ => StatusCode::BAD_GATEWAY,
-            };
-            (
-                status,
-                "upstream-answer-lost",
-                "Outcome unknown",
-                "unknown",
-                false,
-                format!(
-                    "This action may have run: its request reached the tool's server, but {what}, \
-                     so whether it took effect is not known. {then}"
-                ),
-            )
-        }
+        Lost::Broken => (
+            StatusCode::BAD_GATEWAY,
+            "upstream-answer-lost",
+            "Outcome unknown",
+            "unknown",
+            false,
+            "This action may have run: its request was sent to the tool's server, but the \
+             connection broke before an answer came, so whether it took effect is not known. \
+             Check its effect before calling again."
+                .to_owned(),
+        ),
+        Lost::TimedOut => (
+            StatusCode::GATEWAY_TIMEOUT,
+            "upstream-answer-lost",
+            "Outcome unknown",
+            "unknown",
+            false,
+            format!(
+                "This action may have run: its request was sent to the tool's server, but no \
+                 answer came within {}, so whether it took effect is not known, and it may \
+                 still be running. Check its effect before calling again.",
+                humantime::format_duration(timeout)
+            ),
+        ),
     };
     // In this order, as the layer writes its own: what happened and whether to retry come
     // before the sentence that explains them (a map would sort the members).

@@ -1,5 +1,6 @@
 //! The bodies the proxy moves: one type each way, streamed frame by frame.
 
+use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
@@ -71,5 +72,70 @@ impl Body for Inbound {
 
     fn size_hint(&self) -> SizeHint {
         self.0.size_hint()
+    }
+}
+
+/// The upstream's answer, cut at a deadline: past it, the body ends in an error.
+pub struct Deadline<B> {
+    inner: B,
+    sleep: Pin<Box<tokio::time::Sleep>>,
+    ended: bool,
+}
+
+impl<B> Deadline<B> {
+    pub fn new(inner: B, deadline: tokio::time::Instant) -> Self {
+        Self {
+            inner,
+            sleep: Box::pin(tokio::time::sleep_until(deadline)),
+            ended: false,
+        }
+    }
+}
+
+/// The answer did not end by its deadline.
+#[derive(Debug)]
+pub struct TimedOut;
+
+impl std::fmt::Display for TimedOut {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the answer did not end within the route's timeout")
+    }
+}
+
+impl std::error::Error for TimedOut {}
+
+impl<B> Body for Deadline<B>
+where
+    B: Body<Data = Bytes> + Unpin,
+    B::Error: Into<BoxError>,
+{
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        if self.ended {
+            return Poll::Ready(None);
+        }
+        if let Poll::Ready(frame) = Pin::new(&mut self.inner).poll_frame(cx) {
+            return Poll::Ready(frame.map(|frame| frame.map_err(Into::into)));
+        }
+        match self.sleep.as_mut().poll(cx) {
+            Poll::Ready(()) => {
+                self.ended = true;
+                Poll::Ready(Some(Err(Box::new(TimedOut))))
+            }
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.ended || self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
     }
 }

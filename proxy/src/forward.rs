@@ -81,12 +81,20 @@ fn quoted(value: &str) -> String {
     }
 }
 
-/// Appends `element` to a comma-separated list header, as one value.
+/// Appends `element` to a comma-separated list header, every earlier line kept, as one value.
 fn append_list(headers: &mut HeaderMap, name: HeaderName, element: &str) {
-    let joined = match headers.get(&name).and_then(|v| v.to_str().ok()) {
-        Some(earlier) if !earlier.is_empty() => format!("{earlier}, {element}"),
-        _ => element.to_owned(),
-    };
+    let mut joined = String::new();
+    for earlier in headers
+        .get_all(&name)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+    {
+        if !earlier.trim().is_empty() {
+            joined.push_str(earlier.trim());
+            joined.push_str(", ");
+        }
+    }
+    joined.push_str(element);
     if let Ok(value) = HeaderValue::from_str(&joined) {
         headers.insert(name, value);
     }

@@ -1,5 +1,6 @@
 //! Which route a request takes: the longest prefix that holds its path, segment by segment.
 
+use std::borrow::Cow;
 use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
@@ -33,6 +34,10 @@ impl Routes {
     }
 
     fn handler(&self, path: &str) -> &Handler {
+        // Matched as the upstream is likely to read the path, so that `/tools//x` or
+        // `/%74ools/x` cannot slip past a protected prefix.
+        let path = normalized(path);
+        let path = path.as_ref();
         if let Some(status) = &self.status {
             if under(path, STATUS_PATH) {
                 return status;
@@ -43,6 +48,53 @@ impl Routes {
             .find(|(prefix, _)| under(path, prefix))
             .map_or(&self.fallback, |(_, handler)| handler)
     }
+}
+
+/// `path` with empty and `.` segments dropped, `..` applied, and percent-escapes of
+/// unreserved characters decoded (RFC 3986 §6.2.2). Others stay escaped: `%2F` is not a `/`.
+fn normalized(path: &str) -> Cow<'_, str> {
+    let plain = !path.contains("//")
+        && !path.contains('%')
+        && !path
+            .split('/')
+            .any(|segment| segment == "." || segment == "..");
+    if plain {
+        return Cow::Borrowed(path);
+    }
+    let mut segments: Vec<String> = Vec::new();
+    for segment in path.split('/').skip(1) {
+        let segment = decode_unreserved(segment);
+        match segment.as_str() {
+            "" | "." => {}
+            ".." => {
+                segments.pop();
+            }
+            _ => segments.push(segment),
+        }
+    }
+    Cow::Owned(format!("/{}", segments.join("/")))
+}
+
+fn decode_unreserved(segment: &str) -> String {
+    let bytes = segment.as_bytes();
+    let mut out = String::with_capacity(segment.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        // A request path is ASCII: `http` refuses anything else.
+        if bytes[i] == b'%' && i + 2 < bytes.len() {
+            let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).ok();
+            if let Some(byte) = hex.and_then(|h| u8::from_str_radix(h, 16).ok()) {
+                if byte.is_ascii_alphanumeric() || b"-._~".contains(&byte) {
+                    out.push(byte as char);
+                    i += 3;
+                    continue;
+                }
+            }
+        }
+        out.push(bytes[i] as char);
+        i += 1;
+    }
+    out
 }
 
 /// `path` is `prefix` or below it.
@@ -68,7 +120,22 @@ impl Service<Request<Inbound>> for Routes {
 
 #[cfg(test)]
 mod tests {
-    use super::under;
+    use super::{normalized, under};
+
+    #[test]
+    fn paths_are_matched_as_an_upstream_would_read_them() {
+        assert_eq!(normalized("/tools/send_email"), "/tools/send_email");
+        assert_eq!(normalized("//tools//send_email"), "/tools/send_email");
+        assert_eq!(normalized("/%74ools/send%5Femail"), "/tools/send_email");
+        assert_eq!(normalized("/static/../tools/./x"), "/tools/x");
+        assert_eq!(
+            normalized("/tools%2Fx"),
+            "/tools%2Fx",
+            "an escaped slash stays one segment"
+        );
+        assert_eq!(normalized("/a/%zz/%4"), "/a/%zz/%4");
+        assert!(under(&normalized("/tools/../tools/x"), "/tools"));
+    }
 
     #[test]
     fn a_prefix_holds_its_own_path_and_those_below_it_only() {

@@ -3,7 +3,6 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
 
 use http::Request;
 use hyper::body::Incoming;
@@ -23,9 +22,15 @@ use crate::stack;
 
 /// Runs until a shutdown signal; `Err` says why it could not start.
 pub async fn run(config: Config) -> Result<(), String> {
-    let prometheus = PrometheusBuilder::new()
-        .install_recorder()
-        .map_err(|error| format!("cannot install the metrics recorder: {error}"))?;
+    // Metrics are recorded only where they are served.
+    let prometheus = match config.metrics_listen {
+        Some(_) => Some(
+            PrometheusBuilder::new()
+                .install_recorder()
+                .map_err(|error| format!("cannot install the metrics recorder: {error}"))?,
+        ),
+        None => None,
+    };
     let store = &config.store;
     let redis = || {
         let mut builder = RedisStore::builder();
@@ -50,10 +55,9 @@ pub async fn run(config: Config) -> Result<(), String> {
             serve(&config, builder.build(), prometheus).await
         }
         StoreKind::Redis(url) => {
-            let remote = redis()
-                .connect(url)
-                .await
-                .map_err(|error| format!("cannot connect to Redis at {url}: {error}"))?;
+            let remote = redis().connect(url).await.map_err(|error| {
+                format!("cannot connect to Redis at {}: {error}", redacted(url))
+            })?;
             serve(&config, tiered(remote), prometheus).await
         }
         StoreKind::Cluster(urls) => {
@@ -69,15 +73,25 @@ pub async fn run(config: Config) -> Result<(), String> {
 async fn serve<St: Store>(
     config: &Config,
     store: St,
-    prometheus: PrometheusHandle,
+    prometheus: Option<PrometheusHandle>,
 ) -> Result<(), String> {
     let built = stack::build(config, store);
     let listener = TcpListener::bind(config.listen)
         .await
         .map_err(|error| format!("cannot listen on {}: {error}", config.listen))?;
     let accepting = Arc::new(AtomicBool::new(true));
-    if let Some(metrics) = admin::bind(config.metrics_listen).await? {
+    if let (Some(metrics), Some(prometheus)) =
+        (admin::bind(config.metrics_listen).await?, prometheus)
+    {
         let addr = metrics.local_addr().map_err(|e| e.to_string())?;
+        // Histograms are drained on each scrape; between scrapes, upkeep keeps them bounded.
+        let upkeep = prometheus.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+                upkeep.run_upkeep();
+            }
+        });
         let admin = Admin {
             layer: built.layer.clone(),
             prometheus,
@@ -87,7 +101,7 @@ async fn serve<St: Store>(
         println!("metrics on http://{addr}");
     }
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
-    tracing::info!(%addr, upstream = %config.upstream.url, store = config.store.kind_name(), "started");
+    tracing::info!(%addr, upstream = %config.upstream.url, store = %config.store.kind_name(), "started");
     println!("listening on http://{addr}");
 
     let graceful = GracefulShutdown::new();
@@ -125,19 +139,16 @@ async fn serve<St: Store>(
     // Stop accepting; answer what is in flight; let detached executions finish and record.
     accepting.store(false, Ordering::SeqCst);
     drop(listener);
-    let started = Instant::now();
     let grace = config.shutdown_grace;
     tracing::info!(grace_s = grace.as_secs(), "shutting down");
-    if tokio::time::timeout(grace, graceful.shutdown())
-        .await
-        .is_err()
-    {
+    // Both within the one grace: an open stream must not take the executions' time.
+    let (connections, unfinished) = tokio::join!(
+        tokio::time::timeout(grace, graceful.shutdown()),
+        built.detached.wait_for(grace),
+    );
+    if connections.is_err() {
         tracing::warn!("connections still open at the end of the grace period");
     }
-    let unfinished = built
-        .detached
-        .wait_for(grace.saturating_sub(started.elapsed()))
-        .await;
     match config.log_format {
         LogFormat::Json => tracing::info!(
             unfinished,
@@ -167,5 +178,30 @@ async fn shutdown_signal() {
     tokio::select! {
         () = ctrl_c => {}
         () = terminate => {}
+    }
+}
+
+/// A Redis URL as it may be shown: without the password it may hold.
+fn redacted(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            format!("{}://***{}", &url[..scheme], &url[at..])
+        }
+        _ => url.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_redis_password_is_never_shown() {
+        assert_eq!(
+            super::redacted("redis://user:secret@10.0.0.5:6379/0"),
+            "redis://***@10.0.0.5:6379/0"
+        );
+        assert_eq!(
+            super::redacted("redis://10.0.0.5:6379"),
+            "redis://10.0.0.5:6379"
+        );
     }
 }

@@ -9,16 +9,15 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use http::uri::{PathAndQuery, Scheme};
-use http::{header, Request, Response, Uri, Version};
+use http::{header, Method, Request, Response, Uri, Version};
 use http_body_util::BodyExt;
-use hyper::body::Incoming;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use tower::Service;
 use tower_idempotency::Interrupted;
 
 use crate::answers::{lost, Lost};
-use crate::body::{boxed, BoxError, Inbound, Outbound};
+use crate::body::{boxed, BoxError, Deadline, Inbound, Outbound};
 use crate::config::{self, HostHeader};
 use crate::forward::{add_forwarded, strip_hop_by_hop, ClientAddr};
 
@@ -75,7 +74,11 @@ impl Pool {
 
 /// The upstream's answer, its break marked [`Interrupted`]: the request reached the upstream,
 /// so the layer keeps the call as one that may have run.
-fn marked(body: Incoming) -> Outbound {
+fn marked<B>(body: B) -> Outbound
+where
+    B: http_body::Body<Data = bytes::Bytes> + Send + 'static,
+    B::Error: std::fmt::Display,
+{
     body.map_err(|error| {
         tracing::warn!(%error, "the upstream's answer broke off");
         metrics::counter!("idempotency_proxy_upstream_errors_total", "kind" => "broken")
@@ -120,12 +123,21 @@ impl Service<Request<Inbound>> for Upstream {
         let (mut parts, body) = request.into_parts();
         let client = parts.extensions.get::<ClientAddr>().map(|c| c.0);
         strip_hop_by_hop(&mut parts.headers);
+        if !parts.headers.contains_key(header::HOST) {
+            // An HTTP/2 caller names the host in the request's authority.
+            if let Some(authority) = parts.uri.authority() {
+                if let Ok(host) = http::HeaderValue::from_str(authority.as_str()) {
+                    parts.headers.insert(header::HOST, host);
+                }
+            }
+        }
         add_forwarded(&mut parts.headers, client);
         if self.pool.base.host == HostHeader::Rewrite {
             // The client fills it in from the upstream URL.
             parts.headers.remove(header::HOST);
         }
         parts.uri = self.target(&parts.uri);
+        let parts_method = parts.method.clone();
         // The client speaks HTTP/1.1 to the upstream, whatever the caller spoke.
         parts.version = Version::HTTP_11;
         let outgoing = self
@@ -133,25 +145,33 @@ impl Service<Request<Inbound>> for Upstream {
             .client
             .request(Request::from_parts(parts, body.into_outbound()));
         let (timeout, kept) = (self.timeout, self.kept);
+        // A call that may change something gets its whole answer within the timeout; a GET's
+        // stream (an MCP server's event stream) is not cut.
+        let bounded = !matches!(parts_method, Method::GET | Method::HEAD | Method::OPTIONS);
+        let deadline = tokio::time::Instant::now() + timeout;
         Box::pin(async move {
             let answer = match tokio::time::timeout(timeout, outgoing).await {
                 Ok(Ok(response)) => {
                     let (mut parts, body) = response.into_parts();
                     strip_hop_by_hop(&mut parts.headers);
-                    let body = if kept { marked(body) } else { boxed(body) };
+                    let body = match (kept, bounded) {
+                        (true, true) => marked(Deadline::new(body, deadline)),
+                        (true, false) => marked(body),
+                        (false, _) => boxed(body),
+                    };
                     return Ok(Response::from_parts(parts, body));
                 }
                 Ok(Err(error)) if error.is_connect() => {
                     tracing::warn!(%error, "the upstream could not be reached");
                     metrics::counter!("idempotency_proxy_upstream_errors_total", "kind" => "connect")
                         .increment(1);
-                    lost(Lost::Unreachable, kept, timeout)
+                    lost(Lost::Unreachable, timeout)
                 }
                 Ok(Err(error)) => {
                     tracing::warn!(%error, "the upstream's connection broke before it answered");
                     metrics::counter!("idempotency_proxy_upstream_errors_total", "kind" => "broken")
                         .increment(1);
-                    lost(Lost::Broken, kept, timeout)
+                    lost(Lost::Broken, timeout)
                 }
                 Err(_elapsed) => {
                     tracing::warn!(
@@ -160,7 +180,7 @@ impl Service<Request<Inbound>> for Upstream {
                     );
                     metrics::counter!("idempotency_proxy_upstream_errors_total", "kind" => "timeout")
                         .increment(1);
-                    lost(Lost::TimedOut, kept, timeout)
+                    lost(Lost::TimedOut, timeout)
                 }
             };
             Ok(answer)

@@ -69,7 +69,7 @@ async fn an_upstream_that_times_out_after_receiving_the_request_is_kept_as_may_h
     let upstream = Upstream::tools(0);
     let (proxy, _config) = with_routes(
         &upstream,
-        "[[routes]]\nprefix = \"/tools/hang\"\ntimeout = \"500ms\"\ndeadline = \"10s\"\n",
+        "[upstream]\nconnect_timeout = \"200ms\"\n[[routes]]\nprefix = \"/tools/hang\"\ntimeout = \"500ms\"\ndeadline = \"10s\"\n",
     );
     let body = r#"{"delay_ms":3000}"#;
     let first = post(&proxy.url, "/tools/hang", Some("s1"), body).await;
@@ -134,6 +134,7 @@ async fn an_answer_that_stalls_midway_is_cut_at_the_routes_timeout_and_kept_as_m
         reqwest::Client::new()
             .post(format!("{}/tools/stall", proxy.url))
             .header("x-session-id", "s1")
+            .header("content-type", "application/json")
             .timeout(Duration::from_secs(5))
             .body("{}"),
     )

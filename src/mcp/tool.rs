@@ -182,9 +182,10 @@ fn lost(id: &Value, status: StatusCode) -> Answered<ServerAnswer> {
 /// The JSON-RPC error for a call whose answer was lost after it reached the server: whether
 /// the tool ran is unknown, and it is kept so.
 fn interrupted(id: &Value) -> Value {
-    let message = "This action may have run: its request reached the server, but the answer \
-                   was lost on the way back, so whether it took effect is not known. It will \
-                   not be run again by itself: check its effect before calling again.";
+    let message = "This action may have run: its request reached the server, but no complete \
+                   answer came back (the connection broke, or the answer did not come in \
+                   time), so whether it took effect is not known. Calling again with the same \
+                   arguments will not run it: check its effect first.";
     let data = json!({ "outcome": "unknown", "retryable": false });
     answers::error(id, answers::INTERNAL_ERROR, message, Some(data))
 }
@@ -246,7 +247,7 @@ mod tests {
         assert_eq!(message["error"]["data"]["outcome"], "unknown");
         let text = message["error"]["message"].as_str().unwrap();
         assert!(text.starts_with("This action may have run"), "{text}");
-        assert!(text.contains("will not be run again"), "{text}");
+        assert!(text.contains("will not run it"), "{text}");
     }
 
     #[test]

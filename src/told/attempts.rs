@@ -143,9 +143,10 @@ fn answer_lost(key: &IntentKey, status: StatusCode) -> Told {
         "Outcome unknown",
         "unknown",
         false,
-        "This action may have run: its request reached the tool, but the answer was lost on \
-         the way back, so whether it took effect is not known. It was not run again: check its \
-         effect before calling again."
+        "This action may have run: its request reached the tool, but no complete answer came \
+         back (the connection broke, or the answer did not come in time), so whether it took \
+         effect is not known. It was not run again, and calling again with the same arguments \
+         will not run it: check its effect first."
             .to_owned(),
     )
     .intent(key)
@@ -160,9 +161,9 @@ pub(crate) fn answer_broke_off() -> Told {
         "Outcome unknown",
         "unknown",
         false,
-        "This action may have run: its request reached the tool, but the answer broke off on \
-         the way back, so whether it took effect is not known. It will not be run again by \
-         itself: check its effect before calling again."
+        "This action may have run: its request reached the tool, but its answer broke off \
+         before it was complete, so whether it took effect is not known. Calling again with \
+         the same arguments will not run it: check its effect first."
             .to_owned(),
     )
 }

@@ -184,10 +184,12 @@ fn resolve(
             .upstream
             .connect_timeout
             .map_or(Duration::from_secs(5), |d| d.0),
+        // Under the 5 s keep-alive of common servers (uvicorn, Node): a request written on a
+        // connection the upstream is closing would be taken for one that may have run.
         pool_idle_timeout: file
             .upstream
             .pool_idle_timeout
-            .map_or(Duration::from_secs(90), |d| d.0),
+            .map_or(Duration::from_secs(4), |d| d.0),
         pool_max_idle_per_host: file.upstream.pool_max_idle_per_host.unwrap_or(64),
     };
     let store = store(cli, &file.store, where_)?;
@@ -208,6 +210,13 @@ fn resolve(
         max_detached: file.limits.max_detached,
     };
     let deadline = flag("deadline", &cli.deadline, values::duration)?;
+    if file.defaults.prefix.is_some() {
+        return Err(ConfigError(
+            "[defaults]: `prefix` names a route: put it in a [[routes]] entry; [defaults] holds \
+             the settings of every path no route names"
+                .to_owned(),
+        ));
+    }
     let mut default_route = route(file.defaults, "", default_timeout, None)
         .map_err(|message| ConfigError(format!("[defaults]: {message}")))?;
     if deadline.is_some() {
@@ -239,14 +248,26 @@ fn resolve(
     }
     for path in &cli.mcp {
         let prefix = values::prefix(path).map_err(|m| ConfigError(format!("--mcp: {m}")))?;
-        routes.retain(|r| r.prefix != prefix);
-        routes.push(Route {
-            mode: Mode::Mcp,
-            prefix,
-            key: None,
-            ignore_fields: Vec::new(),
-            ..default_route.clone()
-        });
+        match routes.iter_mut().find(|r| r.prefix == prefix) {
+            // The file's route for that path keeps its settings, in MCP mode.
+            Some(route) if route.key.is_some() => {
+                return Err(ConfigError(format!(
+                    "--mcp {path}: the file's route for it reads an explicit key, which MCP \
+                     mode does not use: remove its `key_header` or `key_field`"
+                )))
+            }
+            Some(route) => route.mode = Mode::Mcp,
+            None => routes.push(Route {
+                mode: Mode::Mcp,
+                prefix,
+                key: None,
+                ignore_fields: Vec::new(),
+                ..default_route.clone()
+            }),
+        }
+    }
+    for route in std::iter::once(&default_route).chain(&routes) {
+        check_timeouts(route, &upstream)?;
     }
     routes.sort_by_key(|route| std::cmp::Reverse(route.prefix.len()));
     Ok(Config {
@@ -261,6 +282,37 @@ fn resolve(
         routes,
         default_route,
     })
+}
+
+/// A route whose timeouts cannot all hold is refused: a connection that takes longer than the
+/// route waits would be told "may have run" with nothing sent, and an answer awaited past
+/// `max_execution` is abandoned first.
+fn check_timeouts(route: &Route, upstream: &Upstream) -> Result<(), ConfigError> {
+    let name = if route.prefix.is_empty() {
+        "[defaults]".to_owned()
+    } else {
+        format!("the route \"{}\"", route.prefix)
+    };
+    let shown = |d: Duration| humantime::format_duration(d).to_string();
+    if upstream.connect_timeout >= route.timeout {
+        return Err(ConfigError(format!(
+            "{name}: its timeout ({}) must be longer than upstream.connect_timeout ({}), so \
+             that a call not yet sent is never taken for one that may have run",
+            shown(route.timeout),
+            shown(upstream.connect_timeout)
+        )));
+    }
+    if let Some(limit) = route.max_execution {
+        if route.timeout > limit {
+            return Err(ConfigError(format!(
+                "{name}: its timeout ({}) is longer than its max_execution ({}), which abandons \
+                 the call first: make max_execution at least the timeout",
+                shown(route.timeout),
+                shown(limit)
+            )));
+        }
+    }
+    Ok(())
 }
 
 fn store(

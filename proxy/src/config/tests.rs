@@ -183,6 +183,7 @@ fn the_readmes_configuration_file_is_valid_and_read_as_it_says() {
     let report = &config.routes[0];
     assert_eq!(report.prefix, "/tools/generate_report");
     assert_eq!(report.timeout, Duration::from_secs(900));
+    assert_eq!(report.max_execution, Some(Duration::from_secs(1200)));
     assert_eq!(
         report.ignore_fields,
         ["/tool_call_id"],
