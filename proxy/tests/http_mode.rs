@@ -143,3 +143,49 @@ async fn a_body_over_the_limit_and_a_missing_scope_are_refused_with_nothing_run(
     assert_eq!(unscoped.json()["outcome"], "not_executed");
     assert!(stats(&upstream.url()).await.get("send_email").is_none());
 }
+
+/// The interpreter with urllib3, or `None` where it is missing outside CI.
+fn urllib3() -> Option<std::path::PathBuf> {
+    let python = support::python();
+    let found = std::process::Command::new(&python)
+        .args(["-c", "import urllib3"])
+        .output()
+        .is_ok_and(|output| output.status.success());
+    if found {
+        return Some(python);
+    }
+    let missing = format!(
+        "urllib3 is not installed at {} (bash .ci/run installs it into the tests' venv)",
+        python.display()
+    );
+    assert!(std::env::var("CI").as_deref() != Ok("true"), "{missing}");
+    eprintln!("skipped: {missing}");
+    None
+}
+
+#[tokio::test]
+async fn a_urllib3_client_retrying_on_its_own_read_timeout_sends_the_email_once() {
+    let Some(python) = urllib3() else { return };
+    let upstream = Upstream::tools(0);
+    let proxy = proxy_for(&upstream, &[]);
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/upstreams/retrying_client.py"
+    );
+    let url = format!("{}/tools/send_email", proxy.url);
+    let body = r#"{"to":"ada@example.com","subject":"Q3","delay_ms":1500}"#;
+    let output = tokio::process::Command::new(python)
+        .args([script, &url, "s1", body])
+        .output()
+        .await
+        .expect("the client runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let report: serde_json::Value = serde_json::from_str(stdout.trim())
+        .unwrap_or_else(|_| panic!("{stdout} {}", String::from_utf8_lossy(&output.stderr)));
+    assert_eq!(report["status"], 200, "{report}");
+    assert!(
+        report["attempts"].as_u64().unwrap() >= 3,
+        "it timed out and retried: {report}"
+    );
+    assert_eq!(stats(&upstream.url()).await["send_email"], 1, "{report}");
+}
