@@ -14,6 +14,11 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 /// A response body: the upstream's, streamed, or one the proxy wrote.
 pub type Outbound = UnsyncBoxBody<Bytes, BoxError>;
 
+/// The future of a service that always answers.
+pub type Answering = Pin<
+    Box<dyn Future<Output = Result<http::Response<Outbound>, std::convert::Infallible>> + Send>,
+>;
+
 /// A whole response body.
 pub fn full(bytes: impl Into<Bytes>) -> Outbound {
     Full::new(bytes.into())

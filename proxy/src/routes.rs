@@ -2,16 +2,17 @@
 
 use std::borrow::Cow;
 use std::convert::Infallible;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use http::{Request, Response};
 use tower::{Service, ServiceExt};
 
-use crate::body::{Inbound, Outbound};
-use crate::stack::Handler;
+use crate::body::{Answering, Inbound, Outbound};
+use tower::util::BoxCloneSyncService;
+
+/// One route's service, whatever its mode.
+pub type Handler = BoxCloneSyncService<Request<Inbound>, Response<Outbound>, Infallible>;
 
 /// Where the idempotency layers answer status queries.
 const STATUS_PATH: &str = "/_idempotency";
@@ -106,7 +107,7 @@ fn under(path: &str, prefix: &str) -> bool {
 impl Service<Request<Inbound>> for Routes {
     type Response = Response<Outbound>;
     type Error = Infallible;
-    type Future = Pin<Box<dyn Future<Output = Result<Response<Outbound>, Infallible>> + Send>>;
+    type Future = Answering;
 
     fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
         Poll::Ready(Ok(()))

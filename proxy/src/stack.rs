@@ -11,11 +11,8 @@ use tower_idempotency::{DetachedExecutions, IdempotencyLayer};
 
 use crate::body::{boxed, Inbound, Outbound};
 use crate::config::{Config, KeySource, MissingScope, Mode, Route};
-use crate::routes::Routes;
+use crate::routes::{Handler, Routes};
 use crate::upstream::Pool;
-
-/// One route's service, whatever its mode.
-pub type Handler = BoxCloneSyncService<Request<Inbound>, Response<Outbound>, Infallible>;
 
 /// The services, and what a shutdown waits for.
 pub struct Built<St> {

@@ -2,8 +2,6 @@
 //! its hop, and every failure turned into an answer that says what happened to the action.
 
 use std::convert::Infallible;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -17,7 +15,7 @@ use tower::Service;
 use tower_idempotency::Interrupted;
 
 use crate::answers::{lost, Lost};
-use crate::body::{boxed, BoxError, Deadline, Inbound, Outbound};
+use crate::body::{boxed, Answering, BoxError, Deadline, Inbound, Outbound};
 use crate::config::{self, HostHeader};
 use crate::forward::{add_forwarded, strip_hop_by_hop, ClientAddr};
 
@@ -113,7 +111,7 @@ impl Upstream {
 impl Service<Request<Inbound>> for Upstream {
     type Response = Response<Outbound>;
     type Error = Infallible;
-    type Future = Pin<Box<dyn Future<Output = Result<Response<Outbound>, Infallible>> + Send>>;
+    type Future = Answering;
 
     fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
         Poll::Ready(Ok(()))

@@ -127,10 +127,8 @@ async fn sessions_never_share_an_intent() {
 #[tokio::test]
 async fn a_body_over_the_limit_and_a_missing_scope_are_refused_with_nothing_run() {
     let upstream = Upstream::tools(0);
-    let config = tempfile::NamedTempFile::new().unwrap();
-    std::fs::write(config.path(), "[limits]\nbody = 1024\n").unwrap();
-    let path = config.path().to_str().unwrap();
-    let proxy = proxy_for(&upstream, &["--config", path]);
+    let (proxy, _config) =
+        support::proxy_with_config(&upstream.url(), "[limits]\nbody = 1024\n", &[]);
     let big = format!(
         r#"{{"to":"ada@example.com","body":"{}"}}"#,
         "x".repeat(4096)

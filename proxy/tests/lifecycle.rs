@@ -8,11 +8,7 @@ use std::time::Duration;
 use support::redis_server::RedisServer;
 use support::{client, post, refused, stats, Proxy, Upstream};
 
-fn file(text: &str) -> tempfile::NamedTempFile {
-    let file = tempfile::NamedTempFile::new().unwrap();
-    std::fs::write(file.path(), text).unwrap();
-    file
-}
+use support::config_file as file;
 
 #[test]
 fn a_bad_configuration_exits_with_status_2_and_says_which_setting_and_where() {

@@ -38,21 +38,28 @@ fn sdk() -> Option<PathBuf> {
     None
 }
 
-/// The Python SDK server behind a proxy with a 500 ms deadline, and one scenario of the
-/// SDK client against the proxy; what the client reported.
-fn scenario(python: &PathBuf, name: &str) -> Value {
+/// The Python SDK server, and a proxy in front of it serving `/mcp` in MCP mode with
+/// `extra` flags.
+fn behind_proxy(extra: &[&str]) -> (Upstream, Proxy) {
     let upstream = Upstream::start("mcp_server.py", &[], &[]);
     let url = upstream.url();
-    let proxy = Proxy::start(&[
+    let mut args = vec![
         "--upstream",
         &url,
         "--listen",
         "127.0.0.1:0",
         "--mcp",
         "/mcp",
-        "--deadline",
-        "500ms",
-    ]);
+    ];
+    args.extend_from_slice(extra);
+    let proxy = Proxy::start(&args);
+    (upstream, proxy)
+}
+
+/// The Python SDK server behind a proxy with a 500 ms deadline, and one scenario of the
+/// SDK client against the proxy; what the client reported.
+fn scenario(python: &PathBuf, name: &str) -> Value {
+    let (_upstream, proxy) = behind_proxy(&["--deadline", "500ms"]);
     let script = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../tests/interop/python_client.py"
@@ -187,16 +194,8 @@ async fn a_call_run_as_a_task_is_answered_at_once_and_its_result_read_from_the_p
     if sdk().is_none() {
         return;
     }
-    let upstream = Upstream::start("mcp_server.py", &[], &[]);
+    let (upstream, proxy) = behind_proxy(&[]);
     let url = upstream.url();
-    let proxy = Proxy::start(&[
-        "--upstream",
-        &url,
-        "--listen",
-        "127.0.0.1:0",
-        "--mcp",
-        "/mcp",
-    ]);
     let session = raw_session(&proxy.url).await;
     let as_task = r#"{"jsonrpc":"2.0","id":20,"method":"tools/call","params":{"name":"generate_report","arguments":{"topic":"q3","seconds":0.8},"task":{"ttl":60000}}}"#;
     let (_, created) = rpc(&proxy.url, Some(&session), as_task).await;
@@ -232,16 +231,7 @@ async fn a_server_that_dies_during_a_call_leaves_it_kept_as_may_have_run() {
     if sdk().is_none() {
         return;
     }
-    let mut upstream = Upstream::start("mcp_server.py", &[], &[]);
-    let url = upstream.url();
-    let proxy = Proxy::start(&[
-        "--upstream",
-        &url,
-        "--listen",
-        "127.0.0.1:0",
-        "--mcp",
-        "/mcp",
-    ]);
+    let (mut upstream, proxy) = behind_proxy(&[]);
     let session = raw_session(&proxy.url).await;
     let call = |id: u32| {
         format!(

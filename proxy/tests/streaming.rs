@@ -51,21 +51,8 @@ async fn a_get_event_stream_arrives_event_by_event() {
 async fn a_pass_through_routes_sse_answer_to_a_post_arrives_event_by_event() {
     let upstream = Upstream::tools(0);
     let url = upstream.url();
-    let config = tempfile::NamedTempFile::new().unwrap();
-    std::fs::write(
-        config.path(),
-        "[[routes]]\nprefix = \"/tools/stream\"\nmode = \"pass\"\n",
-    )
-    .unwrap();
-    let path = config.path().to_str().unwrap();
-    let proxy = Proxy::start(&[
-        "--upstream",
-        &url,
-        "--listen",
-        "127.0.0.1:0",
-        "--config",
-        path,
-    ]);
+    let routes = "[[routes]]\nprefix = \"/tools/stream\"\nmode = \"pass\"\n";
+    let (proxy, _config) = support::proxy_with_config(&url, routes, &[]);
     let request = client()
         .post(format!("{}/tools/stream", proxy.url))
         .header("x-session-id", "s1")
@@ -122,17 +109,8 @@ async fn hop_by_hop_headers_stay_on_their_hop_and_the_upstream_learns_who_asked(
 async fn host_is_rewritten_to_the_upstreams_when_configured() {
     let upstream = Upstream::tools(0);
     let url = upstream.url();
-    let config = tempfile::NamedTempFile::new().unwrap();
-    std::fs::write(config.path(), "[upstream]\nhost = \"rewrite\"\n").unwrap();
-    let path = config.path().to_str().unwrap();
-    let proxy = Proxy::start(&[
-        "--upstream",
-        &url,
-        "--listen",
-        "127.0.0.1:0",
-        "--config",
-        path,
-    ]);
+    let (proxy, _config) =
+        support::proxy_with_config(&url, "[upstream]\nhost = \"rewrite\"\n", &[]);
     let (seen, _) = headers_seen(&proxy.url, "tools.example:8443").await;
     assert_eq!(
         seen["headers"]["host"][0],

@@ -49,19 +49,7 @@ async fn an_upstream_that_is_down_is_not_executed_and_runs_once_it_is_back() {
 }
 
 fn with_routes(upstream: &Upstream, routes: &str) -> (Proxy, tempfile::NamedTempFile) {
-    let config = tempfile::NamedTempFile::new().unwrap();
-    std::fs::write(config.path(), routes).unwrap();
-    let url = upstream.url();
-    let path = config.path().to_str().unwrap();
-    let proxy = Proxy::start(&[
-        "--upstream",
-        &url,
-        "--listen",
-        "127.0.0.1:0",
-        "--config",
-        path,
-    ]);
-    (proxy, config)
+    support::proxy_with_config(&upstream.url(), routes, &[])
 }
 
 #[tokio::test]

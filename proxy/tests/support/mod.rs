@@ -221,6 +221,34 @@ impl Drop for Proxy {
     }
 }
 
+/// A configuration file holding `text`, removed when dropped.
+pub fn config_file(text: &str) -> tempfile::NamedTempFile {
+    let file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(file.path(), text).unwrap();
+    file
+}
+
+/// A proxy in front of `upstream` on a free port, with the configuration file `text` and
+/// `extra` flags; the file lives as long as the pair.
+pub fn proxy_with_config(
+    upstream: &str,
+    text: &str,
+    extra: &[&str],
+) -> (Proxy, tempfile::NamedTempFile) {
+    let config = config_file(text);
+    let path = config.path().to_str().unwrap().to_owned();
+    let mut args = vec![
+        "--upstream",
+        upstream,
+        "--listen",
+        "127.0.0.1:0",
+        "--config",
+        &path,
+    ];
+    args.extend_from_slice(extra);
+    (Proxy::start(&args), config)
+}
+
 /// Runs the proxy with `args` to its exit, expecting it not to start: its exit code and
 /// stderr.
 pub fn refused(args: &[&str]) -> (Option<i32>, String) {
