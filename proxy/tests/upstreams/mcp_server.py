@@ -2,7 +2,8 @@
 """An MCP server built with the official Python SDK (`mcp`'s MCPServer), over Streamable
 HTTP at /mcp, for the proxy's tests. It knows nothing of idempotency.
 
-    mcp_server.py      (a free port; prints "listening on PORT" once it accepts connections)
+    mcp_server.py [PORT]      (0 or nothing: a free port; prints "listening on PORT" once it
+                               accepts connections)
 
 Tools: send_email(to, subject, body, delay_ms) sends (counts) after `delay_ms`, unless
 cancelled first; generate_report(topic, seconds) counts after `seconds`; search(query) is
@@ -63,7 +64,7 @@ async def stats(request: Request) -> JSONResponse:
 def main():
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
+    sock.bind(("127.0.0.1", int(sys.argv[1]) if len(sys.argv) > 1 else 0))
     sock.listen(128)
     port = sock.getsockname()[1]
     app = server.streamable_http_app(streamable_http_path="/mcp")
