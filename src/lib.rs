@@ -84,6 +84,7 @@ pub use key::IntentKey;
 pub use layer::IdempotencyLayer;
 pub use scope::DEFAULT_SCOPE_HEADER;
 pub use service::Idempotency;
+pub use settings::DEFAULT_STATUS_PATH;
 pub use store::ReleaseCause;
 pub use telemetry::MAX_OPERATIONS;
 

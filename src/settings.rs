@@ -26,8 +26,9 @@ pub(crate) const DEFAULT_STORE_TIMEOUT: Duration = Duration::from_secs(2);
 pub(crate) const DEFAULT_FAILURE_TTL: Duration = Duration::from_secs(5 * 60);
 /// Default limit of a buffered request body, and of a stored response.
 pub(crate) const DEFAULT_BODY_LIMIT: usize = 1024 * 1024;
-/// Default status path.
-pub(crate) const DEFAULT_STATUS_PATH: &str = "/_idempotency";
+/// The default status path: `GET /_idempotency/{intent}` answers what became of an intent
+/// ([`IdempotencyLayer::status_path`](crate::IdempotencyLayer::status_path) sets another).
+pub const DEFAULT_STATUS_PATH: &str = "/_idempotency";
 
 /// A request's own deadline and retention, given by a dialect that knows the operation better
 /// than its path does (the MCP dialect knows the tool).

@@ -6,16 +6,14 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use http::{Request, Response};
+use tower::util::BoxCloneSyncService;
 use tower::{Service, ServiceExt};
+use tower_idempotency::DEFAULT_STATUS_PATH;
 
 use crate::body::{Answering, Inbound, Outbound};
-use tower::util::BoxCloneSyncService;
 
 /// One route's service, whatever its mode.
 pub type Handler = BoxCloneSyncService<Request<Inbound>, Response<Outbound>, Infallible>;
-
-/// Where the idempotency layers answer status queries.
-const STATUS_PATH: &str = "/_idempotency";
 
 /// The routes, longest prefix first, and where everything else goes.
 #[derive(Clone)]
@@ -40,7 +38,8 @@ impl Routes {
         let path = normalized(path);
         let path = path.as_ref();
         if let Some(status) = &self.status {
-            if under(path, STATUS_PATH) {
+            // The layers answer status queries there, from the store.
+            if under(path, DEFAULT_STATUS_PATH) {
                 return status;
             }
         }

@@ -31,7 +31,10 @@ pub fn build<St: Store>(config: &Config, store: St) -> Built<St> {
     let handler = |route: &Route| match route.mode {
         Mode::Pass => BoxCloneSyncService::new(pool.route(route.timeout, false)),
         Mode::Protect => {
-            let layer = route_settings(route, http.clone());
+            let mut layer = timing(route, http.clone());
+            for pointer in &route.ignore_fields {
+                layer = layer.ignore_field(pointer);
+            }
             let layer = match &route.key {
                 Some(KeySource::Header(name)) => layer.key_header(name.clone()),
                 Some(KeySource::Field(pointer)) => layer.key_field(pointer),
@@ -40,7 +43,8 @@ pub fn build<St: Store>(config: &Config, store: St) -> Built<St> {
             boxed_service(layer, &pool, route)
         }
         Mode::Mcp => {
-            let mut layer = route_settings_mcp(route, mcp.clone()).mcp().tasks();
+            // An MCP route's fields point into the tool's arguments, not the body.
+            let mut layer = timing(route, mcp.clone()).mcp().tasks();
             for pointer in &route.ignore_fields {
                 layer = layer.ignore_argument(pointer);
             }
@@ -48,16 +52,16 @@ pub fn build<St: Store>(config: &Config, store: St) -> Built<St> {
         }
     };
     let fallback = handler(&config.default_route);
-    let table = config
+    let table: Vec<_> = config
         .routes
         .iter()
         .map(|route| (route.prefix.clone(), handler(route)))
         .collect();
     // Status queries go to a protected HTTP route's layer: every layer reads the same store.
-    let status = std::iter::once(&config.default_route)
-        .chain(&config.routes)
-        .find(|route| route.mode == Mode::Protect)
-        .map(handler);
+    let status = std::iter::once((&config.default_route, &fallback))
+        .chain(config.routes.iter().zip(table.iter().map(|(_, h)| h)))
+        .find(|(route, _)| route.mode == Mode::Protect)
+        .map(|(_, handler)| handler.clone());
     Built {
         routes: Routes::new(table, fallback, status),
         detached: root.detached(),
@@ -137,10 +141,8 @@ fn mcp_scope<St: Store>(config: &Config, layer: IdempotencyLayer<St>) -> Idempot
     }
 }
 
-fn route_settings<St: Store>(
-    route: &Route,
-    mut layer: IdempotencyLayer<St>,
-) -> IdempotencyLayer<St> {
+/// A route's times: its deadline, retention and execution bound, where it sets them.
+fn timing<St: Store>(route: &Route, mut layer: IdempotencyLayer<St>) -> IdempotencyLayer<St> {
     if let Some(deadline) = route.deadline {
         layer = layer.deadline(deadline);
     }
@@ -150,21 +152,5 @@ fn route_settings<St: Store>(
     if let Some(limit) = route.max_execution {
         layer = layer.max_execution(limit);
     }
-    for pointer in &route.ignore_fields {
-        layer = layer.ignore_field(pointer);
-    }
     layer
-}
-
-/// An MCP route's fields are the tool's arguments, not the body's: they are given to the MCP
-/// layer, not to this one.
-fn route_settings_mcp<St: Store>(
-    route: &Route,
-    layer: IdempotencyLayer<St>,
-) -> IdempotencyLayer<St> {
-    let fields = Route {
-        ignore_fields: Vec::new(),
-        ..route.clone()
-    };
-    route_settings(&fields, layer)
 }

@@ -135,7 +135,9 @@ impl Service<Request<Inbound>> for Upstream {
             parts.headers.remove(header::HOST);
         }
         parts.uri = self.target(&parts.uri);
-        let parts_method = parts.method.clone();
+        // A call that may change something gets its whole answer within the timeout; a GET's
+        // stream (an MCP server's event stream) is not cut.
+        let bounded = !matches!(parts.method, Method::GET | Method::HEAD | Method::OPTIONS);
         // The client speaks HTTP/1.1 to the upstream, whatever the caller spoke.
         parts.version = Version::HTTP_11;
         let outgoing = self
@@ -143,9 +145,6 @@ impl Service<Request<Inbound>> for Upstream {
             .client
             .request(Request::from_parts(parts, body.into_outbound()));
         let (timeout, kept) = (self.timeout, self.kept);
-        // A call that may change something gets its whole answer within the timeout; a GET's
-        // stream (an MCP server's event stream) is not cut.
-        let bounded = !matches!(parts_method, Method::GET | Method::HEAD | Method::OPTIONS);
         let deadline = tokio::time::Instant::now() + timeout;
         Box::pin(async move {
             let answer = match tokio::time::timeout(timeout, outgoing).await {

@@ -33,7 +33,7 @@ use crate::telemetry::{self, Op};
 
 pub(crate) use intent::{Call, Intent};
 pub(crate) use lookup::Seen;
-pub(crate) use outcome::{Answered, Failure, Outcome, Produced, Refusal, Unprotected};
+pub(crate) use outcome::{Answered, Failure, Judged, Outcome, Produced, Refusal, Unprotected};
 pub(crate) use runtime::Runtime;
 
 /// One layer's settings and shared state, as every request of it sees them.

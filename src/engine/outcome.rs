@@ -166,11 +166,20 @@ pub(crate) enum Produced<A> {
     Broken,
 }
 
+/// How a dialect judged a tool's answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Judged {
+    /// By its rule: whether the action happened, and what to keep of it.
+    Verdict(Verdict),
+    /// Not at all: the answer stands in for one lost after the request reached the tool
+    /// ([`Interrupted`](crate::Interrupted)), so the action may have run.
+    Interrupted,
+}
+
 /// A tool's answer, judged by its dialect.
 #[derive(Debug)]
 pub(crate) struct Answered<A> {
-    /// Whether the action happened, and what to keep of it.
-    pub(crate) verdict: Verdict,
+    pub(crate) judged: Judged,
     /// The answer as a repeat would be given it, where it was read whole under the
     /// response limit.
     pub(crate) stored: Option<StoredResponse>,
@@ -179,9 +188,6 @@ pub(crate) struct Answered<A> {
     pub(crate) status: Option<StatusCode>,
     /// The wait the answer asked for before a retry, in seconds.
     pub(crate) retry_after_s: Option<u64>,
-    /// The answer stands in for one lost after the request reached the tool
-    /// ([`Interrupted`](crate::Interrupted)): the verdict is [`Verdict::Unknown`].
-    pub(crate) interrupted: bool,
     /// What the first caller is given.
     pub(crate) answer: A,
 }

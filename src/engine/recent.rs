@@ -70,6 +70,22 @@ struct Remembered {
 }
 
 impl Remembered {
+    /// A slot's first request: its buffers are made here and kept from then on.
+    fn new(quick: u64, seen: &Seen<'_>, derived: Derived) -> Self {
+        let mut remembered = Self {
+            quick,
+            rules: seen.rules,
+            ends: [0; 5],
+            has_explicit: false,
+            has_content_type: false,
+            parts: Vec::new(),
+            body: Vec::new(),
+            derived,
+        };
+        remembered.copy(quick, seen);
+        remembered
+    }
+
     fn is(&self, quick: u64, seen: &Seen<'_>) -> bool {
         let part = |n: usize| &self.parts[if n == 0 { 0 } else { self.ends[n - 1] }..self.ends[n]];
         self.quick == quick
@@ -85,6 +101,12 @@ impl Remembered {
     }
 
     fn set(&mut self, quick: u64, seen: &Seen<'_>, derived: &Derived) {
+        self.copy(quick, seen);
+        self.derived = derived.clone();
+    }
+
+    /// Copies `seen` into the slot's buffers.
+    fn copy(&mut self, quick: u64, seen: &Seen<'_>) {
         self.quick = quick;
         self.rules = seen.rules;
         self.has_explicit = seen.explicit.is_some();
@@ -104,7 +126,6 @@ impl Remembered {
         }
         self.body.clear();
         self.body.extend_from_slice(seen.body);
-        self.derived = derived.clone();
     }
 }
 
@@ -153,20 +174,7 @@ impl RecentRequests {
         let mut slot = slot.lock().unwrap_or_else(PoisonError::into_inner);
         match &mut *slot {
             Some(remembered) => remembered.set(quick, seen, &derived),
-            None => {
-                let mut remembered = Remembered {
-                    quick,
-                    rules: seen.rules,
-                    ends: [0; 5],
-                    has_explicit: false,
-                    has_content_type: false,
-                    parts: Vec::new(),
-                    body: Vec::new(),
-                    derived: derived.clone(),
-                };
-                remembered.set(quick, seen, &derived);
-                *slot = Some(remembered);
-            }
+            None => *slot = Some(Remembered::new(quick, seen, derived.clone())),
         }
         derived
     }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::inflight::Settled;
-use super::{Answered, Engine, Failure, Intent, Outcome, Produced};
+use super::{Answered, Engine, Failure, Intent, Judged, Outcome, Produced};
 use crate::classify::Verdict;
 use crate::clock::now_ms;
 use crate::store::{
@@ -68,11 +68,10 @@ impl<St: Store> Recorder<St> {
     /// given the answer either way.
     fn answered<A, E>(&self, answered: Answered<A>) -> Plan<A, E> {
         let Answered {
-            verdict,
+            judged,
             stored,
             status,
             retry_after_s,
-            interrupted,
             answer,
         } = answered;
         let status_or_ok = status.unwrap_or(http::StatusCode::OK);
@@ -80,13 +79,13 @@ impl<St: Store> Recorder<St> {
             status: status_or_ok,
             why,
         };
-        let kept = match (verdict, stored) {
-            (Verdict::Keep, Some(stored)) => KeptResponse::Full(stored),
-            (Verdict::Keep, None) => omitted(Omission::TooLarge),
-            (Verdict::KeepStatus, _) => omitted(Omission::NoStore),
-            (Verdict::Unknown, _) if interrupted => omitted(Omission::Interrupted),
-            (Verdict::Unknown, _) => omitted(Omission::Unclassified),
-            (Verdict::Release(cause), stored) => {
+        let kept = match (judged, stored) {
+            (Judged::Interrupted, _) => omitted(Omission::Interrupted),
+            (Judged::Verdict(Verdict::Keep), Some(stored)) => KeptResponse::Full(stored),
+            (Judged::Verdict(Verdict::Keep), None) => omitted(Omission::TooLarge),
+            (Judged::Verdict(Verdict::KeepStatus), _) => omitted(Omission::NoStore),
+            (Judged::Verdict(Verdict::Unknown), _) => omitted(Omission::Unclassified),
+            (Judged::Verdict(Verdict::Release(cause)), stored) => {
                 let tombstone = self.tombstone(status, cause, retry_after_s);
                 let settled = Settled::Failed {
                     response: stored.map(Arc::new),
@@ -168,21 +167,15 @@ impl<St: Store> Recorder<St> {
     /// The first attempt at a write; one the store refuses is logged, to be made by
     /// [`Recorder::keep_trying`] while the callers already have their answers.
     pub(crate) async fn attempt(&self, write: &Write) -> Result<(), StoreError> {
-        let written = match write {
-            Write::Record(record) => self.write(record).await,
-            Write::Release(tombstone) => self.write_release(tombstone).await.map(|_| ()),
+        let (written, what) = match write {
+            Write::Record(record) => (self.write(record).await, "recording the outcome"),
+            Write::Release(tombstone) => (
+                self.write_release(tombstone).await.map(|_| ()),
+                "releasing the intent",
+            ),
         };
         if let Err(error) = &written {
-            match write {
-                Write::Record(_) => tracing::warn!(
-                    %error,
-                    "recording the outcome failed; retrying in the background"
-                ),
-                Write::Release(_) => tracing::warn!(
-                    %error,
-                    "releasing the intent failed; retrying in the background"
-                ),
-            }
+            tracing::warn!(%error, "{what} failed; retrying in the background");
         }
         written
     }

@@ -11,6 +11,7 @@ use serde_json::Value;
 use sse_stream::{Sse, SseStream};
 
 use crate::bounds::BoxError;
+use crate::interrupted::is_interrupted;
 
 /// How an answer is written: the client's `Accept` decides.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,13 +59,37 @@ pub(crate) fn is_answer_to(message: &Value, id: &Value) -> bool {
         && (message.get("result").is_some() || message.get("error").is_some())
 }
 
-/// Why no answer could be read: the body ended, broke off or grew past the limit without an
-/// answer to the request.
-#[derive(Debug)]
-pub(crate) struct Unreadable(pub(crate) &'static str);
+/// Why no answer could be read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Unreadable {
+    /// The answer was larger than the layer reads: the tool answered, so it ran.
+    TooLarge,
+    /// The body broke off with an [`Interrupted`](crate::Interrupted): the answer was lost
+    /// after the request reached the server.
+    Interrupted,
+    /// The body ended, broke off otherwise, or held no answer to the request: why.
+    Other(&'static str),
+}
 
-/// The answer was larger than the layer reads: the tool answered, so it ran.
-pub(crate) const TOO_LARGE: &str = "an answer larger than the layer reads";
+impl Unreadable {
+    /// Why, in words.
+    pub(crate) fn why(self) -> &'static str {
+        match self {
+            Self::TooLarge => "an answer larger than the layer reads",
+            Self::Interrupted => "the answer was lost after the request reached the server",
+            Self::Other(why) => why,
+        }
+    }
+
+    /// A body that broke off: an interruption, or `otherwise`.
+    fn broken(error: &BoxError, otherwise: &'static str) -> Self {
+        if is_interrupted(error) {
+            Self::Interrupted
+        } else {
+            Self::Other(otherwise)
+        }
+    }
+}
 
 /// A body error as a `std::error::Error`, which the SSE reader asks for.
 #[derive(Debug)]
@@ -76,7 +101,11 @@ impl std::fmt::Display for BodyError {
     }
 }
 
-impl std::error::Error for BodyError {}
+impl std::error::Error for BodyError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(self.0.as_ref())
+    }
+}
 
 /// Reads the answer to the request `id` from a response body, up to `limit` bytes (for a
 /// stream, per event). An SSE stream is read only up to that answer: progress notifications
@@ -102,13 +131,17 @@ where
                 data: Some(data), ..
             }) = event
             else {
-                if event.is_err() {
-                    return Err(Unreadable("the event stream broke off"));
+                if let Err(error) = event {
+                    let broke_off = "the event stream broke off";
+                    return Err(match &error {
+                        sse_stream::Error::Body(error) => Unreadable::broken(error, broke_off),
+                        _ => Unreadable::Other(broke_off),
+                    });
                 }
                 continue;
             };
             if data.len() > limit {
-                return Err(Unreadable(TOO_LARGE));
+                return Err(Unreadable::TooLarge);
             }
             if let Ok(message) = serde_json::from_str::<Value>(&data) {
                 if is_answer_to(&message, id) {
@@ -116,18 +149,20 @@ where
                 }
             }
         }
-        return Err(Unreadable("the event stream ended without the answer"));
+        return Err(Unreadable::Other(
+            "the event stream ended without the answer",
+        ));
     }
     let bytes = match Limited::new(body, limit).collect().await {
         Ok(collected) => collected.to_bytes(),
         Err(error) if error.is::<http_body_util::LengthLimitError>() => {
-            return Err(Unreadable(TOO_LARGE))
+            return Err(Unreadable::TooLarge)
         }
-        Err(_) => return Err(Unreadable("the answer could not be read")),
+        Err(error) => return Err(Unreadable::broken(&error, "the answer could not be read")),
     };
     match serde_json::from_slice::<Value>(&bytes) {
         Ok(message) if is_answer_to(&message, id) => Ok(message),
-        _ => Err(Unreadable(
+        _ => Err(Unreadable::Other(
             "the answer was not a JSON-RPC response to the call",
         )),
     }

@@ -80,7 +80,6 @@ mod service;
 mod task_query;
 mod tasks;
 mod tool;
-mod watched;
 
 pub use layer::McpIdempotencyLayer;
 pub use service::McpIdempotency;

@@ -2,8 +2,6 @@
 //! JSON-RPC answer is kept or released by what it says, the transport's own HTTP refusal is
 //! passed on and released, and an answer that never came may have run.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-
 use bytes::Bytes;
 use http::{header, HeaderMap, HeaderValue, Response, StatusCode};
 use http_body::Body;
@@ -11,11 +9,10 @@ use http_body_util::{BodyExt, Limited};
 use serde_json::{json, Value};
 
 use super::answers;
-use super::message::{read_answer, Unreadable, TOO_LARGE};
-use super::watched::Watched;
+use super::message::{read_answer, Unreadable};
 use crate::bounds::BoxError;
 use crate::classify::Verdict;
-use crate::engine::{Answered, Produced};
+use crate::engine::{Answered, Judged, Produced};
 use crate::store::{ReleaseCause, StoredResponse};
 
 /// What the server answered a protected call, as its first caller is given it.
@@ -90,29 +87,24 @@ where
         *refusal.status_mut() = parts.status;
         *refusal.headers_mut() = headers;
         return Produced::Answered(Answered {
-            verdict: Verdict::Release(ReleaseCause::Status),
+            judged: Judged::Verdict(Verdict::Release(ReleaseCause::Status)),
             stored: Some(stored),
             status: Some(parts.status),
             retry_after_s: None,
-            interrupted: false,
             answer: ServerAnswer::Refused(refusal),
         });
     }
     let ceiling = limit.saturating_mul(16).max(16 << 20);
-    let interrupted = AtomicBool::new(false);
-    let body = Watched::new(body, &interrupted);
     let (verdict, message) = match read_answer(&parts.headers, body, id, ceiling).await {
         Ok(answer) if keeps(&answer) => (Verdict::Keep, answer),
         Ok(answer) => (Verdict::Release(ReleaseCause::Status), answer),
         // The tool answered, too much to read: it ran, and a repeat must not run it again.
-        Err(Unreadable(TOO_LARGE)) => (Verdict::Keep, too_large(id, ceiling)),
+        Err(Unreadable::TooLarge) => (Verdict::Keep, too_large(id, ceiling)),
         // It broke off after it began.
-        Err(_) if interrupted.load(Ordering::Relaxed) => {
-            return Produced::Answered(lost(id, parts.status))
-        }
+        Err(Unreadable::Interrupted) => return Produced::Answered(lost(id, parts.status)),
         Err(unreadable) => (
             Verdict::Release(ReleaseCause::ResponseBody),
-            unanswered(id, &unreadable),
+            unanswered(id, unreadable),
         ),
     };
     Produced::Answered(judged(verdict, message, limit))
@@ -134,12 +126,11 @@ fn judged(verdict: Verdict, message: Value, limit: usize) -> Answered<ServerAnsw
         }
     });
     Answered {
-        verdict,
+        judged: Judged::Verdict(verdict),
         stored,
         // A JSON-RPC answer has no status of its own to keep.
         status: None,
         retry_after_s: None,
-        interrupted: false,
         answer: ServerAnswer::Message {
             kept: verdict == Verdict::Keep,
             message,
@@ -167,11 +158,10 @@ fn too_large(id: &Value, ceiling: usize) -> Value {
 /// (crate::Interrupted)): the tool may have run, so it is kept as run with an unknown outcome.
 fn lost(id: &Value, status: StatusCode) -> Answered<ServerAnswer> {
     Answered {
-        verdict: Verdict::Unknown,
+        judged: Judged::Interrupted,
         stored: None,
         status: Some(status),
         retry_after_s: None,
-        interrupted: true,
         answer: ServerAnswer::Message {
             kept: false,
             message: interrupted(id),
@@ -191,12 +181,12 @@ fn interrupted(id: &Value) -> Value {
 }
 
 /// The JSON-RPC error for a call whose answer never came: whether the tool ran is unknown.
-fn unanswered(id: &Value, unreadable: &Unreadable) -> Value {
+fn unanswered(id: &Value, unreadable: Unreadable) -> Value {
     let message = format!(
         "This action may have run: its answer was lost ({}). Check whether it took effect \
          before calling the tool again: calling again with the same arguments would run it \
          again.",
-        unreadable.0
+        unreadable.why()
     );
     let data = json!({ "outcome": "unknown", "retryable": false });
     answers::error(id, answers::INTERNAL_ERROR, &message, Some(data))
@@ -221,7 +211,11 @@ mod tests {
         let Produced::Answered(answered) = read(response, &json!(1), 1024).await else {
             panic!("the tool answered");
         };
-        assert_eq!(answered.verdict, Verdict::Keep, "kept, never released");
+        assert_eq!(
+            answered.judged,
+            Judged::Verdict(Verdict::Keep),
+            "kept, never released"
+        );
         let ServerAnswer::Message { message, .. } = answered.answer else {
             panic!("a JSON-RPC answer");
         };
@@ -238,8 +232,7 @@ mod tests {
         let Produced::Answered(answered) = read(response, &json!(7), 1024).await else {
             panic!("an answer stands in for the lost one");
         };
-        assert_eq!(answered.verdict, Verdict::Unknown, "kept, never released");
-        assert!(answered.interrupted);
+        assert_eq!(answered.judged, Judged::Interrupted, "kept, never released");
         let ServerAnswer::Message { message, .. } = answered.answer else {
             panic!("a JSON-RPC answer");
         };
@@ -248,6 +241,41 @@ mod tests {
         let text = message["error"]["message"].as_str().unwrap();
         assert!(text.starts_with("This action may have run"), "{text}");
         assert!(text.contains("will not run it"), "{text}");
+    }
+
+    #[tokio::test]
+    async fn an_event_stream_that_breaks_off_with_interrupted_is_kept_as_may_have_run() {
+        use http_body::Frame;
+        let frames: Vec<Result<Frame<Bytes>, BoxError>> = vec![
+            Ok(Frame::data(Bytes::from_static(b": still working\n\n"))),
+            Err(Box::new(crate::Interrupted)),
+        ];
+        let body = http_body_util::StreamBody::new(futures_util::stream::iter(frames));
+        let mut response = Response::new(body);
+        response.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/event-stream"),
+        );
+        let Produced::Answered(answered) = read(response, &json!(3), 1024).await else {
+            panic!("an answer stands in for the lost one");
+        };
+        assert_eq!(answered.judged, Judged::Interrupted);
+        // Any other break of the stream still releases.
+        let frames: Vec<Result<Frame<Bytes>, BoxError>> =
+            vec![Err(Box::new(std::io::Error::other("reset")))];
+        let body = http_body_util::StreamBody::new(futures_util::stream::iter(frames));
+        let mut response = Response::new(body);
+        response.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/event-stream"),
+        );
+        let Produced::Answered(answered) = read(response, &json!(3), 1024).await else {
+            panic!("an answer");
+        };
+        assert_eq!(
+            answered.judged,
+            Judged::Verdict(Verdict::Release(ReleaseCause::ResponseBody))
+        );
     }
 
     #[test]

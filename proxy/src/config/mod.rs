@@ -418,21 +418,16 @@ fn route(
     } else {
         table.ignore_fields.into_iter().map(|p| p.0).collect()
     };
+    // The route's own time, else the one it inherits.
+    let own_or = |own: Option<values::Dur>, inherited: fn(&Route) -> Option<Duration>| {
+        own.map(|d| d.0).or(inherit.and_then(inherited))
+    };
     Ok(Route {
         prefix: prefix.to_owned(),
         mode,
-        deadline: table
-            .deadline
-            .map(|d| d.0)
-            .or(inherit.and_then(|r| r.deadline)),
-        retention: table
-            .retention
-            .map(|d| d.0)
-            .or(inherit.and_then(|r| r.retention)),
-        max_execution: table
-            .max_execution
-            .map(|d| d.0)
-            .or(inherit.and_then(|r| r.max_execution)),
+        deadline: own_or(table.deadline, |r| r.deadline),
+        retention: own_or(table.retention, |r| r.retention),
+        max_execution: own_or(table.max_execution, |r| r.max_execution),
         timeout: table
             .timeout
             .map(|d| d.0)

@@ -14,7 +14,7 @@ use crate::body::ResponseBody;
 use crate::bounds::BoxError;
 use crate::buffer::Gathered;
 use crate::classify::{Classify, Verdict};
-use crate::engine::{Answered, Produced};
+use crate::engine::{Answered, Judged, Produced};
 use crate::guard::guarded;
 use crate::interrupted::{is_interrupted, Interrupted};
 use crate::store::StoredResponse;
@@ -36,23 +36,23 @@ where
     B::Error: Into<BoxError>,
 {
     let (parts, body) = response.into_parts();
-    let interrupted = parts.extensions.get::<Interrupted>().is_some();
     // The tool has answered: a rule that panics leaves the outcome unknown, which is
     // recorded, never released into a second run. An answer that stands in for a lost one
     // is not the tool's to classify.
-    let verdict = if interrupted {
-        Verdict::Unknown
+    let judged = if parts.extensions.get::<Interrupted>().is_some() {
+        Judged::Interrupted
     } else {
-        guarded("classify", || rule.classify(parts.status, &parts.headers))
-            .unwrap_or(Verdict::Unknown)
+        Judged::Verdict(
+            guarded("classify", || rule.classify(parts.status, &parts.headers))
+                .unwrap_or(Verdict::Unknown),
+        )
     };
     let (status, wait) = (parts.status, retry_after_s(&parts.headers));
-    let judged = |stored, answer| Answered {
-        verdict,
+    let answered = |stored, answer| Answered {
+        judged,
         stored,
         status: Some(status),
         retry_after_s: wait,
-        interrupted,
         answer,
     };
     // Pinned in a box so that, over the cap, the partly read body can move to the caller.
@@ -68,7 +68,7 @@ where
                     body: body.clone(),
                 };
                 let response = Response::from_parts(parts, ResponseBody::full(body));
-                return Produced::Answered(judged(Some(stored), response));
+                return Produced::Answered(answered(Some(stored), response));
             }
             Some(Ok(frame)) => {
                 // Trailers are not kept.
@@ -79,7 +79,7 @@ where
                 if gathered.len() > limit {
                     let head = gathered.into_bytes();
                     let response = Response::from_parts(parts, ResponseBody::chained(head, body));
-                    return Produced::Answered(judged(None, response));
+                    return Produced::Answered(answered(None, response));
                 }
             }
             Some(Err(error)) => {
@@ -88,11 +88,10 @@ where
                 }
                 // It broke off after it began: the tool has the request, and may have acted.
                 return Produced::Answered(Answered {
-                    verdict: Verdict::Unknown,
+                    judged: Judged::Interrupted,
                     stored: None,
                     status: Some(StatusCode::BAD_GATEWAY),
                     retry_after_s: None,
-                    interrupted: true,
                     answer: written(StatusCode::BAD_GATEWAY, &told::answer_broke_off()),
                 });
             }
