@@ -167,74 +167,47 @@ async fn records_expire_after_the_retention() {
     assert_eq!(counts.get("echo"), 2);
 }
 
-#[tokio::test]
-async fn an_answer_marked_interrupted_is_kept_as_may_have_run_and_never_run_again() {
-    use axum::response::IntoResponse;
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    use std::sync::Arc;
-    use tower_idempotency::Interrupted;
-
-    let calls = Arc::new(AtomicUsize::new(0));
-    let seen = Arc::clone(&calls);
-    // What a proxy writes when the upstream's connection broke after the request was sent.
-    let app = axum::Router::new().route(
-        "/tools/charge",
-        axum::routing::post(move || {
-            seen.fetch_add(1, Ordering::SeqCst);
-            async {
-                let mut response = (StatusCode::BAD_GATEWAY, "connection reset").into_response();
-                response.extensions_mut().insert(Interrupted);
-                response
-            }
-        }),
-    );
-    let client = Client::new(serve(app.layer(IdempotencyLayer::new())).await);
-    let first = client.post("/tools/charge", "s", r#"{"cents":500}"#).await;
-    assert_eq!(first.status, StatusCode::BAD_GATEWAY);
-    assert_eq!(first.body, "connection reset");
-    let again = client.post("/tools/charge", "s", r#"{"cents":500}"#).await;
-    assert_eq!(again.status, StatusCode::BAD_GATEWAY);
-    let told = again.json();
-    assert_eq!(told["outcome"], "unknown");
+/// An answer that says the action may have run, that it will not run again, and that a
+/// retry is not safe.
+fn assert_may_have_run(answer: &support::Answer) {
+    let told = answer.json();
+    assert_eq!(told["outcome"], "unknown", "{told}");
     assert_eq!(told["retryable"], false);
     let detail = told["detail"].as_str().unwrap();
     assert!(detail.starts_with("This action may have run"), "{detail}");
     assert!(detail.contains("will not run it"), "{detail}");
-    assert_eq!(calls.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn an_answer_marked_interrupted_is_kept_as_may_have_run_and_never_run_again() {
+    let (client, counts) = start(IdempotencyLayer::new()).await;
+    let first = client
+        .post("/tools/interrupted", "s", r#"{"cents":500}"#)
+        .await;
+    assert_eq!(first.status, StatusCode::BAD_GATEWAY);
+    assert_eq!(
+        first.body, "connection reset",
+        "its first caller gets it as it is"
+    );
+    let again = client
+        .post("/tools/interrupted", "s", r#"{"cents":500}"#)
+        .await;
+    assert_eq!(again.status, StatusCode::BAD_GATEWAY);
+    assert_may_have_run(&again);
+    assert_eq!(counts.get("interrupted"), 1);
 }
 
 #[tokio::test]
 async fn a_response_body_that_breaks_off_with_interrupted_is_kept_as_may_have_run() {
-    use axum::body::{Body, Bytes};
-    use axum::response::Response;
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    use std::sync::Arc;
-    use tower_idempotency::Interrupted;
-
-    let calls = Arc::new(AtomicUsize::new(0));
-    let seen = Arc::clone(&calls);
-    // What a proxy passes on when the upstream's connection broke in the middle of its answer.
-    let app = axum::Router::new().route(
-        "/tools/charge",
-        axum::routing::post(move || {
-            seen.fetch_add(1, Ordering::SeqCst);
-            async {
-                let chunks: Vec<Result<Bytes, Interrupted>> =
-                    vec![Ok(Bytes::from_static(b"{\"charged\":")), Err(Interrupted)];
-                Response::new(Body::from_stream(futures_util::stream::iter(chunks)))
-            }
-        }),
-    );
-    let client = Client::new(serve(app.layer(IdempotencyLayer::new())).await);
-    let first = client.post("/tools/charge", "s", r#"{"cents":500}"#).await;
+    let (client, counts) = start(IdempotencyLayer::new()).await;
+    let first = client
+        .post("/tools/interrupted_body", "s", r#"{"cents":500}"#)
+        .await;
     assert_eq!(first.status, StatusCode::BAD_GATEWAY);
-    let told = first.json();
-    assert_eq!(told["outcome"], "unknown");
-    assert_eq!(told["retryable"], false);
-    let detail = told["detail"].as_str().unwrap();
-    assert!(detail.starts_with("This action may have run"), "{detail}");
-    assert!(detail.contains("will not run it"), "{detail}");
-    let again = client.post("/tools/charge", "s", r#"{"cents":500}"#).await;
+    assert_may_have_run(&first);
+    let again = client
+        .post("/tools/interrupted_body", "s", r#"{"cents":500}"#)
+        .await;
     assert_eq!(again.json()["outcome"], "unknown");
-    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    assert_eq!(counts.get("interrupted_body"), 1);
 }

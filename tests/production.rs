@@ -9,11 +9,11 @@ use std::time::Duration;
 
 use axum::http::StatusCode;
 use support::gateway::{start_example, start_example_keeping_stderr, Gateway};
-use support::Answer;
+use support::{Answer, Client};
 
 const TOKENS: &str = "t-ann=ann,t-bob=bob";
 
-async fn send(gateway: &Gateway, token: Option<&str>, conversation: &str, body: &str) -> Answer {
+async fn send(client: &Client, token: Option<&str>, conversation: &str, body: &str) -> Answer {
     let mut headers = vec![
         ("content-type", "application/json"),
         ("x-conversation-id", conversation),
@@ -22,29 +22,18 @@ async fn send(gateway: &Gateway, token: Option<&str>, conversation: &str, body: 
     if let Some(bearer) = &bearer {
         headers.push(("authorization", bearer));
     }
-    gateway
-        .client
+    client
         .post_with("/tools/send_email", &headers, body.to_owned())
         .await
 }
 
-/// An authenticated call whose action takes 800 ms, sent in a task of its own.
+/// An authenticated call whose action takes 800 ms.
+const SLOW: &str = r#"{"to":"a@example.com","delay_ms":800}"#;
+
+/// [`SLOW`], sent in a task of its own.
 fn slow_call(gateway: &Gateway) -> tokio::task::JoinHandle<Answer> {
-    let gateway_client = gateway.client.clone();
-    tokio::spawn(async move {
-        let slow = r#"{"to":"a@example.com","delay_ms":800}"#;
-        gateway_client
-            .post_with(
-                "/tools/send_email",
-                &[
-                    ("content-type", "application/json"),
-                    ("x-conversation-id", "c1"),
-                    ("authorization", "Bearer t-ann"),
-                ],
-                slow.to_owned(),
-            )
-            .await
-    })
+    let client = gateway.client.clone();
+    tokio::spawn(async move { send(&client, Some("t-ann"), "c1", SLOW).await })
 }
 
 async fn sent(gateway: &Gateway) -> u64 {
@@ -55,21 +44,21 @@ async fn sent(gateway: &Gateway) -> u64 {
 /// What every deployment of the example must hold, whatever its store.
 async fn holds_its_promises(gateway: &Gateway) {
     let email = r#"{"to":"a@example.com","subject":"invoice"}"#;
-    let refused = send(gateway, None, "c1", email).await;
+    let refused = send(&gateway.client, None, "c1", email).await;
     assert_eq!(refused.status, StatusCode::UNAUTHORIZED);
     assert_eq!(sent(gateway).await, 0, "nothing unauthenticated ran");
 
-    let first = send(gateway, Some("t-ann"), "c1", email).await;
+    let first = send(&gateway.client, Some("t-ann"), "c1", email).await;
     assert_eq!(first.status, StatusCode::OK);
     let respelled = r#"{ "subject": "invoice", "to": "a@example.com" }"#;
-    let again = send(gateway, Some("t-ann"), "c1", respelled).await;
+    let again = send(&gateway.client, Some("t-ann"), "c1", respelled).await;
     assert!(again.replayed(), "the retry is replayed");
     assert_eq!(again.json()["message_id"], first.json()["message_id"]);
     assert_eq!(sent(gateway).await, 1);
 
-    let other_conversation = send(gateway, Some("t-ann"), "c2", email).await;
+    let other_conversation = send(&gateway.client, Some("t-ann"), "c2", email).await;
     assert!(!other_conversation.replayed());
-    let other_principal = send(gateway, Some("t-bob"), "c1", email).await;
+    let other_principal = send(&gateway.client, Some("t-bob"), "c1", email).await;
     assert!(
         !other_principal.replayed(),
         "another principal's conversation id reaches none of ann's records"
@@ -103,12 +92,16 @@ async fn the_production_example_holds_its_promises_on_redis() {
     holds_its_promises(&gateway).await;
 }
 
+#[cfg(feature = "redis")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_mid_action_lets_it_finish_and_record_within_the_grace() {
-    let mut gateway = start_example(
-        "production",
-        &[("TOKENS", TOKENS), ("SHUTDOWN_GRACE_MS", "5000")],
-    );
+    let server = support::redis_server::RedisServer::start();
+    let env = [
+        ("TOKENS", TOKENS),
+        ("REDIS_URL", &server.url()),
+        ("SHUTDOWN_GRACE_MS", "5000"),
+    ];
+    let mut gateway = start_example("production", &env);
     let call = slow_call(&gateway);
     tokio::time::sleep(Duration::from_millis(200)).await;
     gateway.terminate();
@@ -122,6 +115,11 @@ async fn sigterm_mid_action_lets_it_finish_and_record_within_the_grace() {
         gateway.exited_within(Duration::from_secs(5)),
         "the process exits within its grace period"
     );
+    // Recorded before the exit: the next instance on the same store replays it.
+    let next = start_example("production", &env);
+    let again = send(&next.client, Some("t-ann"), "c1", SLOW).await;
+    assert!(again.replayed(), "{again:?}");
+    assert_eq!(again.body, answer.body);
 }
 
 #[cfg(feature = "redis-tls")]

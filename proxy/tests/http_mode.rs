@@ -8,10 +8,7 @@ use std::time::Duration;
 use support::{post, stats, Proxy, Upstream};
 
 fn proxy_for(upstream: &Upstream, extra: &[&str]) -> Proxy {
-    let url = upstream.url();
-    let mut args = vec!["--upstream", url.as_str(), "--listen", "127.0.0.1:0"];
-    args.extend_from_slice(extra);
-    Proxy::start(&args)
+    Proxy::in_front_of(&upstream.url(), extra)
 }
 
 const EMAIL: &str = r#"{"to":"ada@example.com","subject":"Q3","body":"Numbers attached."}"#;
@@ -127,8 +124,7 @@ async fn sessions_never_share_an_intent() {
 #[tokio::test]
 async fn a_body_over_the_limit_and_a_missing_scope_are_refused_with_nothing_run() {
     let upstream = Upstream::tools(0);
-    let (proxy, _config) =
-        support::proxy_with_config(&upstream.url(), "[limits]\nbody = 1024\n", &[]);
+    let (proxy, _config) = support::proxy_with_config(&upstream.url(), "[limits]\nbody = 1024\n");
     let big = format!(
         r#"{{"to":"ada@example.com","body":"{}"}}"#,
         "x".repeat(4096)
@@ -142,28 +138,11 @@ async fn a_body_over_the_limit_and_a_missing_scope_are_refused_with_nothing_run(
     assert!(stats(&upstream.url()).await.get("send_email").is_none());
 }
 
-/// The interpreter with urllib3, or `None` where it is missing outside CI.
-fn urllib3() -> Option<std::path::PathBuf> {
-    let python = support::python();
-    let found = std::process::Command::new(&python)
-        .args(["-c", "import urllib3"])
-        .output()
-        .is_ok_and(|output| output.status.success());
-    if found {
-        return Some(python);
-    }
-    let missing = format!(
-        "urllib3 is not installed at {} (bash .ci/run installs it into the tests' venv)",
-        python.display()
-    );
-    assert!(std::env::var("CI").as_deref() != Ok("true"), "{missing}");
-    eprintln!("skipped: {missing}");
-    None
-}
-
 #[tokio::test]
 async fn a_urllib3_client_retrying_on_its_own_read_timeout_sends_the_email_once() {
-    let Some(python) = urllib3() else { return };
+    let Some(python) = support::python_with("import urllib3", "urllib3") else {
+        return;
+    };
     let upstream = Upstream::tools(0);
     let proxy = proxy_for(&upstream, &[]);
     let script = concat!(

@@ -69,27 +69,24 @@ fn a_store_it_cannot_reach_at_start_stops_it_with_status_1() {
 async fn health_readiness_and_metrics_are_served_apart_and_readiness_follows_the_store() {
     let mut redis = RedisServer::start();
     let upstream = Upstream::tools(0);
-    let proxy = Proxy::start(&[
-        "--upstream",
+    let proxy = Proxy::in_front_of(
         &upstream.url(),
-        "--listen",
-        "127.0.0.1:0",
-        "--redis-url",
-        &redis.url(),
-        "--metrics-listen",
-        "127.0.0.1:0",
-    ]);
+        &[
+            "--redis-url",
+            &redis.url(),
+            "--metrics-listen",
+            "127.0.0.1:0",
+        ],
+    );
     let metrics = proxy.metrics.clone().expect("a metrics listener");
     let get = |path: &str| support::answer(client().get(format!("{metrics}{path}")));
     assert_eq!(get("/healthz").await.status, 200);
     assert_eq!(get("/readyz").await.status, 200);
-    post(&proxy.url, "/tools/send_email", Some("s1"), "{}").await;
+    let sent = post(&proxy.url, "/tools/send_email", Some("s1"), "{}").await;
+    assert_eq!(sent.status, 200, "{sent:?}");
     let scraped = get("/metrics").await;
-    assert!(
-        scraped.body.contains("idempotency_executions_total"),
-        "{}",
-        scraped.body
-    );
+    let executed = r#"idempotency_executions_total{operation="POST /tools/send_email"} 1"#;
+    assert!(scraped.body.contains(executed), "{}", scraped.body);
     // The traffic listener does not serve them.
     let not_here = support::answer(client().get(format!("{}/readyz", proxy.url))).await;
     assert_eq!(not_here.status, 404);
@@ -108,22 +105,15 @@ async fn health_readiness_and_metrics_are_served_apart_and_readiness_follows_the
 async fn sigterm_lets_the_execution_in_flight_finish_and_record_before_exiting() {
     let redis = RedisServer::start();
     let upstream = Upstream::tools(0);
-    let args = |proxy_deadline: &'static str| {
-        vec![
-            "--upstream".to_owned(),
-            upstream.url(),
-            "--listen".to_owned(),
-            "127.0.0.1:0".to_owned(),
-            "--redis-url".to_owned(),
-            redis.url(),
-            "--deadline".to_owned(),
-            proxy_deadline.to_owned(),
-            "--metrics-listen".to_owned(),
-            "127.0.0.1:0".to_owned(),
-        ]
+    let (url, redis_url) = (upstream.url(), redis.url());
+    let start = |deadline: &str| {
+        let flags = ["--redis-url", &redis_url, "--deadline", deadline];
+        Proxy::in_front_of(
+            &url,
+            &[&flags[..], &["--metrics-listen", "127.0.0.1:0"]].concat(),
+        )
     };
-    let first_args = args("200ms");
-    let mut first = Proxy::start(&first_args.iter().map(String::as_str).collect::<Vec<_>>());
+    let mut first = start("200ms");
     let slow = r#"{"to":"ada@example.com","delay_ms":1500}"#;
     let answer = post(&first.url, "/tools/send_email", Some("s1"), slow).await;
     assert_eq!(answer.status, 202, "{answer:?}");
@@ -142,8 +132,7 @@ async fn sigterm_lets_the_execution_in_flight_finish_and_record_before_exiting()
     );
     assert_eq!(stats(&upstream.url()).await["send_email"], 1);
     // Recorded before the exit: another instance on the same store replays it.
-    let second_args = args("5s");
-    let second = Proxy::start(&second_args.iter().map(String::as_str).collect::<Vec<_>>());
+    let second = start("5s");
     let replay = post(&second.url, "/tools/send_email", Some("s1"), slow).await;
     assert_eq!(replay.status, 200, "{replay:?}");
     assert!(replay.replayed());
@@ -156,17 +145,15 @@ fn with_log_format_json_every_log_line_is_a_json_object() {
     let config = file("log_format = \"json\"\n");
     let path = config.path().to_str().unwrap();
     let url = upstream.url();
-    let mut proxy = Proxy::start_with_env(
-        &[
-            "--upstream",
-            &url,
-            "--listen",
-            "127.0.0.1:0",
-            "--config",
-            path,
-        ],
-        &[("RUST_LOG", "info")],
-    );
+    let args = [
+        "--upstream",
+        &url,
+        "--listen",
+        "127.0.0.1:0",
+        "--config",
+        path,
+    ];
+    let mut proxy = Proxy::start_with_env(&args, &[("RUST_LOG", "info")]);
     proxy.terminate();
     let (code, stderr) = proxy.wait_exit(Duration::from_secs(20));
     assert_eq!(code, Some(0), "{stderr}");

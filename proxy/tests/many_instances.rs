@@ -14,12 +14,14 @@ const CALLS_PER_INTENT: usize = 8;
 async fn each_intent_runs_once(store_args: &[&str]) {
     let upstream = Upstream::tools(0);
     let url = upstream.url();
-    let mut args = vec!["--upstream", url.as_str(), "--listen", "127.0.0.1:0"];
-    args.extend_from_slice(store_args);
-    let proxies = [Proxy::start(&args), Proxy::start(&args)];
+    let proxies = [
+        Proxy::in_front_of(&url, store_args),
+        Proxy::in_front_of(&url, store_args),
+    ];
     let calls = (0..INTENTS * CALLS_PER_INTENT).map(|n| {
         let intent = n % INTENTS;
-        let proxy = &proxies[n % 2].url;
+        // Each intent's calls alternate between the two proxies.
+        let proxy = &proxies[(n / INTENTS) % 2].url;
         async move {
             let body = format!(r#"{{"to":"user{intent}@example.com","delay_ms":300}}"#);
             let answer = post(proxy, "/tools/send_email", Some("s1"), &body).await;

@@ -18,41 +18,19 @@ use support::{Proxy, Upstream};
 const SDK_CHECK: &str =
     "import importlib.metadata as m, mcp.server.mcpserver; assert m.version('mcp') == '2.3.0'";
 
+/// The interpreter with the SDK, or `None` where it is missing outside CI.
 fn sdk() -> Option<PathBuf> {
-    let python = support::python();
-    let has_sdk = Command::new(&python)
-        .args(["-c", SDK_CHECK])
-        .output()
-        .is_ok_and(|output| output.status.success());
-    if has_sdk {
-        return Some(python);
-    }
-    let missing = format!(
-        "the official Python MCP SDK is not installed at {} (set MCP_PYTHON, or run \
-         `python3 -m venv ~/.cache/tower-idempotency/venv && \
-         ~/.cache/tower-idempotency/venv/bin/pip install mcp==2.3.0`)",
-        python.display()
-    );
-    assert!(std::env::var("CI").as_deref() != Ok("true"), "{missing}");
-    eprintln!("skipped: {missing}");
-    None
+    support::python_with(SDK_CHECK, "the official Python MCP SDK (mcp 2.3.0)")
 }
 
 /// The Python SDK server, and a proxy in front of it serving `/mcp` in MCP mode with
 /// `extra` flags.
 fn behind_proxy(extra: &[&str]) -> (Upstream, Proxy) {
-    let upstream = Upstream::start("mcp_server.py", &[], &[]);
+    let upstream = Upstream::start("mcp_server.py", &[]);
     let url = upstream.url();
-    let mut args = vec![
-        "--upstream",
-        &url,
-        "--listen",
-        "127.0.0.1:0",
-        "--mcp",
-        "/mcp",
-    ];
+    let mut args = vec!["--mcp", "/mcp"];
     args.extend_from_slice(extra);
-    let proxy = Proxy::start(&args);
+    let proxy = Proxy::in_front_of(&url, &args);
     (upstream, proxy)
 }
 
@@ -257,4 +235,30 @@ async fn a_server_that_dies_during_a_call_leaves_it_kept_as_may_have_run() {
     assert_eq!(result["structuredContent"]["outcome"], "unknown", "{retry}");
     let text = result["content"][0]["text"].as_str().unwrap_or_default();
     assert!(text.starts_with("This action may have run"), "{retry}");
+}
+
+#[tokio::test]
+async fn a_tool_the_server_lists_as_read_only_passes_through_and_runs_each_time() {
+    if sdk().is_none() {
+        return;
+    }
+    let (upstream, proxy) = behind_proxy(&[]);
+    let session = raw_session(&proxy.url).await;
+    let list = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#;
+    let (_, listed) = rpc(&proxy.url, Some(&session), list).await;
+    assert!(listed["result"]["tools"].is_array(), "{listed}");
+    let search = |id: u32| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"search","arguments":{{"query":"q3"}}}}}}"#
+        )
+    };
+    for id in [2, 3] {
+        let (_, found) = rpc(&proxy.url, Some(&session), &search(id)).await;
+        assert_eq!(found["id"], id, "{found}");
+        let text = found["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default();
+        assert_eq!(text, "results for q3", "not a replay: {found}");
+    }
+    assert_eq!(support::stats(&upstream.url()).await["search"], 2);
 }

@@ -43,7 +43,7 @@ async fn events_one_then_two(request: reqwest::RequestBuilder, upstream: &str) {
 async fn a_get_event_stream_arrives_event_by_event() {
     let upstream = Upstream::tools(0);
     let url = upstream.url();
-    let proxy = Proxy::start(&["--upstream", &url, "--listen", "127.0.0.1:0"]);
+    let proxy = Proxy::in_front_of(&url, &[]);
     events_one_then_two(client().get(format!("{}/events", proxy.url)), &url).await;
 }
 
@@ -52,7 +52,7 @@ async fn a_pass_through_routes_sse_answer_to_a_post_arrives_event_by_event() {
     let upstream = Upstream::tools(0);
     let url = upstream.url();
     let routes = "[[routes]]\nprefix = \"/tools/stream\"\nmode = \"pass\"\n";
-    let (proxy, _config) = support::proxy_with_config(&url, routes, &[]);
+    let (proxy, _config) = support::proxy_with_config(&url, routes);
     let request = client()
         .post(format!("{}/tools/stream", proxy.url))
         .header("x-session-id", "s1")
@@ -86,7 +86,7 @@ async fn headers_seen(proxy: &str, host: &str) -> (serde_json::Value, reqwest::h
 async fn hop_by_hop_headers_stay_on_their_hop_and_the_upstream_learns_who_asked() {
     let upstream = Upstream::tools(0);
     let url = upstream.url();
-    let proxy = Proxy::start(&["--upstream", &url, "--listen", "127.0.0.1:0"]);
+    let proxy = Proxy::in_front_of(&url, &[]);
     let (seen, answered) = headers_seen(&proxy.url, "tools.example:8443").await;
     let headers = &seen["headers"];
     assert_eq!(seen["path"], "/headers?x=1");
@@ -109,8 +109,7 @@ async fn hop_by_hop_headers_stay_on_their_hop_and_the_upstream_learns_who_asked(
 async fn host_is_rewritten_to_the_upstreams_when_configured() {
     let upstream = Upstream::tools(0);
     let url = upstream.url();
-    let (proxy, _config) =
-        support::proxy_with_config(&url, "[upstream]\nhost = \"rewrite\"\n", &[]);
+    let (proxy, _config) = support::proxy_with_config(&url, "[upstream]\nhost = \"rewrite\"\n");
     let (seen, _) = headers_seen(&proxy.url, "tools.example:8443").await;
     assert_eq!(
         seen["headers"]["host"][0],
@@ -123,7 +122,7 @@ async fn host_is_rewritten_to_the_upstreams_when_configured() {
 async fn calls_in_sequence_reuse_one_pooled_upstream_connection() {
     let upstream = Upstream::tools(0);
     let url = upstream.url();
-    let proxy = Proxy::start(&["--upstream", &url, "--listen", "127.0.0.1:0"]);
+    let proxy = Proxy::in_front_of(&url, &[]);
     let mut ports = std::collections::HashSet::new();
     for _ in 0..5 {
         // A new client each time: a new connection to the proxy, not to the upstream.
@@ -142,7 +141,7 @@ async fn an_http2_callers_authority_is_kept_as_host_and_earlier_hops_are_kept() 
 
     let upstream = Upstream::tools(0);
     let url = upstream.url();
-    let proxy = Proxy::start(&["--upstream", &url, "--listen", "127.0.0.1:0"]);
+    let proxy = Proxy::in_front_of(&url, &[]);
     let addr = proxy.url.trim_start_matches("http://").to_owned();
     let stream = tokio::net::TcpStream::connect(&addr).await.unwrap();
     let (mut sender, connection) =

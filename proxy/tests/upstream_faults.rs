@@ -12,14 +12,7 @@ use support::{free_port, post, stats, Proxy, Upstream};
 async fn an_upstream_that_is_down_is_not_executed_and_runs_once_it_is_back() {
     let port = free_port();
     let url = format!("http://127.0.0.1:{port}");
-    let proxy = Proxy::start(&[
-        "--upstream",
-        &url,
-        "--listen",
-        "127.0.0.1:0",
-        "--metrics-listen",
-        "127.0.0.1:0",
-    ]);
+    let proxy = Proxy::in_front_of(&url, &["--metrics-listen", "127.0.0.1:0"]);
     let email = r#"{"to":"ada@example.com"}"#;
     let down = post(&proxy.url, "/tools/send_email", Some("s1"), email).await;
     assert_eq!(down.status, 502, "{down:?}");
@@ -48,15 +41,11 @@ async fn an_upstream_that_is_down_is_not_executed_and_runs_once_it_is_back() {
     assert_eq!(stats(&upstream.url()).await["send_email"], 1);
 }
 
-fn with_routes(upstream: &Upstream, routes: &str) -> (Proxy, tempfile::NamedTempFile) {
-    support::proxy_with_config(&upstream.url(), routes, &[])
-}
-
 #[tokio::test]
 async fn an_upstream_that_times_out_after_receiving_the_request_is_kept_as_may_have_run() {
     let upstream = Upstream::tools(0);
-    let (proxy, _config) = with_routes(
-        &upstream,
+    let (proxy, _config) = support::proxy_with_config(
+        &upstream.url(),
         "[upstream]\nconnect_timeout = \"200ms\"\n[[routes]]\nprefix = \"/tools/hang\"\ntimeout = \"500ms\"\ndeadline = \"10s\"\n",
     );
     let body = r#"{"delay_ms":3000}"#;
@@ -81,7 +70,7 @@ async fn an_upstream_that_times_out_after_receiving_the_request_is_kept_as_may_h
 #[tokio::test]
 async fn an_upstream_that_drops_the_connection_after_the_request_is_never_run_again() {
     let upstream = Upstream::tools(0);
-    let proxy = Proxy::start(&["--upstream", &upstream.url(), "--listen", "127.0.0.1:0"]);
+    let proxy = Proxy::in_front_of(&upstream.url(), &[]);
     let first = post(&proxy.url, "/tools/reset", Some("s1"), "{}").await;
     assert_eq!(first.status, 502, "{first:?}");
     assert_eq!(first.json()["outcome"], "unknown");
@@ -96,8 +85,8 @@ async fn an_upstream_that_drops_the_connection_after_the_request_is_never_run_ag
 #[tokio::test]
 async fn on_a_pass_through_route_a_lost_answer_says_a_retry_would_run_it_again() {
     let upstream = Upstream::tools(0);
-    let (proxy, _config) = with_routes(
-        &upstream,
+    let (proxy, _config) = support::proxy_with_config(
+        &upstream.url(),
         "[[routes]]\nprefix = \"/tools/reset\"\nmode = \"pass\"\n",
     );
     let lost = post(&proxy.url, "/tools/reset", Some("s1"), "{}").await;
@@ -113,8 +102,8 @@ async fn on_a_pass_through_route_a_lost_answer_says_a_retry_would_run_it_again()
 #[tokio::test]
 async fn an_answer_that_stalls_midway_is_cut_at_the_routes_timeout_and_kept_as_may_have_run() {
     let upstream = Upstream::tools(0);
-    let (proxy, _config) = with_routes(
-        &upstream,
+    let (proxy, _config) = support::proxy_with_config(
+        &upstream.url(),
         "[upstream]\nconnect_timeout = \"200ms\"\n[[routes]]\nprefix = \"/tools/stall\"\ntimeout = \"700ms\"\n",
     );
     let started = std::time::Instant::now();
@@ -141,7 +130,7 @@ async fn an_answer_that_stalls_midway_is_cut_at_the_routes_timeout_and_kept_as_m
 #[tokio::test]
 async fn an_answer_that_breaks_off_midway_is_kept_as_may_have_run() {
     let upstream = Upstream::tools(0);
-    let proxy = Proxy::start(&["--upstream", &upstream.url(), "--listen", "127.0.0.1:0"]);
+    let proxy = Proxy::in_front_of(&upstream.url(), &[]);
     let first = post(&proxy.url, "/tools/truncate", Some("s1"), "{}").await;
     assert_eq!(first.status, 502, "{first:?}");
     let told = first.json();

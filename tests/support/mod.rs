@@ -50,6 +50,8 @@ pub fn tools(counts: Counts) -> Router {
         .route("/tools/busy", post(busy))
         .route("/tools/panic", post(panics))
         .route("/tools/broken_body", post(broken_body))
+        .route("/tools/interrupted", post(interrupted))
+        .route("/tools/interrupted_body", post(interrupted_body))
         .route("/tools/big", post(big))
         .route("/tools/raw", post(raw))
         .route("/tools/search", get(search))
@@ -117,6 +119,26 @@ async fn broken_body(State(counts): State<Counts>) -> Response {
     let chunks: Vec<Result<Bytes, std::io::Error>> = vec![
         Ok(Bytes::from_static(b"{\"partial\":")),
         Err(std::io::Error::other("the stream broke")),
+    ];
+    Body::from_stream(futures_util::stream::iter(chunks)).into_response()
+}
+
+/// What a proxy writes when the upstream's connection broke after the request was sent.
+async fn interrupted(State(counts): State<Counts>) -> Response {
+    counts.bump("interrupted");
+    let mut response = (StatusCode::BAD_GATEWAY, "connection reset").into_response();
+    response
+        .extensions_mut()
+        .insert(tower_idempotency::Interrupted);
+    response
+}
+
+/// What a proxy passes on when the upstream's connection broke in the middle of its answer.
+async fn interrupted_body(State(counts): State<Counts>) -> Response {
+    counts.bump("interrupted_body");
+    let chunks: Vec<Result<Bytes, tower_idempotency::Interrupted>> = vec![
+        Ok(Bytes::from_static(b"{\"charged\":")),
+        Err(tower_idempotency::Interrupted),
     ];
     Body::from_stream(futures_util::stream::iter(chunks)).into_response()
 }

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use tempfile::TempDir;
 
 /// A port nothing listens on now (and, for cluster nodes, whose bus port is free too).
-fn free_port(with_bus: bool) -> u16 {
+pub fn free_port(with_bus: bool) -> u16 {
     loop {
         let port = TcpListener::bind("127.0.0.1:0")
             .unwrap()

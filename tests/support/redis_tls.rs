@@ -7,13 +7,16 @@ use std::time::{Duration, Instant};
 
 use tempfile::TempDir;
 
-/// A certificate authority and a server certificate for 127.0.0.1, made once per test run.
+use super::redis_server::free_port;
+
+/// A certificate authority and a server certificate for 127.0.0.1 that it signed.
 pub struct Certificates {
     dir: TempDir,
 }
 
 impl Certificates {
-    fn make() -> Self {
+    /// A new authority, trusted by nothing until a client is given it.
+    pub fn make() -> Self {
         let dir = TempDir::new().unwrap();
         let run = |args: &[&str]| {
             let status = Command::new("openssl")
@@ -95,22 +98,6 @@ pub struct TlsServer {
     pub port: u16,
     pub tls_port: u16,
     _dir: TempDir,
-}
-
-/// A free port; for a cluster node, one whose bus port (10 000 above) is free too.
-fn free_port(with_bus: bool) -> u16 {
-    loop {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let bus_free =
-            || port < 55_000 && std::net::TcpListener::bind(("127.0.0.1", port + 10_000)).is_ok();
-        if !with_bus || bus_free() {
-            return port;
-        }
-    }
 }
 
 impl TlsServer {

@@ -3,9 +3,8 @@
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader, Read};
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStderr, Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -14,42 +13,45 @@ pub mod redis_server;
 
 /// A loopback port nothing listens on now.
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    redis_server::free_port(false)
 }
 
-/// Reads `child`'s stdout until a line starts with `prefix`; the rest of that line.
-fn wait_for_line(child: &mut Child, prefix: &str, what: &str) -> String {
-    let stdout = child.stdout.take().expect("stdout piped");
+/// The lines a child writes to `pipe`, as they come; reading them also keeps the pipe from
+/// filling up.
+fn lines(pipe: impl Read + Send + 'static) -> mpsc::Receiver<String> {
     let (tx, rx) = mpsc::channel();
-    let prefix = prefix.to_owned();
     std::thread::spawn(move || {
-        let mut found = false;
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if !found {
-                if let Some(rest) = line.strip_prefix(&prefix) {
-                    found = true;
-                    let _ = tx.send(rest.to_owned());
-                }
-            }
+        for line in BufReader::new(pipe).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
         }
     });
-    match rx.recv_timeout(Duration::from_secs(30)) {
-        Ok(rest) => rest,
-        Err(_) => panic!("{what} did not start: {}", stderr_of(child)),
-    }
+    rx
 }
 
-fn stderr_of(child: &mut Child) -> String {
-    let _ = child.kill();
-    let mut text = String::new();
-    if let Some(mut stderr) = child.stderr.take() {
-        let _ = stderr.read_to_string(&mut text);
+/// Waits for the line that says `child` accepts connections (`listening on ...`): the rest of
+/// it, with the lines before it; panics with its stderr if it never comes.
+fn listening(
+    child: &mut Child,
+    lines: &mpsc::Receiver<String>,
+    what: &str,
+) -> (String, Vec<String>) {
+    let mut before = Vec::new();
+    loop {
+        match lines.recv_timeout(Duration::from_secs(30)) {
+            Ok(line) => match line.strip_prefix("listening on ") {
+                Some(rest) => return (rest.trim().to_owned(), before),
+                None => before.push(line),
+            },
+            Err(_) => {
+                let _ = child.kill();
+                let mut text = String::new();
+                if let Some(mut stderr) = child.stderr.take() {
+                    let _ = stderr.read_to_string(&mut text);
+                }
+                panic!("{what} did not start: {text}");
+            }
+        }
     }
-    text
 }
 
 /// The Python interpreter: the tests' virtual environment's where it has the MCP SDK, else
@@ -69,6 +71,26 @@ pub fn python() -> PathBuf {
     }
 }
 
+/// The interpreter where `check` runs (an import), or `None` where it fails outside CI, which
+/// the test says and passes; under `CI=true` a missing package fails the test.
+pub fn python_with(check: &str, missing: &str) -> Option<PathBuf> {
+    let python = python();
+    let found = Command::new(&python)
+        .args(["-c", check])
+        .output()
+        .is_ok_and(|output| output.status.success());
+    if found {
+        return Some(python);
+    }
+    let missing = format!(
+        "{missing} is not installed at {} (bash .ci/run installs it into the tests' venv)",
+        python.display()
+    );
+    assert!(std::env::var("CI").as_deref() != Ok("true"), "{missing}");
+    eprintln!("skipped: {missing}");
+    None
+}
+
 fn script(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/upstreams")
@@ -84,23 +106,25 @@ pub struct Upstream {
 impl Upstream {
     /// The standard-library tool server, on `port` (0: a free one).
     pub fn tools(port: u16) -> Self {
-        Self::start("tool_server.py", &[&port.to_string()], &[])
+        Self::start("tool_server.py", &[&port.to_string()])
     }
 
-    pub fn start(script_name: &str, args: &[&str], env: &[(&str, &str)]) -> Self {
+    pub fn start(script_name: &str, args: &[&str]) -> Self {
         let mut child = Command::new(python())
             .arg(script(script_name))
             .args(args)
-            .envs(env.iter().copied())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
             .expect("start the Python upstream");
-        let port = wait_for_line(&mut child, "listening on ", script_name)
-            .trim()
-            .parse()
-            .expect("a port");
-        Self { child, port }
+        let stdout = lines(child.stdout.take().expect("stdout piped"));
+        let (port, _) = listening(&mut child, &stdout, script_name);
+        // Read on, so that a traceback it logs never fills the pipe and stalls it.
+        drop(lines(child.stderr.take().expect("stderr piped")));
+        Self {
+            child,
+            port: port.parse().expect("a port"),
+        }
     }
 
     pub fn url(&self) -> String {
@@ -127,7 +151,7 @@ pub struct Proxy {
     stderr: Option<mpsc::Receiver<String>>,
 }
 
-pub fn proxy_command(args: &[&str]) -> Command {
+fn proxy_command(args: &[&str]) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_idempotency-proxy"));
     command.args(args).env("RUST_LOG", "warn");
     command
@@ -138,6 +162,13 @@ impl Proxy {
         Self::start_with_env(args, &[])
     }
 
+    /// A proxy in front of `upstream` on a free port, with `extra` flags.
+    pub fn in_front_of(upstream: &str, extra: &[&str]) -> Self {
+        let mut args = vec!["--upstream", upstream, "--listen", "127.0.0.1:0"];
+        args.extend_from_slice(extra);
+        Self::start(&args)
+    }
+
     pub fn start_with_env(args: &[&str], env: &[(&str, &str)]) -> Self {
         let mut child = proxy_command(args)
             .envs(env.iter().copied())
@@ -145,28 +176,12 @@ impl Proxy {
             .stderr(Stdio::piped())
             .spawn()
             .expect("start idempotency-proxy");
-        let stdout = child.stdout.take().expect("stdout piped");
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                let _ = tx.send(line);
-            }
-        });
-        let mut metrics = None;
-        let url = loop {
-            match rx.recv_timeout(Duration::from_secs(30)) {
-                Ok(line) => {
-                    if let Some(addr) = line.strip_prefix("metrics on ") {
-                        metrics = Some(addr.to_owned());
-                    }
-                    if let Some(addr) = line.strip_prefix("listening on ") {
-                        break addr.to_owned();
-                    }
-                }
-                Err(_) => panic!("the proxy did not start: {}", stderr_of(&mut child)),
-            }
-        };
-        let stderr = child.stderr.take().map(collect_lines);
+        let stdout = lines(child.stdout.take().expect("stdout piped"));
+        let (url, before) = listening(&mut child, &stdout, "the proxy");
+        let metrics = before
+            .iter()
+            .find_map(|line| line.strip_prefix("metrics on ").map(str::to_owned));
+        let stderr = child.stderr.take().map(lines);
         Self {
             child,
             url,
@@ -204,16 +219,6 @@ impl Proxy {
     }
 }
 
-fn collect_lines(stderr: ChildStderr) -> mpsc::Receiver<String> {
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
-    rx
-}
-
 impl Drop for Proxy {
     fn drop(&mut self) {
         let _ = self.child.kill();
@@ -228,25 +233,12 @@ pub fn config_file(text: &str) -> tempfile::NamedTempFile {
     file
 }
 
-/// A proxy in front of `upstream` on a free port, with the configuration file `text` and
-/// `extra` flags; the file lives as long as the pair.
-pub fn proxy_with_config(
-    upstream: &str,
-    text: &str,
-    extra: &[&str],
-) -> (Proxy, tempfile::NamedTempFile) {
+/// A proxy in front of `upstream` on a free port, with the configuration file `text`; the
+/// file lives as long as the pair.
+pub fn proxy_with_config(upstream: &str, text: &str) -> (Proxy, tempfile::NamedTempFile) {
     let config = config_file(text);
     let path = config.path().to_str().unwrap().to_owned();
-    let mut args = vec![
-        "--upstream",
-        upstream,
-        "--listen",
-        "127.0.0.1:0",
-        "--config",
-        &path,
-    ];
-    args.extend_from_slice(extra);
-    (Proxy::start(&args), config)
+    (Proxy::in_front_of(upstream, &["--config", &path]), config)
 }
 
 /// Runs the proxy with `args` to its exit, expecting it not to start: its exit code and
@@ -269,7 +261,11 @@ pub fn refused(args: &[&str]) -> (Option<i32>, String) {
         }
         std::thread::sleep(Duration::from_millis(20));
     };
-    (status.code(), stderr_of(&mut child))
+    let mut stderr = String::new();
+    if let Some(mut pipe) = child.stderr.take() {
+        let _ = pipe.read_to_string(&mut stderr);
+    }
+    (status.code(), stderr)
 }
 
 /// What one call through the proxy got.

@@ -14,7 +14,6 @@ execution of NAME (GET /stats returns the counts). The tools:
   reset        reads the request, then closes the connection without an answer
   truncate     starts a 200 answer of 100 bytes, sends 10, then closes the connection
   stall        starts a 200 answer of 100 bytes, sends 10, then waits 30 s
-  big          200 with `bytes` bytes of body
   stream       an SSE answer: event 1, then event 2 once GET /sse/seen was called
 
 GET /events is an SSE stream like `stream`; GET /headers echoes the request's headers and
@@ -143,14 +142,6 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
             self.connection.shutdown(socket.SHUT_RDWR)
             self.close_connection = True
-            return
-        if name == "big":
-            data = b"x" * int(args.get("bytes", 1 << 20))
-            self.send_response(200)
-            self.send_header("content-type", "application/octet-stream")
-            self.send_header("content-length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
             return
         if name == "stream":
             return self.sse()
