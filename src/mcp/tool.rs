@@ -243,26 +243,13 @@ mod tests {
         assert!(text.contains("will not run it"), "{text}");
     }
 
-    #[tokio::test]
-    async fn an_event_stream_that_breaks_off_with_interrupted_is_kept_as_may_have_run() {
+    /// How an event stream that breaks off with `error` after a comment is judged.
+    async fn judged_broken_stream(error: BoxError) -> Judged {
         use http_body::Frame;
         let frames: Vec<Result<Frame<Bytes>, BoxError>> = vec![
             Ok(Frame::data(Bytes::from_static(b": still working\n\n"))),
-            Err(Box::new(crate::Interrupted)),
+            Err(error),
         ];
-        let body = http_body_util::StreamBody::new(futures_util::stream::iter(frames));
-        let mut response = Response::new(body);
-        response.headers_mut().insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("text/event-stream"),
-        );
-        let Produced::Answered(answered) = read(response, &json!(3), 1024).await else {
-            panic!("an answer stands in for the lost one");
-        };
-        assert_eq!(answered.judged, Judged::Interrupted);
-        // Any other break of the stream still releases.
-        let frames: Vec<Result<Frame<Bytes>, BoxError>> =
-            vec![Err(Box::new(std::io::Error::other("reset")))];
         let body = http_body_util::StreamBody::new(futures_util::stream::iter(frames));
         let mut response = Response::new(body);
         response.headers_mut().insert(
@@ -272,8 +259,17 @@ mod tests {
         let Produced::Answered(answered) = read(response, &json!(3), 1024).await else {
             panic!("an answer");
         };
+        answered.judged
+    }
+
+    #[tokio::test]
+    async fn an_event_stream_that_breaks_off_with_interrupted_is_kept_as_may_have_run() {
+        let interrupted = judged_broken_stream(Box::new(crate::Interrupted)).await;
+        assert_eq!(interrupted, Judged::Interrupted);
+        // Any other break of the stream still releases.
+        let other = judged_broken_stream(Box::new(std::io::Error::other("reset"))).await;
         assert_eq!(
-            answered.judged,
+            other,
             Judged::Verdict(Verdict::Release(ReleaseCause::ResponseBody))
         );
     }

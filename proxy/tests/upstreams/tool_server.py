@@ -58,6 +58,15 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
+    def partial_answer(self):
+        """The start of a 200 answer of 100 bytes: its head and 10 bytes."""
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", "100")
+        self.end_headers()
+        self.wfile.write(b'{"charged"')
+        self.wfile.flush()
+
     def sse(self):
         """Event 1, then event 2 only after the client said it has seen event 1."""
         SEEN.clear()
@@ -112,12 +121,7 @@ class Handler(BaseHTTPRequestHandler):
             return self.answer(200, {"status": "sent", "message_id": f"msg_{n}", "to": args.get("to")})
         n = bump(name)
         if name == "stall":
-            self.send_response(200)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", "100")
-            self.end_headers()
-            self.wfile.write(b'{"charged"')
-            self.wfile.flush()
+            self.partial_answer()
             time.sleep(30)
             return
         if name == "reject":
@@ -134,12 +138,7 @@ class Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             return
         if name == "truncate":
-            self.send_response(200)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", "100")
-            self.end_headers()
-            self.wfile.write(b'{"charged"')
-            self.wfile.flush()
+            self.partial_answer()
             self.connection.shutdown(socket.SHUT_RDWR)
             self.close_connection = True
             return
