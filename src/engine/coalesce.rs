@@ -10,14 +10,16 @@ use tokio::time::Instant;
 
 use super::execute::{self, Claimed, Started};
 use super::inflight::{Lead, Role, Settled, Waited};
+use super::recorder::FirstOutcome;
 use super::{Engine, Failure, Intent, Outcome, Produced, Refusal, Unprotected};
 use crate::clock::now_ms;
+use crate::detached::Reservation;
 use crate::key::IntentKey;
-use crate::store::{Claim, ClaimRequest, Entry, OwnerToken, Store};
+use crate::store::{Claim, ClaimRequest, Entry, OwnerToken, Store, StoreError};
 use crate::telemetry;
 
 /// What leading an intent came to.
-enum Led<A, E, F> {
+pub(crate) enum Led<A, E, F> {
     Decided(Result<Outcome<A>, E>),
     /// The store released the intent while we waited on another execution: take it from the
     /// top, with the work still to run.
@@ -87,67 +89,141 @@ where
     A: Send + 'static,
     E: Send + 'static,
 {
-    let key = &intent.key;
     let max = engine.settings.max_detached;
     let Some(reservation) = engine.runtime.detached.try_reserve(max) else {
         let refusing = Box::pin(at_capacity(engine, work, intent, lead));
         return refusing.await;
     };
-    // The time the slot was opened, read once for both.
-    let started_at_ms = lead.started_at_ms();
-    // The layer mints the owner token, so that a claim whose answer is lost can be given
-    // back: no lease lingers that nobody owns.
-    let token = OwnerToken::generate();
+    let leading = Leading::new(lead, reservation);
     let claimed = {
         // In a block: the request is not kept across the waits after the claim.
-        let claim = ClaimRequest {
-            token,
+        let claim = leading.claim_request(engine, intent);
+        engine.store.claim(&intent.key, &claim).await
+    };
+    match after_claim(engine, work, intent, leading, claimed) {
+        Next::Led(led) => led,
+        Next::Elsewhere {
+            work,
+            lead,
+            started_at_ms,
+        } => {
+            let waiting = Box::pin(wait_elsewhere(engine, work, intent, lead, started_at_ms));
+            waiting.await
+        }
+        Next::Unprotected(work) => {
+            // Boxed, as are the other paths off the common one, so that the future every
+            // request carries stays small.
+            let running = Box::pin(run_unprotected(work));
+            Led::Decided(running.await)
+        }
+        Next::Started(started, started_at_ms) => {
+            Led::Decided(first_answer(started, intent, started_at_ms).await)
+        }
+    }
+}
+
+/// A leader's duties before its claim is answered: the slot, its place among the detached
+/// executions, and the token it claims with.
+pub(crate) struct Leading {
+    lead: Lead,
+    reservation: Reservation,
+    token: OwnerToken,
+    /// The time the slot was opened, read once for the claim and the execution.
+    started_at_ms: u64,
+}
+
+impl Leading {
+    pub(crate) fn new(lead: Lead, reservation: Reservation) -> Self {
+        Self {
+            started_at_ms: lead.started_at_ms(),
+            lead,
+            reservation,
+            // The layer mints the owner token, so that a claim whose answer is lost can be
+            // given back: no lease lingers that nobody owns.
+            token: OwnerToken::generate(),
+        }
+    }
+
+    pub(crate) fn claim_request<St>(&self, engine: &Engine<St>, intent: &Intent) -> ClaimRequest {
+        ClaimRequest {
+            token: self.token,
             lease: engine.settings.lease,
             scope: intent.scope,
             share: intent.share,
             fingerprint: intent.fingerprint,
-            started_at_ms,
-        };
-        engine.store.claim(key, &claim).await
-    };
+            started_at_ms: self.started_at_ms,
+        }
+    }
+}
+
+/// What the answer to a claim leaves to do, decided without waiting.
+pub(crate) enum Next<A, E, F> {
+    Led(Led<A, E, F>),
+    /// Another process (or layer) runs the intent: wait on it.
+    Elsewhere {
+        work: F,
+        lead: Lead,
+        started_at_ms: u64,
+    },
+    /// The store failed and the layer fails open: run without protection.
+    Unprotected(F),
+    /// The execution started: its first answer, or the channel it comes on.
+    Started(Started<A, E>, u64),
+}
+
+/// Decides on the store's answer to a leader's claim, and starts the execution if the claim
+/// was acquired.
+pub(crate) fn after_claim<St, A, E, F>(
+    engine: &Arc<Engine<St>>,
+    work: F,
+    intent: &Intent,
+    leading: Leading,
+    claimed: Result<Claim, StoreError>,
+) -> Next<A, E, F>
+where
+    St: Store,
+    F: Future<Output = Result<Produced<A>, E>> + Send + Unpin + 'static,
+    A: Send + 'static,
+    E: Send + 'static,
+{
+    let Leading {
+        lead,
+        reservation,
+        token,
+        started_at_ms,
+    } = leading;
     let claimed = match claimed {
         Ok(claimed) => claimed,
         Err(error) => {
             drop(lead);
             tracing::warn!(%error, "the store could not answer a claim");
-            give_back(engine, key, token);
+            give_back(engine, &intent.key, token);
             if engine.settings.fail_open {
                 tracing::warn!("fail-open: running without protection");
-                // Boxed, as are the other paths off the common one, so that the future every
-                // request carries stays small.
-                let running = Box::pin(run_unprotected(work));
-                return Led::Decided(running.await);
+                return Next::Unprotected(work);
             }
-            return decided(Outcome::NotExecuted(Refusal::StoreUnavailable));
+            return Next::Led(decided(Outcome::NotExecuted(Refusal::StoreUnavailable)));
         }
     };
     match claimed {
         Claim::Completed(record) => {
             if intent.reuses_key_for(&record.fingerprint) {
-                return key_reused(false);
+                return Next::Led(key_reused(false));
             }
             lead.settle(Settled::Replay(Arc::clone(&record)));
-            decided(Outcome::Replayed(record))
+            Next::Led(decided(Outcome::Replayed(record)))
         }
         Claim::Running(info) => {
             if intent.reuses_key_for(&info.fingerprint) {
-                return key_reused(true);
+                return Next::Led(key_reused(true));
             }
             // Waiting on an execution elsewhere runs nothing here: it holds no place.
             drop(reservation);
-            let waiting = Box::pin(wait_elsewhere(
-                engine,
+            Next::Elsewhere {
                 work,
-                intent,
                 lead,
-                info.started_at_ms,
-            ));
-            waiting.await
+                started_at_ms: info.started_at_ms,
+            }
         }
         Claim::Acquired(token) => {
             telemetry::executed(&intent.op);
@@ -158,42 +234,78 @@ where
                 started_at_ms,
             };
             let started = execute::start(Arc::clone(engine), work, intent.clone(), claimed);
-            let in_progress = || Outcome::InProgress {
-                started_at_ms,
-                duplicate: false,
-            };
-            if intent.asynchronous {
-                return decided(in_progress());
-            }
-            // Most tools have answered by now: their outcome is taken with no timer armed.
-            let answered = match started {
-                Started::Answered(answered) => Ok(Ok(answered)),
-                Started::Later(mut answer) => match answer.try_recv() {
-                    Ok(answered) => Ok(Ok(answered)),
-                    Err(oneshot::error::TryRecvError::Closed) => Ok(Err(())),
-                    Err(oneshot::error::TryRecvError::Empty) => {
-                        let waiting = Box::pin(tokio::time::timeout_at(intent.deadline, answer));
-                        let waited = waiting.await;
-                        waited.map(|received| received.map_err(|_| ()))
-                    }
-                },
-            };
-            match answered {
-                Ok(Ok(answered)) => Led::Decided(answered),
-                // The execution ended without a word: it was dropped mid-way, so it may have
-                // run.
-                Ok(Err(_)) => decided(Outcome::Failed {
-                    failure: Failure::Panic,
-                    answer: None,
-                }),
-                Err(_) => decided(in_progress()),
-            }
+            Next::Started(started, started_at_ms)
         }
     }
 }
 
+/// The first caller's answer from a started execution, if it needs no waiting: "in progress"
+/// for an asynchronous intent, or the outcome the tool has already given. Otherwise the
+/// channel to wait on.
+pub(crate) fn answer_now<A, E>(
+    started: Started<A, E>,
+    intent: &Intent,
+    started_at_ms: u64,
+) -> Result<FirstOutcome<A, E>, oneshot::Receiver<FirstOutcome<A, E>>> {
+    if intent.asynchronous {
+        return Ok(Ok(in_progress(started_at_ms)));
+    }
+    // Most tools have answered by now: their outcome is taken with no timer armed.
+    match started {
+        Started::Answered(answered) => Ok(answered),
+        Started::Later(mut answer) => match answer.try_recv() {
+            Ok(answered) => Ok(answered),
+            Err(oneshot::error::TryRecvError::Closed) => Ok(Ok(dropped_midway())),
+            Err(oneshot::error::TryRecvError::Empty) => Err(answer),
+        },
+    }
+}
+
+/// The first caller's answer from a started execution: at once where it can be, else when
+/// the execution ends or the caller's deadline comes, whichever is first.
+pub(crate) async fn first_answer<A, E>(
+    started: Started<A, E>,
+    intent: &Intent,
+    started_at_ms: u64,
+) -> Result<Outcome<A>, E> {
+    match answer_now(started, intent, started_at_ms) {
+        Ok(answered) => answered,
+        Err(answer) => wait_for_answer(answer, intent, started_at_ms).await,
+    }
+}
+
+/// Waits for the first answer of a running execution until the caller's deadline.
+pub(crate) async fn wait_for_answer<A, E>(
+    answer: oneshot::Receiver<FirstOutcome<A, E>>,
+    intent: &Intent,
+    started_at_ms: u64,
+) -> Result<Outcome<A>, E> {
+    let waiting = Box::pin(tokio::time::timeout_at(intent.deadline, answer));
+    match waiting.await {
+        Ok(Ok(answered)) => answered,
+        Ok(Err(_)) => Ok(dropped_midway()),
+        Err(_) => Ok(in_progress(started_at_ms)),
+    }
+}
+
+/// The first caller's own execution is still running at its deadline.
+fn in_progress<A>(started_at_ms: u64) -> Outcome<A> {
+    Outcome::InProgress {
+        started_at_ms,
+        duplicate: false,
+    }
+}
+
+/// The execution ended without a word: it was dropped mid-way, so it may have run.
+fn dropped_midway<A>() -> Outcome<A> {
+    Outcome::Failed {
+        failure: Failure::Panic,
+        answer: None,
+    }
+}
+
 /// Runs the work in place, unprotected (fail-open).
-async fn run_unprotected<A, E, F>(work: F) -> Result<Outcome<A>, E>
+pub(crate) async fn run_unprotected<A, E, F>(work: F) -> Result<Outcome<A>, E>
 where
     F: Future<Output = Result<Produced<A>, E>>,
 {
@@ -260,7 +372,7 @@ async fn at_capacity<St: Store, A, E, F>(
 /// Waits for an execution that runs elsewhere (another process, or another layer sharing
 /// the store), started at `started_at_ms`, polling the store until it settles or this
 /// caller's deadline. Counted as coalesced.
-async fn wait_elsewhere<St: Store, A, E, F>(
+pub(crate) async fn wait_elsewhere<St: Store, A, E, F>(
     engine: &Arc<Engine<St>>,
     work: F,
     intent: &Intent,

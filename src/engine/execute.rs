@@ -14,7 +14,7 @@ use tracing::Instrument;
 use super::inflight::Lead;
 use super::inflight::Settled;
 use super::recorder::{FirstOutcome, Plan, Recorder, Write};
-use super::{Engine, Intent, Produced};
+use super::{answered_at_once, Engine, Intent, Produced};
 use crate::detached::Reservation;
 use crate::store::{Fence, OwnerToken, Store, StoreError};
 use crate::telemetry;
@@ -82,6 +82,13 @@ where
             settled,
             answer,
         } = recorder.plan(Some(ended));
+        if recorder.engine.store.answers_at_once() {
+            let written = answered_at_once(recorder.attempt(&write));
+            if let Some(retrying) = after.written(recorder, write, settled, written) {
+                tracker.spawn(retrying.instrument(span));
+            }
+            return Started::Answered(answer);
+        }
         let mut attempt = Box::pin(
             async move {
                 let written = recorder.attempt(&write).await;

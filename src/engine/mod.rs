@@ -7,6 +7,7 @@
 //! awaiting future until the statement ends, so `Box::pin(work()).await` would carry the whole
 //! state of `work` in every request's future anyway.
 
+mod at_once;
 mod coalesce;
 mod execute;
 mod inflight;
@@ -31,6 +32,7 @@ use crate::settings::Settings;
 use crate::store::{Observed, Store};
 use crate::telemetry::{self, Op};
 
+pub(crate) use at_once::{answered_at_once, Running};
 pub(crate) use intent::{Call, Intent};
 pub(crate) use lookup::Seen;
 pub(crate) use outcome::{Answered, Failure, Judged, Outcome, Produced, Refusal, Unprotected};
@@ -86,14 +88,15 @@ pub(crate) enum Decided<A> {
     clippy::large_enum_variant,
     reason = "it lives for one match, on the stack; boxing the decided side would cost a replay an allocation"
 )]
-pub(crate) enum Begun<A, X> {
-    /// Decided at once: refused, or replayed from a record this process holds.
-    Decided(Decided<A>),
+pub(crate) enum Begun<A, E, X> {
+    /// Decided at once: refused, replayed from a record this process holds, or run to its
+    /// outcome (or the tool's error) on a store that answers at once.
+    Decided(Result<Decided<A>, E>),
     /// Claimed and started, or joined: the boxed future yields the intent and its outcome.
     Running(X),
 }
 
-impl<A, X> std::fmt::Debug for Begun<A, X> {
+impl<A, E, X> std::fmt::Debug for Begun<A, E, X> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Self::Decided(_) => f.write_str("Begun::Decided"),
@@ -118,7 +121,7 @@ impl<St: Store> Engine<St> {
         op: &Op,
         call: Call,
         work: impl FnOnce(Parts, Bytes) -> F,
-    ) -> Begun<A, impl Future<Output = Result<(Intent, Outcome<A>), E>> + Send + 'static>
+    ) -> Begun<A, E, Running<A, E>>
     where
         F: Future<Output = Result<Produced<A>, E>> + Send + 'static,
         A: Send + 'static,
@@ -126,7 +129,7 @@ impl<St: Store> Engine<St> {
     {
         let intent = match intent::derive(self, &parts, scope, &body, op, call) {
             Ok(intent) => intent,
-            Err(refusal) => return Begun::Decided(Decided::Refused(refusal)),
+            Err(refusal) => return Begun::Decided(Ok(Decided::Refused(refusal))),
         };
         let attempt = self.runtime.attempts.count(&intent.op, &intent.key);
         let span = tracing::Span::current();
@@ -145,17 +148,29 @@ impl<St: Store> Engine<St> {
                 // Boxed once, here: every future the call passes through then carries a pointer
                 // to it, not its state, and the execution reuses the box.
                 let work = Box::pin(work(parts, body));
-                let engine = Arc::clone(self);
-                // Boxed too, so that a replay, answered above, never carries its state.
-                let execution = Box::pin(async move {
-                    let outcome = coalesce::coalesce_or_execute(&engine, &intent, work).await;
-                    outcome.map(|outcome| (intent, outcome))
-                });
-                return Begun::Running(execution);
+                if self.store.answers_at_once() {
+                    return at_once::lead(self, intent, work);
+                }
+                return Begun::Running(running(Arc::clone(self), intent, work));
             }
         };
-        Begun::Decided(Decided::Keyed { intent, outcome })
+        Begun::Decided(Ok(Decided::Keyed { intent, outcome }))
     }
+}
+
+/// The execution of `intent`, or the wait on it, as one boxed future: so that a replay,
+/// answered before it, never carries its state.
+fn running<St, A, E, F>(engine: Arc<Engine<St>>, intent: Intent, work: F) -> Running<A, E>
+where
+    St: Store,
+    F: Future<Output = Result<Produced<A>, E>> + Send + Unpin + 'static,
+    A: Send + 'static,
+    E: Send + 'static,
+{
+    Box::pin(async move {
+        let outcome = coalesce::coalesce_or_execute(&engine, &intent, work).await;
+        outcome.map(|outcome| (intent, outcome))
+    })
 }
 
 /// What a request's scope decides of protecting it.

@@ -111,7 +111,7 @@ impl<St: Store> Endpoint<St> {
         };
         let begun = span.in_scope(|| self.engine.begin(parts, bytes, &scope, &op, call, work));
         let decided = match begun {
-            Begun::Decided(decided) => Ok(decided),
+            Begun::Decided(decided) => decided,
             Begun::Running(execution) => execution
                 .instrument(span.clone())
                 .await

@@ -211,4 +211,14 @@ pub trait Store: Send + Sync + 'static {
         let _ = key;
         None
     }
+
+    /// Whether every call of this store answers at its first poll, never waiting on anything
+    /// (a store in process memory). The layer then makes its calls in place and keeps no
+    /// future of them across a wait, which spares a first execution two boxed futures. A call
+    /// that waits all the same is dropped where it stands and taken as the store's error: a
+    /// claim is given back and refused, a write is retried in the background. The default is
+    /// `false`.
+    fn answers_at_once(&self) -> bool {
+        false
+    }
 }

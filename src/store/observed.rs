@@ -145,4 +145,8 @@ impl<St: Store> Store for Observed<St> {
         // Not async: a panic here is caught where the layer calls it.
         self.store.cached(key)
     }
+
+    fn answers_at_once(&self) -> bool {
+        self.store.answers_at_once()
+    }
 }

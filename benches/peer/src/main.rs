@@ -5,7 +5,9 @@
 //! takes in process: the least a layer that keys by content must spend on it.
 //! `idempotency-peer-bench flood` sends 300 000 new intents over 1 000 scopes through this
 //! crate's layer in process and prints what its memory store keeps and the process's resident
-//! memory.
+//! memory. `idempotency-peer-bench calls <bare|ours|peer> N` sends N first executions of the
+//! load's kind through the app in process, one after another, so that an instruction counter
+//! or a heap profiler sees one request's work N times without a network in between.
 
 use axum::routing::post;
 use axum::{Json, Router};
@@ -77,6 +79,42 @@ async fn flood() {
     );
 }
 
+/// The app of one mode.
+fn app(mode: &str) -> Router {
+    let app = Router::new().route("/tools/send_email", post(send_email));
+    match mode {
+        "bare" => app,
+        "ours" => app.layer(tower_idempotency::IdempotencyLayer::new()),
+        "peer" => {
+            let store = idempotent::memory::MemoryStore::builder()
+                .try_build()
+                .expect("the peer's memory store");
+            app.layer(idempotent::middleware::IdempotencyLayer::new(store))
+        }
+        other => panic!("mode {other:?}: bare, ours or peer"),
+    }
+}
+
+/// Sends `count` first executions through `app` in process, as the load sends them.
+async fn calls(app: Router, count: u32) {
+    use tower::ServiceExt;
+
+    let pad = "x".repeat(900);
+    for n in 0..count {
+        let body = format!(r#"{{"to":"ann@example.com","subject":"report 1764000000-1-{n}","body":"{pad}"}}"#);
+        let request = axum::http::Request::post("/tools/send_email")
+            .header("content-type", "application/json")
+            .header("x-session-id", "load")
+            .header("idempotency-key", format!("k-1764000000-1-{n}"))
+            .body(axum::body::Body::from(body))
+            .expect("a request");
+        let response = app.clone().oneshot(request).await.expect("an answer");
+        assert!(response.status().is_success(), "{}", response.status());
+        let body = axum::body::to_bytes(response.into_body(), usize::MAX).await;
+        std::hint::black_box(body.expect("a body"));
+    }
+}
+
 #[tokio::main]
 async fn main() {
     let mut args = std::env::args().skip(1);
@@ -89,19 +127,15 @@ async fn main() {
         flood().await;
         return;
     }
+    if mode == "calls" {
+        let mode = args.next().unwrap_or_else(|| "ours".to_owned());
+        let count = args.next().map_or(10_000, |n| n.parse().expect("a count"));
+        // As `serve` does: endpoints become routes, and layers are applied, once.
+        calls(app(&mode).with_state(()), count).await;
+        return;
+    }
     let addr = args.next().unwrap_or_else(|| "127.0.0.1:3000".to_owned());
-    let app = Router::new().route("/tools/send_email", post(send_email));
-    let app = match mode.as_str() {
-        "bare" => app,
-        "ours" => app.layer(tower_idempotency::IdempotencyLayer::new()),
-        "peer" => {
-            let store = idempotent::memory::MemoryStore::builder()
-                .try_build()
-                .expect("the peer's memory store");
-            app.layer(idempotent::middleware::IdempotencyLayer::new(store))
-        }
-        other => panic!("mode {other:?}: bare, ours or peer"),
-    };
+    let app = app(&mode);
     let listener = tokio::net::TcpListener::bind(&addr).await.expect("bind");
     println!("listening on {addr} ({mode})");
     axum::serve(listener, app).await.expect("serve");

@@ -100,7 +100,7 @@ where
         let execution = match span.in_scope(|| engine.begin(parts, bytes, &scope, &op, call, work))
         {
             Begun::Decided(decided) => {
-                return finish(settings, &op, &span, started, Went::Decided(Ok(decided)));
+                return finish(settings, &op, &span, started, Went::Decided(decided));
             }
             Begun::Running(execution) => execution,
         };

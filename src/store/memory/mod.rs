@@ -190,8 +190,8 @@ impl MemoryStore {
         })
     }
 
-    fn settled_entry(&self, key: &IntentKey) -> Option<Entry> {
-        let settled = self.settled_table().get(key, LeaseClock::now());
+    fn settled_entry(&self, key: &IntentKey, now: LeaseClock) -> Option<Entry> {
+        let settled = self.settled_table().get(key, now);
         settled.map(|settled| match settled {
             Settled::Completed(record, _) => Entry::Completed(record),
             Settled::Failed(tombstone, _) => Entry::Failed(tombstone),
@@ -277,7 +277,7 @@ impl Store for MemoryStore {
                 return Ok(Claim::Running(lease.info));
             }
         }
-        if let Some(Entry::Completed(record)) = self.settled_entry(key) {
+        if let Some(Entry::Completed(record)) = self.settled_entry(key, now) {
             running.remove(key);
             return Ok(Claim::Completed(record));
         }
@@ -331,6 +331,10 @@ impl Store for MemoryStore {
         }))
     }
 
+    fn answers_at_once(&self) -> bool {
+        true
+    }
+
     fn cached(&self, key: &IntentKey) -> Option<Arc<Record>> {
         match self.settled_table().get(key, LeaseClock::now())? {
             Settled::Completed(record, _) => Some(record),
@@ -339,15 +343,16 @@ impl Store for MemoryStore {
     }
 
     async fn get(&self, key: &IntentKey) -> Result<Option<Entry>, StoreError> {
+        let now = LeaseClock::now();
         {
             let running = self.running_map();
             if let Some(lease) = running.get(key) {
-                if lease.expires > LeaseClock::now() {
+                if lease.expires > now {
                     return Ok(Some(Entry::Running(lease.info)));
                 }
             }
         }
-        Ok(self.settled_entry(key))
+        Ok(self.settled_entry(key, now))
     }
 }
 
