@@ -10,6 +10,7 @@
 # Needs wrk and perf (apt-get install wrk linux-perf).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. benches/lib.sh
 
 DURATION=${DURATION:-8}
 CONNECTIONS=${CONNECTIONS:-32}
@@ -18,7 +19,7 @@ command -v perf >/dev/null || { echo "perf is needed: apt-get install linux-perf
 
 cargo build --release --example tool_gateway >&2
 gateway=target/release/examples/tool_gateway
-port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+port=$(free_port)
 url="http://127.0.0.1:$port"
 [ "${PROFILE:-0}" = 1 ] && mkdir -p benches/profiles
 
@@ -29,7 +30,7 @@ for mode in off on; do
     ADDR="127.0.0.1:$port" IDEMPOTENCY=$mode RUST_LOG=error "$gateway" > /dev/null 2>&1 &
     pid=$!
     for _ in $(seq 1 100); do curl -s "$url/stats" > /dev/null && break; sleep 0.1; done
-    wrk -t1 -c"$CONNECTIONS" -d2s -s "benches/wrk/$workload.lua" "$url" > /dev/null
+    checked_load wrk -t1 -c"$CONNECTIONS" -d2s -s "benches/wrk/$workload.lua" "$url" > /dev/null
     record=""
     if [ "${PROFILE:-0}" = 1 ]; then
       perf record -q -F 4000 -p "$pid" -o "benches/profiles/$mode-$workload.data" -- sleep "$DURATION" 2> /dev/null &
@@ -37,7 +38,7 @@ for mode in off on; do
     fi
     perf stat -x, -e task-clock -p "$pid" -o "$pid.stat" -- sleep "$DURATION" &
     stat=$!
-    rps=$(wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" -s "benches/wrk/$workload.lua" "$url" | awk '/Requests\/sec/ { print $2 }')
+    rps=$(checked_load wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" -s "benches/wrk/$workload.lua" "$url" | awk '/Requests\/sec/ { print $2 }')
     wait "$stat"
     [ -n "$record" ] && wait "$record"
     cpu_ms=$(awk -F, '$3 == "task-clock" || $3 ~ /task-clock/ { print $1; exit }' "$pid.stat")

@@ -13,6 +13,7 @@
 # Needs wrk (apt-get install wrk); the Redis rows need redis-server (skipped without it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. benches/lib.sh
 
 DURATION=${DURATION:-10}
 CONNECTIONS=${CONNECTIONS:-32}
@@ -28,19 +29,6 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-
-free_port() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-
-wait_for_line() { # file, text
-  for _ in $(seq 1 100); do
-    grep -q "$2" "$1" 2>/dev/null && return 0
-    sleep 0.1
-  done
-  echo "timed out waiting for '$2' in $1" >&2
-  return 1
-}
 
 redis_url=""
 if command -v redis-server >/dev/null; then
@@ -79,9 +67,9 @@ run_mode() { # name, env...
   pids+=($pid)
   wait_for_line "$work/$name.out" "listening on"
   local url="http://127.0.0.1:$port"
-  wrk -t"$THREADS" -c"$CONNECTIONS" -d2s -s benches/wrk/replay.lua "$url" > /dev/null
+  checked_load wrk -t"$THREADS" -c"$CONNECTIONS" -d2s -s benches/wrk/replay.lua "$url" > /dev/null
   for workload in first_execution replay; do
-    wrk -t"$THREADS" -c"$CONNECTIONS" -d"${DURATION}s" --latency -s "benches/wrk/$workload.lua" "$url" \
+    checked_load wrk -t"$THREADS" -c"$CONNECTIONS" -d"${DURATION}s" --latency -s "benches/wrk/$workload.lua" "$url" \
       > "$work/$name-$workload.wrk"
     echo "$name $workload $(summarise "$work/$name-$workload.wrk")" >> "$results"
   done

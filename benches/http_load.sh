@@ -17,6 +17,7 @@
 # Needs wrk and taskset (apt-get install wrk util-linux).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. benches/lib.sh
 
 ROUNDS=${ROUNDS:-3}
 DURATION=${DURATION:-4}
@@ -35,10 +36,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-free_port() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-
 # One round of one mode: "placement mode workload req/s" lines, one per workload.
 run() { # placement, mode
   local placement=$1 mode=$2 serve=() load=()
@@ -46,12 +43,12 @@ run() { # placement, mode
   local port; port=$(free_port)
   "${serve[@]}" "$app" "$mode" "127.0.0.1:$port" > "$work/server.out" 2>&1 &
   server=$!
-  for _ in $(seq 1 100); do grep -q listening "$work/server.out" 2>/dev/null && break; sleep 0.05; done
+  wait_for_line "$work/server.out" listening
   local url="http://127.0.0.1:$port"
-  "${load[@]}" wrk -t1 -c"$CONNECTIONS" -d1s -s benches/peer/replay.lua "$url" > /dev/null
+  checked_load "${load[@]}" wrk -t1 -c"$CONNECTIONS" -d1s -s benches/peer/replay.lua "$url" > /dev/null
   for workload in first_execution replay; do
     local rps
-    rps=$("${load[@]}" wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" -s "benches/peer/$workload.lua" "$url" \
+    rps=$(checked_load "${load[@]}" wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" -s "benches/peer/$workload.lua" "$url" \
       | awk '/Requests\/sec/ { print $2 }')
     echo "$placement $mode $workload $rps"
   done

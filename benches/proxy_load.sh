@@ -13,6 +13,7 @@
 # Needs wrk (apt-get install wrk).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. benches/lib.sh
 
 ROUNDS=${ROUNDS:-3}
 DURATION=${DURATION:-4}
@@ -31,15 +32,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-free_port() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-
-wait_for() { # file, text
-  for _ in $(seq 1 200); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.05; done
-  echo "did not start: $(cat "$1")" >&2; exit 1
-}
-
 printf '[defaults]\nmode = "pass"\n' > "$work/off.toml"
 printf '# the defaults: every path protected\n' > "$work/on.toml"
 
@@ -57,19 +49,19 @@ run() { # mode
   upstream_port=$(free_port)
   "$app" bare "127.0.0.1:$upstream_port" > "$work/upstream.out" 2>&1 &
   pids+=($!)
-  wait_for "$work/upstream.out" listening
+  wait_for_line "$work/upstream.out" listening
   url="http://127.0.0.1:$upstream_port"
   if [ "$mode" != direct ]; then
     proxy_port=$(free_port)
     RUST_LOG=warn "$proxy" --upstream "$url" --listen "127.0.0.1:$proxy_port" \
       --config "$work/$mode.toml" > "$work/proxy.out" 2>&1 &
     pids+=($!)
-    wait_for "$work/proxy.out" listening
+    wait_for_line "$work/proxy.out" listening
     url="http://127.0.0.1:$proxy_port"
   fi
-  wrk -t1 -c"$CONNECTIONS" -d1s -s benches/peer/replay.lua "$url" > /dev/null
+  checked_load wrk -t1 -c"$CONNECTIONS" -d1s -s benches/peer/replay.lua "$url" > /dev/null
   for workload in first_execution replay; do
-    wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" --latency -s "benches/peer/$workload.lua" "$url" > "$work/wrk.out"
+    checked_load wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" --latency -s "benches/peer/$workload.lua" "$url" > "$work/wrk.out"
     echo "$mode $workload $(awk '/Requests\/sec/ { print $2 }' "$work/wrk.out") \
 $(percentile "$work/wrk.out" "50%") $(percentile "$work/wrk.out" "99%")"
   done

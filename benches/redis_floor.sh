@@ -11,6 +11,7 @@
 # and wrk.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. benches/lib.sh
 
 DURATION=${DURATION:-8}
 CONNECTIONS=${CONNECTIONS:-16}
@@ -27,10 +28,6 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-free_port() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-
 port=$(free_port)
 redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no --dir "$work" \
   --logfile "$work/redis.log" &
@@ -67,8 +64,8 @@ ADDR="127.0.0.1:$gateway_port" IDEMPOTENCY=on REDIS_URL="redis://127.0.0.1:$port
 pids+=($!)
 for _ in $(seq 1 100); do grep -q "listening on" "$work/gateway.out" 2>/dev/null && break; sleep 0.1; done
 url="http://127.0.0.1:$gateway_port"
-wrk -t1 -c"$CONNECTIONS" -d2s -s benches/wrk/replay.lua "$url" > /dev/null
-gateway=$(wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" -s benches/wrk/first_execution.lua "$url" \
+checked_load wrk -t1 -c"$CONNECTIONS" -d2s -s benches/wrk/replay.lua "$url" > /dev/null
+gateway=$(checked_load wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" -s benches/wrk/first_execution.lua "$url" \
   | awk '/Requests\/sec/ { print $2 }')
 
 awk -v c="$claims" -v d="$completes" -v g="$gateway" 'BEGIN {
