@@ -320,8 +320,14 @@ pub(crate) fn memory_store_bytes(bytes: u64) {
 
 /// An unexpired record evicted for room: over the whole budget (`budget`), or over its
 /// share's part of it (`scope_share`).
-pub(crate) fn evicted(cause: &'static str) {
-    counter!("idempotency_evictions_total", "cause" => cause).increment(1);
+pub(crate) fn evicted(over_share: bool) {
+    // Literal labels: a key built from a variable would allocate its label list each time,
+    // and at the budget every first execution evicts a record.
+    if over_share {
+        counter!("idempotency_evictions_total", "cause" => "scope_share").increment(1);
+    } else {
+        counter!("idempotency_evictions_total", "cause" => "budget").increment(1);
+    }
 }
 
 #[cfg(feature = "contract")]

@@ -192,3 +192,45 @@ async fn a_lease_taken_over_while_the_action_runs_is_counted_as_lost() {
         "what a lost lease costs: a second run"
     );
 }
+
+#[tokio::test]
+async fn evictions_are_counted_by_their_cause() {
+    let recorder = DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    let _local = metrics::set_default_local_recorder(&recorder);
+    let counts = Counts::default();
+    // Room for a few records in all, and for fewer of any one session's.
+    let store = tower_idempotency::store::MemoryStore::builder()
+        .max_bytes(8 * 1024)
+        .max_bytes_per_scope(3 * 1024)
+        .build();
+    let layer = IdempotencyLayer::with_store(store.clone());
+    let client = Client::new(serve(tools(counts.clone()).layer(layer)).await);
+
+    // One session past its share, then many sessions past the whole budget.
+    for n in 0..12 {
+        client
+            .post("/tools/raw", "one", &format!(r#"{{"n":{n}}}"#))
+            .await;
+    }
+    for n in 0..24 {
+        let session = format!("session-{n}");
+        client.post("/tools/raw", &session, r#"{"n":0}"#).await;
+    }
+
+    let snapshot = snapshotter.snapshot().into_vec();
+    let evicted = |cause| {
+        counter(
+            &snapshot,
+            "idempotency_evictions_total",
+            &[("cause", cause)],
+        )
+    };
+    assert!(evicted("scope_share") > 0, "{snapshot:?}");
+    assert!(evicted("budget") > 0, "{snapshot:?}");
+    assert_eq!(
+        evicted("scope_share") + evicted("budget"),
+        store.evictions(),
+        "every eviction counted once"
+    );
+}

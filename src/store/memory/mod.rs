@@ -246,19 +246,17 @@ impl MemoryStore {
                 continue;
             };
             let count = self.inner.evictions.fetch_add(1, Ordering::Relaxed) + 1;
-            let (cause, warning) = match gone.cause {
-                Cause::Budget => (
-                    "budget",
+            let warning = match gone.cause {
+                Cause::Budget => {
                     "unexpired idempotency records were evicted: the memory store's byte budget \
-                     is too small, and a repeat of these calls would run again",
-                ),
-                Cause::Share => (
-                    "scope_share",
+                     is too small, and a repeat of these calls would run again"
+                }
+                Cause::Share => {
                     "one scope went past its part of the memory store's budget: its own oldest \
-                     records were evicted, and a repeat of those calls would run again",
-                ),
+                     records were evicted, and a repeat of those calls would run again"
+                }
             };
-            crate::telemetry::evicted(cause);
+            crate::telemetry::evicted(gone.cause == Cause::Share);
             // Logged at the 1st, 2nd, 4th, 8th... eviction: loud, never a flood.
             if count.is_power_of_two() {
                 tracing::warn!(intent = %gone.key.short(), evicted = count, "{warning}");
