@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use http::request::Parts;
 use http::HeaderName;
+use smallvec::SmallVec;
 
 use crate::guard::{guarded, Panicked};
 use crate::key::ScopeHash;
@@ -45,7 +46,7 @@ impl ScopeSource {
     /// The scope, or `None` when the request has none (an empty value is none); `Err` when
     /// the user's scope function panicked.
     pub(crate) fn scope_of(&self, parts: &Parts) -> Result<Option<Scope>, Panicked> {
-        let mut bytes = Vec::with_capacity(64);
+        let mut bytes = ScopeBytes::new();
         let mut principal_end = None;
         let written = self.write(parts, &mut bytes, &mut principal_end)?;
         Ok(written.map(|()| Scope {
@@ -57,7 +58,7 @@ impl ScopeSource {
     fn write(
         &self,
         parts: &Parts,
-        out: &mut Vec<u8>,
+        out: &mut ScopeBytes,
         principal_end: &mut Option<usize>,
     ) -> Result<Option<()>, Panicked> {
         Ok(match self {
@@ -121,9 +122,13 @@ impl ScopeSource {
 }
 
 /// A request's scope: its encoded parts, and where the configured principal's parts end.
+/// A scope's encoding, held inline up to a size that covers a header's name and a session id
+/// of common length (a UUID's, and more), so that most requests' scopes need no allocation.
+type ScopeBytes = SmallVec<[u8; 96]>;
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Scope {
-    bytes: Vec<u8>,
+    bytes: ScopeBytes,
     principal_end: usize,
 }
 
@@ -148,14 +153,14 @@ impl std::ops::Deref for Scope {
 }
 
 /// Appends a tag and one length-prefixed part.
-fn put(out: &mut Vec<u8>, tag: u8, part: &[u8]) {
+fn put(out: &mut ScopeBytes, tag: u8, part: &[u8]) {
     out.push(tag);
     out.extend_from_slice(&(part.len() as u64).to_be_bytes());
     out.extend_from_slice(part);
 }
 
 /// Appends one length-prefixed part; an empty one means the request has no scope.
-fn put_nonempty(out: &mut Vec<u8>, part: &[u8]) -> Option<()> {
+fn put_nonempty(out: &mut ScopeBytes, part: &[u8]) -> Option<()> {
     if part.is_empty() {
         return None;
     }

@@ -10,8 +10,8 @@ use tokio::time::Instant;
 use super::recent::{Derived, Seen};
 use super::{Engine, Refusal};
 use crate::key::{
-    BodyFingerprint, ExplicitKey, Fingerprint, IntentKey, KeyMaterial, KeySource, Operation,
-    ScopeHash, Unkeyable,
+    BodyFingerprint, ExplicitKey, Fingerprint, IntentKey, KeyMaterial, KeySource, ScopeHash,
+    Unkeyable,
 };
 use crate::scope::Scope;
 use crate::settings::Timing;
@@ -180,12 +180,17 @@ fn key_of(
         Some(Ok(key)) => Some(key),
         None => None,
     };
-    let operation = Operation::new(&parts.method, &parts.uri);
+
     let material = match header_key.or(field_key) {
         Some(key) => KeyMaterial::Explicit(key),
         None => KeyMaterial::Fingerprint(&printed.fingerprint),
     };
-    Ok(IntentKey::derive(scope, &operation, material))
+    Ok(IntentKey::derive(
+        scope,
+        &parts.method,
+        &parts.uri,
+        material,
+    ))
 }
 
 #[cfg(test)]

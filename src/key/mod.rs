@@ -10,6 +10,7 @@ mod operation;
 use std::fmt;
 use std::str::FromStr;
 
+use http::{Method, Uri};
 use sha2::{Digest, Sha256};
 
 pub(crate) use explicit::KeySource;
@@ -68,11 +69,16 @@ pub(crate) enum KeyMaterial<'a> {
 
 impl IntentKey {
     /// Derives the key of an intent.
-    pub(crate) fn derive(scope: &[u8], operation: &Operation, material: KeyMaterial<'_>) -> Self {
+    pub(crate) fn derive(
+        scope: &[u8],
+        method: &Method,
+        uri: &Uri,
+        material: KeyMaterial<'_>,
+    ) -> Self {
         let mut hasher = Sha256::new();
         hasher.update(INTENT_TAG);
         put_framed(&mut hasher, scope);
-        operation.hash_into(&mut hasher);
+        Operation::hash_request_into(&mut hasher, method, uri);
         match material {
             KeyMaterial::Fingerprint(fingerprint) => {
                 hasher.update(b"F");
@@ -178,16 +184,28 @@ impl ScopeHash {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use http::{Method, Uri};
 
     fn key(scope: &str, path: &str, body: &[u8]) -> IntentKey {
-        let operation = Operation::new(&Method::POST, &path.parse::<Uri>().unwrap());
+        let uri = path.parse::<Uri>().unwrap();
         let fingerprint = Fingerprint::raw(None, body);
         IntentKey::derive(
             scope.as_bytes(),
-            &operation,
+            &Method::POST,
+            &uri,
             KeyMaterial::Fingerprint(&fingerprint),
         )
+    }
+
+    #[test]
+    fn a_request_is_hashed_as_its_operation_is() {
+        for target in ["/x", "/x?", "/x?b=1&a=2", "/x?t=2&t=1&&a", "/a%20b"] {
+            let uri = target.parse::<Uri>().unwrap();
+            let mut of_request = Sha256::new();
+            Operation::hash_request_into(&mut of_request, &Method::PATCH, &uri);
+            let mut of_operation = Sha256::new();
+            Operation::new(&Method::PATCH, &uri).hash_into(&mut of_operation);
+            assert_eq!(of_request.finalize(), of_operation.finalize(), "{target}");
+        }
     }
 
     #[test]
@@ -199,12 +217,13 @@ mod tests {
 
     #[test]
     fn explicit_keys_and_fingerprints_never_share_a_key() {
-        let operation = Operation::new(&Method::POST, &"/x".parse::<Uri>().unwrap());
+        let uri = "/x".parse::<Uri>().unwrap();
         let fingerprint = Fingerprint::raw(None, b"k");
         let explicit: ExplicitKey = "k".parse().unwrap();
+        let derive = |material| IntentKey::derive(b"s", &Method::POST, &uri, material);
         assert_ne!(
-            IntentKey::derive(b"s", &operation, KeyMaterial::Fingerprint(&fingerprint)),
-            IntentKey::derive(b"s", &operation, KeyMaterial::Explicit(&explicit)),
+            derive(KeyMaterial::Fingerprint(&fingerprint)),
+            derive(KeyMaterial::Explicit(&explicit)),
         );
     }
 

@@ -55,17 +55,30 @@ impl Operation {
     }
 
     pub(crate) fn hash_into(&self, hasher: &mut Sha256) {
-        put_framed(hasher, self.method.as_str().as_bytes());
-        put_framed(hasher, self.path.as_bytes());
-        match &self.query {
-            // "no query" and "empty query" are told apart, as an upstream could.
-            None => put_framed(hasher, b"-"),
-            Some(query) => {
-                let mut framed = Vec::with_capacity(query.len() + 1);
-                framed.push(b'?');
-                framed.extend_from_slice(query.as_bytes());
-                put_framed(hasher, &framed);
-            }
+        hash_parts(hasher, &self.method, &self.path, self.query.as_deref());
+    }
+
+    /// Hashes a request's operation as `Operation::new(method, uri).hash_into` does, without
+    /// copying its path: only a query, to be put in order, is copied.
+    pub(crate) fn hash_request_into(hasher: &mut Sha256, method: &Method, uri: &Uri) {
+        match uri.query() {
+            None => hash_parts(hasher, method, uri.path(), None),
+            Some(_) => Self::new(method, uri).hash_into(hasher),
+        }
+    }
+}
+
+fn hash_parts(hasher: &mut Sha256, method: &Method, path: &str, query: Option<&str>) {
+    put_framed(hasher, method.as_str().as_bytes());
+    put_framed(hasher, path.as_bytes());
+    match query {
+        // "no query" and "empty query" are told apart, as an upstream could.
+        None => put_framed(hasher, b"-"),
+        Some(query) => {
+            let mut framed = Vec::with_capacity(query.len() + 1);
+            framed.push(b'?');
+            framed.extend_from_slice(query.as_bytes());
+            put_framed(hasher, &framed);
         }
     }
 }
