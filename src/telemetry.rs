@@ -9,7 +9,7 @@ use std::sync::{Arc, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
 use http::request::Parts;
-use http::StatusCode;
+use http::{Method, StatusCode};
 use metrics::{counter, histogram, Counter, Histogram, SharedString};
 
 use crate::key::IntentKey;
@@ -66,6 +66,8 @@ impl Hot {
 /// labels are kept apart; past them every new label is counted under [`OVERFLOW`], so that a
 /// caller flooding distinct paths or tool names cannot grow the label set of the metrics.
 pub(crate) struct Ops {
+    /// Tells this layer's operations from another's in the label a thread remembers.
+    id: u64,
     known: RwLock<HashMap<Arc<str>, Op, rapidhash::fast::RandomState>>,
     overflow: Op,
     unscoped: Op,
@@ -81,7 +83,9 @@ pub(crate) const UNSCOPED: &str = "(no scope)";
 
 impl Default for Ops {
     fn default() -> Self {
+        static IDS: AtomicU64 = AtomicU64::new(0);
         Self {
+            id: IDS.fetch_add(1, Ordering::Relaxed),
             known: RwLock::default(),
             overflow: Op::labelled(OVERFLOW),
             unscoped: Op::labelled(UNSCOPED),
@@ -93,12 +97,54 @@ impl Ops {
     /// The operation of a request.
     pub(crate) fn of(&self, label: Option<&RouteLabel>, parts: &Parts) -> Op {
         let Some(label) = label else {
-            return self.named_with(|text| write_default_route_label(parts, text));
+            return self.of_default(parts);
         };
         // A label function that panics costs the request its label, not its answer.
         let text = crate::guard::guarded("route_label", || label(parts))
             .unwrap_or_else(|_| default_route_label(parts));
         self.named(&text)
+    }
+
+    /// The operation under the default label. Each thread remembers the last request's method
+    /// and path and the operation they gave, so that a run of calls of one tool labels each
+    /// with a comparison.
+    fn of_default(&self, parts: &Parts) -> Op {
+        struct Last {
+            ops: u64,
+            method: Method,
+            path: String,
+            op: Op,
+        }
+        thread_local! {
+            static LAST: std::cell::RefCell<Option<Last>> = const { std::cell::RefCell::new(None) };
+        }
+        let path = parts.uri.path();
+        LAST.with_borrow_mut(|last| {
+            if let Some(last) = last {
+                if last.ops == self.id && last.method == parts.method && last.path == path {
+                    return last.op.clone();
+                }
+            }
+            let op = self.named_with(|text| write_default_route_label(parts, text));
+            match last {
+                Some(last) => {
+                    last.ops = self.id;
+                    last.method.clone_from(&parts.method);
+                    last.path.clear();
+                    last.path.push_str(path);
+                    last.op = op.clone();
+                }
+                None => {
+                    *last = Some(Last {
+                        ops: self.id,
+                        method: parts.method.clone(),
+                        path: path.to_owned(),
+                        op: op.clone(),
+                    })
+                }
+            }
+            op
+        })
     }
 
     /// The operation whose label `write` writes into a buffer each thread keeps, so that
@@ -396,6 +442,33 @@ mod tests {
             .unwrap()
             .into_parts();
         default_route_label(&parts)
+    }
+
+    #[test]
+    fn a_label_a_thread_remembers_is_its_own_layers_and_its_own_requests() {
+        let parts = |method: &str, uri: &str| {
+            let request = Request::builder().method(method).uri(uri).body(()).unwrap();
+            request.into_parts().0
+        };
+        let (first, second) = (Ops::default(), Ops::default());
+        let send = parts("POST", "/tools/send_email");
+        let a = first.of(None, &send);
+        let b = second.of(None, &send);
+        assert_eq!(a.as_str(), "POST /tools/send_email");
+        assert!(
+            !Arc::ptr_eq(&a.hot, &b.hot),
+            "each layer has its own handles"
+        );
+        assert!(Arc::ptr_eq(&first.of(None, &send).hot, &a.hot));
+        assert_eq!(
+            first.of(None, &parts("GET", "/tools/send_email")).as_str(),
+            "GET /tools/send_email"
+        );
+        assert_eq!(
+            first.of(None, &parts("POST", "/tools/search")).as_str(),
+            "POST /tools/search"
+        );
+        assert!(Arc::ptr_eq(&first.of(None, &send).hot, &a.hot));
     }
 
     #[test]

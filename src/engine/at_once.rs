@@ -12,7 +12,7 @@ use std::task::{Context, Poll, Waker};
 use super::coalesce::{self, after_claim, answer_now, Leading, Led, Next};
 use super::inflight::Role;
 use super::{Begun, Decided, Engine, Intent, Outcome, Produced};
-use crate::clock::now_ms;
+use crate::clock::ms_at;
 use crate::store::{Store, StoreError};
 
 /// An execution still to wait on: it yields the intent and its outcome.
@@ -55,7 +55,8 @@ where
         return waiting(engine, intent, work);
     };
     let inflight = &engine.runtime.inflight;
-    let lead = match inflight.join(intent.key, intent.fingerprint, now_ms()) {
+    // The slot opens as the intent arrived: a reading of the clock already taken.
+    let lead = match inflight.join(intent.key, intent.fingerprint, ms_at(intent.arrived)) {
         Role::Leader(lead) => lead,
         Role::Follower(_) => {
             drop(reservation);

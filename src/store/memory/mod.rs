@@ -191,7 +191,7 @@ impl MemoryStore {
     }
 
     fn settled_entry(&self, key: &IntentKey, now: LeaseClock) -> Option<Entry> {
-        let settled = self.settled_table().get(key, now);
+        let settled = self.settled_table().get(key, || now);
         settled.map(|settled| match settled {
             Settled::Completed(record, _) => Entry::Completed(record),
             Settled::Failed(tombstone, _) => Entry::Failed(tombstone),
@@ -334,7 +334,7 @@ impl Store for MemoryStore {
     }
 
     fn cached(&self, key: &IntentKey) -> Option<Arc<Record>> {
-        match self.settled_table().get(key, LeaseClock::now())? {
+        match self.settled_table().get(key, LeaseClock::now)? {
             Settled::Completed(record, _) => Some(record),
             Settled::Failed(..) => None,
         }

@@ -125,9 +125,14 @@ impl Table {
 
     /// The value of `key` if it has not expired, marked as just used; an expired one is
     /// dropped.
-    pub(super) fn get(&mut self, key: &IntentKey, now: Instant) -> Option<Settled> {
+    pub(super) fn get(
+        &mut self,
+        key: &IntentKey,
+        now: impl FnOnce() -> Instant,
+    ) -> Option<Settled> {
         let at = *self.index.get(key)?;
-        if self.nodes[at as usize].expires <= now {
+        // The clock is read only for a key the table holds: most lookups are of new intents.
+        if self.nodes[at as usize].expires <= now() {
             self.unlink(at);
             return None;
         }

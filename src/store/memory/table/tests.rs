@@ -48,7 +48,7 @@ fn past_its_part_a_share_drops_its_own_oldest_values_only() {
     table.remove(&key(5));
     assert!(table.insert(key(7), value(), 100, b, HOUR, now).is_empty());
     assert!(
-        table.get(&key(1), now).is_some(),
+        table.get(&key(1), || now).is_some(),
         "the other share kept its own"
     );
     assert_eq!(table.bytes(), 100 + 150 + 100);
@@ -76,7 +76,7 @@ fn a_value_larger_than_the_part_is_kept_alone() {
     assert!(table.insert(key(1), value(), 50, a, HOUR, now).is_empty());
     let evicted = table.insert(key(2), value(), 500, a, HOUR, now);
     assert_eq!(keys(&evicted), vec![(key(1), Cause::Share)]);
-    assert!(table.get(&key(2), now).is_some());
+    assert!(table.get(&key(2), || now).is_some());
 }
 
 #[test]
@@ -95,7 +95,7 @@ fn the_whole_budget_drops_the_least_recently_used_and_expired_values_silently() 
         .insert(key(3), value(), 100, scope(3), HOUR, now)
         .is_empty());
     // Reading the first makes the second the least recently used.
-    assert!(table.get(&key(1), now).is_some());
+    assert!(table.get(&key(1), || now).is_some());
     let later = now + Duration::from_secs(2);
     let evicted = table.insert(key(4), value(), 100, scope(4), HOUR, later);
     assert!(
@@ -104,7 +104,7 @@ fn the_whole_budget_drops_the_least_recently_used_and_expired_values_silently() 
     );
     let evicted = table.insert(key(5), value(), 100, scope(5), HOUR, later);
     assert_eq!(keys(&evicted), vec![(key(3), Cause::Budget)]);
-    assert!(table.get(&key(2), later).is_none());
+    assert!(table.get(&key(2), || later).is_none());
     assert_eq!(table.bytes(), 300);
 }
 
@@ -128,7 +128,7 @@ fn expired_values_free_their_budget_before_a_live_one_is_evicted() {
     let evicted = table.insert(key(4), value(), 100, scope(4), HOUR, later);
     assert!(evicted.is_empty(), "{:?}", keys(&evicted));
     assert!(
-        table.get(&key(1), later).is_some(),
+        table.get(&key(1), || later).is_some(),
         "never evicted for expired ones"
     );
     assert_eq!(table.bytes(), 200, "what expired no longer counts");
@@ -140,8 +140,10 @@ fn an_expired_value_is_gone_when_read() {
     let mut table = Table::new(1_000, 1_000);
     let a = ScopeHash::of(b"a");
     table.insert(key(1), value(), 100, a, Duration::from_secs(1), now);
-    assert!(table.get(&key(1), now).is_some());
-    assert!(table.get(&key(1), now + Duration::from_secs(1)).is_none());
+    assert!(table.get(&key(1), || now).is_some());
+    assert!(table
+        .get(&key(1), || now + Duration::from_secs(1))
+        .is_none());
     assert_eq!(table.bytes(), 0);
-    assert!(table.get(&key(1), now).is_none(), "and stays gone");
+    assert!(table.get(&key(1), || now).is_none(), "and stays gone");
 }
