@@ -258,13 +258,11 @@ impl Table {
 
     /// Drops the node at `at`, reporting it if it had not expired.
     fn evict(&mut self, at: u32, cause: Cause, now: Instant, evicted: &mut Evictions) {
-        let node = &self.nodes[at as usize];
-        if let Some(value) = node.value.clone().filter(|_| node.expires > now) {
-            evicted.push(Evicted {
-                key: node.key,
-                value,
-                cause,
-            });
+        // Taken, not cloned: the record's count is then touched once, where it is let go.
+        let node = &mut self.nodes[at as usize];
+        let (key, live) = (node.key, node.expires > now);
+        if let Some(value) = node.value.take().filter(|_| live) {
+            evicted.push(Evicted { key, value, cause });
         }
         self.unlink(at);
     }
