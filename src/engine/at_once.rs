@@ -66,17 +66,16 @@ where
     let leading = Leading::new(lead, reservation);
     let claim = leading.claim_request(engine, &intent);
     let claimed = answered_at_once(engine.store.claim(&intent.key, &claim));
-    let keyed = |outcome| Decided::Keyed {
-        intent: intent.clone(),
-        outcome,
-    };
-    match after_claim(engine, work, &intent, leading, claimed) {
-        Next::Led(Led::Decided(decided)) => Begun::Decided(decided.map(keyed)),
+    let next = after_claim(engine, work, &intent, leading, claimed);
+    match next {
+        Next::Led(Led::Decided(decided)) => {
+            Begun::Decided(decided.map(|outcome| keyed(intent, outcome)))
+        }
         // Only a wait elsewhere starts over.
         Next::Led(Led::Again(work)) => waiting(engine, intent, work),
         Next::Started(started, started_at_ms) => {
             match answer_now(started, &intent, started_at_ms) {
-                Ok(answered) => Begun::Decided(answered.map(keyed)),
+                Ok(answered) => Begun::Decided(answered.map(|outcome| keyed(intent, outcome))),
                 Err(answer) => Begun::Running(Box::pin(async move {
                     let outcome = coalesce::wait_for_answer(answer, &intent, started_at_ms).await;
                     outcome.map(|outcome| (intent, outcome))
@@ -104,6 +103,10 @@ where
             outcome.map(|outcome| (intent, outcome))
         })),
     }
+}
+
+fn keyed<A>(intent: Intent, outcome: Outcome<A>) -> Decided<A> {
+    Decided::Keyed { intent, outcome }
 }
 
 /// The common path, in one boxed future: join or lead, and wait as needed.
