@@ -90,9 +90,13 @@ struct Case {
 }
 
 /// Runs one case over `store` and returns what broke, if anything.
-async fn run<St: Store>(case: &Case, store: St, id: usize) -> Result<(), String> {
+async fn run<St: Store>(case: &Case, store: St, id: usize, at_once: bool) -> Result<(), String> {
     let counts = Counts::default();
-    let layer = IdempotencyLayer::with_store(FaultyStore::new(store, Some(case.plan)))
+    let mut store = FaultyStore::new(store, Some(case.plan));
+    if at_once {
+        store = store.saying_it_answers_at_once();
+    }
+    let layer = IdempotencyLayer::with_store(store)
         .ignore_field("/attempt")
         .deadline(DEADLINE)
         .store_timeout(STORE_TIMEOUT)
@@ -206,7 +210,9 @@ fn quiet_injected_panics() {
 }
 
 /// Runs every case, a batch at a time, over a store made by `store`.
-async fn sweep<St: Store, F: Fn() -> St>(store: F, name: &str) {
+/// With `at_once`, the faulty store says its calls answer at once, so that the layer makes them
+/// in place: a fault that makes one wait is then the store's error.
+async fn sweep<St: Store, F: Fn() -> St>(store: F, name: &str, at_once: bool) {
     quiet_injected_panics();
     let cases = cases();
     let mut failures = Vec::new();
@@ -215,7 +221,7 @@ async fn sweep<St: Store, F: Fn() -> St>(store: F, name: &str) {
         let runs = batch.iter().map(|case| {
             let id = next_id.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             let store = store();
-            async move { (case, run(case, store, id).await) }
+            async move { (case, run(case, store, id, at_once).await) }
         });
         for (case, outcome) in futures_util::future::join_all(runs).await {
             if let Err(broken) = outcome {
@@ -233,7 +239,12 @@ async fn sweep<St: Store, F: Fn() -> St>(store: F, name: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_fault_in_every_memory_store_call_keeps_the_promise() {
-    sweep(MemoryStore::new, "memory store").await;
+    sweep(MemoryStore::new, "memory store", false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_fault_in_every_call_of_a_store_that_answers_at_once_keeps_the_promise() {
+    sweep(MemoryStore::new, "memory store, answering at once", true).await;
 }
 
 #[cfg(feature = "redis")]
@@ -243,5 +254,5 @@ async fn every_fault_in_every_redis_store_call_keeps_the_promise() {
     let store = tower_idempotency::store::RedisStore::connect(&server.url())
         .await
         .expect("the test's redis-server");
-    sweep(|| store.clone(), "redis store").await;
+    sweep(|| store.clone(), "redis store", false).await;
 }

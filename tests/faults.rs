@@ -288,6 +288,50 @@ mod faults_in_user_code_and_stores {
         running.await.unwrap();
         assert_eq!((counts.get("intent:1"), counts.get("intent:2")), (1, 1));
     }
+
+    /// A memory store that says it answers at once and makes the first call of one kind wait.
+    fn waiting_once(call: Call) -> FaultyStore<MemoryStore> {
+        let plan = Plan {
+            call,
+            ordinal: 0,
+            fault: Fault::Delay(Duration::from_millis(20)),
+            every: false,
+        };
+        FaultyStore::new(MemoryStore::new(), Some(plan)).saying_it_answers_at_once()
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_claim_that_waits_on_a_store_that_answers_at_once_is_refused_with_nothing_run() {
+        let (client, counts) = start(IdempotencyLayer::with_store(waiting_once(Call::Claim))).await;
+        let refused = client.post("/tools/raw", "s", r#"{"n":1}"#).await;
+        assert_eq!(refused.status, StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(
+            refused.json()["outcome"],
+            "not_executed",
+            "{}",
+            refused.json()
+        );
+        assert_eq!(counts.get("raw"), 0);
+        // Given back: the next claim answers at once, and the tool runs.
+        let first = client.post("/tools/raw", "s", r#"{"n":1}"#).await;
+        assert_eq!(first.status, StatusCode::OK);
+        assert_eq!(counts.get("raw"), 1);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_write_that_waits_on_a_store_that_answers_at_once_is_made_again_in_the_background() {
+        let store = waiting_once(Call::Complete);
+        let (client, counts) = start(IdempotencyLayer::with_store(store)).await;
+        // The tool answers at once; its write waited, so it is made again while the caller
+        // has its answer.
+        let first = client.post("/tools/raw", "s", r#"{"n":1}"#).await;
+        assert_eq!(first.status, StatusCode::OK);
+        assert!(!first.replayed());
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        let again = client.post("/tools/raw", "s", r#"{"n":1}"#).await;
+        assert!(again.replayed(), "{:?}", again.body);
+        assert_eq!(counts.get("raw"), 1);
+    }
 }
 
 mod a_wait_elsewhere {
@@ -381,97 +425,4 @@ mod a_wait_elsewhere {
         assert_ne!(&answer.body[..], b"someone else's result");
         assert_eq!(counts.get("echo"), 0);
     }
-}
-
-/// A real memory store that says its calls answer at once, and makes its first claim and its
-/// first write wait all the same.
-struct WaitsOnceStore {
-    inner: MemoryStore,
-    claims: std::sync::atomic::AtomicUsize,
-    writes: std::sync::atomic::AtomicUsize,
-}
-
-/// Waits a little if this is the first call of its kind.
-async fn first_waits(calls: &std::sync::atomic::AtomicUsize) {
-    if calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
-impl Store for WaitsOnceStore {
-    fn answers_at_once(&self) -> bool {
-        true
-    }
-    async fn claim(&self, key: &IntentKey, request: &ClaimRequest) -> Result<Claim, StoreError> {
-        first_waits(&self.claims).await;
-        self.inner.claim(key, request).await
-    }
-    async fn complete(
-        &self,
-        key: &IntentKey,
-        token: &OwnerToken,
-        record: Arc<Record>,
-        retention: Duration,
-    ) -> Result<Fence, StoreError> {
-        first_waits(&self.writes).await;
-        self.inner.complete(key, token, record, retention).await
-    }
-    async fn release(
-        &self,
-        key: &IntentKey,
-        token: &OwnerToken,
-        tombstone: Arc<Tombstone>,
-        ttl: Duration,
-    ) -> Result<Fence, StoreError> {
-        self.inner.release(key, token, tombstone, ttl).await
-    }
-    async fn extend(
-        &self,
-        key: &IntentKey,
-        token: &OwnerToken,
-        lease: Duration,
-    ) -> Result<Fence, StoreError> {
-        self.inner.extend(key, token, lease).await
-    }
-    async fn get(&self, key: &IntentKey) -> Result<Option<Entry>, StoreError> {
-        self.inner.get(key).await
-    }
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_store_that_says_it_answers_at_once_and_waits_loses_nothing() {
-    let store = WaitsOnceStore {
-        inner: MemoryStore::new(),
-        claims: Default::default(),
-        writes: Default::default(),
-    };
-    let counts = Counts::default();
-    let layer = IdempotencyLayer::with_store(store);
-    let client = Client::new(serve(tools(counts.clone()).layer(layer)).await);
-    let body = r#"{"to":"ann@example.com"}"#;
-
-    // The claim that waited is taken as the store's error: refused, with nothing run.
-    let refused = client.post("/tools/raw", "s", body).await;
-    assert_eq!(refused.status, StatusCode::SERVICE_UNAVAILABLE);
-    assert_eq!(
-        refused.json()["outcome"],
-        "not_executed",
-        "{}",
-        refused.json()
-    );
-    assert_eq!(counts.get("raw"), 0);
-
-    // The next claim answers at once and the tool (one that answers at once) runs; its write
-    // waited, so it is made again in the background, and the caller has its answer meanwhile.
-    let first = client.post("/tools/raw", "s", body).await;
-    assert_eq!(first.status, StatusCode::OK);
-    assert!(!first.replayed());
-    assert_eq!(counts.get("raw"), 1);
-
-    // Once the write is made, a repeat is a replay: the tool ran once.
-    tokio::time::sleep(Duration::from_millis(400)).await;
-    let again = client.post("/tools/raw", "s", body).await;
-    assert_eq!(again.status, StatusCode::OK);
-    assert!(again.replayed());
-    assert_eq!(counts.get("raw"), 1);
 }
