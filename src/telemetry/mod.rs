@@ -1,0 +1,232 @@
+//! Metrics (through the `metrics` facade) and trace fields.
+//!
+//! Labels stay bounded: the operation label comes from a route label function, never a raw
+//! path with ids in it, and no label or log field ever holds a key, a session or a body.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use http::StatusCode;
+use metrics::{counter, histogram, Counter, Histogram, SharedString};
+
+use crate::key::IntentKey;
+
+mod ops;
+
+pub use ops::MAX_OPERATIONS;
+pub(crate) use ops::{Op, Ops, RouteLabel};
+
+/// The span of one protected request; its intent, attempt and outcome are recorded later.
+pub(crate) fn request_span(op: &Op) -> tracing::Span {
+    tracing::info_span!(
+        "idempotency",
+        operation = op.as_str(),
+        intent = tracing::field::Empty,
+        attempt = tracing::field::Empty,
+        outcome = tracing::field::Empty
+    )
+}
+
+/// Records how a protected request ended on its span.
+pub(crate) fn outcome(tag: &'static str) {
+    tracing::Span::current().record("outcome", tag);
+}
+
+pub(crate) fn executed(op: &Op) {
+    op.hot.executions.increment(1);
+    tracing::debug!("claimed: executing");
+}
+
+pub(crate) fn replayed(op: &Op) {
+    op.hot.replays.increment(1);
+    tracing::debug!("replayed a kept outcome");
+}
+
+pub(crate) fn coalesced(op: &Op) {
+    counter!("idempotency_coalesced_total", "operation" => op.value()).increment(1);
+    tracing::debug!("coalesced onto a running execution");
+}
+
+pub(crate) fn in_progress(op: &Op) {
+    counter!("idempotency_in_progress_total", "operation" => op.value()).increment(1);
+    tracing::debug!("rewritten to in_progress at the deadline");
+}
+
+pub(crate) fn released(op: &Op, cause: &'static str) {
+    counter!("idempotency_releases_total", "operation" => op.value(), "cause" => cause)
+        .increment(1);
+    tracing::debug!(cause, "released the intent for a retry");
+}
+
+pub(crate) fn fenced(op: &Op) {
+    counter!("idempotency_fenced_total", "operation" => op.value()).increment(1);
+    tracing::warn!(
+        "completion fenced: another owner holds this intent, so this outcome was not recorded"
+    );
+}
+
+/// A completion the store kept refusing was given up: the lease lapses, and a repeat may run
+/// the action again.
+pub(crate) fn completion_abandoned(op: &Op) {
+    counter!("idempotency_completions_abandoned_total", "operation" => op.value()).increment(1);
+}
+
+/// A lease renewal found another owner (or none): another instance may run the action.
+pub(crate) fn lease_lost(op: &Op) {
+    counter!("idempotency_lease_lost_total", "operation" => op.value()).increment(1);
+    tracing::warn!(
+        "the lease of a running execution was lost: another instance may run this action, and \
+         this execution's outcome will not be recorded"
+    );
+}
+
+/// A protected request ran without protection: no scope (when allowed) or fail-open.
+pub(crate) fn unprotected(op: &Op, reason: &'static str) {
+    counter!("idempotency_unprotected_total", "operation" => op.value(), "reason" => reason)
+        .increment(1);
+}
+
+/// A client's cancellation of a protected call, answered by the layer instead of the server.
+#[cfg(feature = "mcp")]
+pub(crate) fn cancellation_absorbed() {
+    counter!("idempotency_cancellations_absorbed_total").increment(1);
+    tracing::debug!("absorbed a cancellation: the protected call goes on");
+}
+
+/// Executions still running when a shutdown's grace period ended.
+pub(crate) fn shutdown_unfinished(unfinished: usize) {
+    counter!("idempotency_shutdown_unfinished_total").increment(unfinished as u64);
+    tracing::error!(
+        unfinished,
+        "shutdown: executions still running at the end of the grace period are cut off; \
+         their leases lapse and another instance may run them again"
+    );
+}
+
+pub(crate) fn not_executed(op: &Op, reason: &'static str) {
+    counter!("idempotency_not_executed_total", "operation" => op.value(), "reason" => reason)
+        .increment(1);
+    tracing::debug!(reason, "refused: not executed");
+}
+
+pub(crate) fn answered(op: &Op, status: Option<StatusCode>, started: Instant) {
+    let class = match status.map(|s| s.as_u16() / 100) {
+        Some(class @ 1..=5) => usize::from(class) - 1,
+        _ => 5,
+    };
+    op.hot.classes[class].increment(1);
+    op.hot.duration.record(started.elapsed().as_secs_f64());
+}
+
+/// The handles of one kind of store call, registered once per layer.
+pub(crate) struct StoreCallMetrics {
+    duration: Histogram,
+    errors: Counter,
+}
+
+impl StoreCallMetrics {
+    pub(crate) fn new(call: &'static str) -> Self {
+        Self {
+            duration: histogram!("idempotency_store_duration_seconds", "call" => call),
+            errors: counter!("idempotency_store_errors_total", "call" => call),
+        }
+    }
+
+    pub(crate) fn record(&self, elapsed: Duration, ok: bool) {
+        self.duration.record(elapsed.as_secs_f64());
+        if !ok {
+            self.errors.increment(1);
+        }
+    }
+}
+
+/// Bytes the memory store charges to kept records, after a write.
+pub(crate) fn memory_store_bytes(bytes: u64) {
+    metrics::gauge!("idempotency_memory_store_bytes").set(bytes as f64);
+}
+
+/// An unexpired record evicted for room: over the whole budget (`budget`), or over its
+/// share's part of it (`scope_share`).
+pub(crate) fn evicted(over_share: bool) {
+    // Literal labels: a key built from a variable would allocate its label list each time,
+    // and at the budget every first execution evicts a record.
+    if over_share {
+        counter!("idempotency_evictions_total", "cause" => "scope_share").increment(1);
+    } else {
+        counter!("idempotency_evictions_total", "cause" => "budget").increment(1);
+    }
+}
+
+#[cfg(feature = "contract")]
+pub(crate) fn rejected_by_schema(operation: &str, reason: &'static str) {
+    let operation = SharedString::from(operation.to_owned());
+    counter!("idempotency_rejected_by_schema_total", "operation" => operation, "reason" => reason)
+        .increment(1);
+    tracing::debug!(reason, "rejected by schema: not executed");
+}
+
+/// Counts how often each intent has been asked for in this process: the signal to read before
+/// any fix, since 1 means no duplicate.
+///
+/// A direct-mapped table of 65 536 slots, each holding a 32-bit tag of the key and its count,
+/// written by hand because a cache would cost an insertion per new intent on the hot path: this
+/// costs one atomic operation and 512 KiB, fixed. Two intents that share a slot evict each
+/// other, so a count may restart at 1: the histogram errs towards "no duplicate", never the
+/// other way.
+pub(crate) struct Attempts {
+    slots: Box<[AtomicU64]>,
+}
+
+const ATTEMPT_SLOTS: usize = 1 << 16;
+
+impl Default for Attempts {
+    fn default() -> Self {
+        Self {
+            slots: (0..ATTEMPT_SLOTS).map(|_| AtomicU64::new(0)).collect(),
+        }
+    }
+}
+
+impl Attempts {
+    /// Counts one more attempt of `key` and records it; returns its number (1 = first).
+    pub(crate) fn count(&self, op: &Op, key: &IntentKey) -> u32 {
+        let bytes = key.as_bytes();
+        let slot = &self.slots[usize::from(u16::from_le_bytes([bytes[0], bytes[1]]))];
+        let tag = u64::from(u32::from_le_bytes([bytes[2], bytes[3], bytes[4], bytes[5]])) << 32;
+        let mut current = slot.load(Ordering::Relaxed);
+        let attempt = loop {
+            let next = if current & !0xffff_ffff == tag {
+                (current + 1).min(tag | 0xffff_ffff)
+            } else {
+                tag | 1
+            };
+            match slot.compare_exchange_weak(current, next, Ordering::Relaxed, Ordering::Relaxed) {
+                Ok(_) => break (next & 0xffff_ffff) as u32,
+                Err(actual) => current = actual,
+            }
+        };
+        op.hot.attempts.record(f64::from(attempt));
+        attempt
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn attempts_count_per_intent_and_restart_when_a_slot_is_taken() {
+        let attempts = Attempts::default();
+        let (parts, ()) = http::Request::post("/x").body(()).unwrap().into_parts();
+        let op = Ops::default().of(None, &parts);
+        let a = IntentKey::from_bytes([1; 32]);
+        let mut b_bytes = [1u8; 32];
+        b_bytes[5] = 2; // same slot as `a`, another tag
+        let b = IntentKey::from_bytes(b_bytes);
+        assert_eq!(attempts.count(&op, &a), 1);
+        assert_eq!(attempts.count(&op, &a), 2);
+        assert_eq!(attempts.count(&op, &b), 1);
+        assert_eq!(attempts.count(&op, &a), 1);
+        assert_eq!(attempts.count(&op, &IntentKey::from_bytes([9; 32])), 1);
+    }
+}
