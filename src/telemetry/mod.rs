@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use http::StatusCode;
-use metrics::{counter, histogram, Counter, Histogram, SharedString};
+use metrics::{counter, histogram, Counter, Histogram};
 
 use crate::key::IntentKey;
 
@@ -159,7 +159,7 @@ pub(crate) fn evicted(over_share: bool) {
 
 #[cfg(feature = "contract")]
 pub(crate) fn rejected_by_schema(operation: &str, reason: &'static str) {
-    let operation = SharedString::from(operation.to_owned());
+    let operation = metrics::SharedString::from(operation.to_owned());
     counter!("idempotency_rejected_by_schema_total", "operation" => operation, "reason" => reason)
         .increment(1);
     tracing::debug!(reason, "rejected by schema: not executed");
