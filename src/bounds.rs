@@ -40,6 +40,14 @@ where
 }
 
 /// A response body the layer can read, keep and hand on.
-pub(crate) trait Keepable: Body<Data = Bytes> + Send + 'static {}
+pub(crate) trait Keepable:
+    Body<Data = Bytes, Error: Into<BoxError>> + Send + 'static
+{
+}
 
-impl<B> Keepable for B where B: Body<Data = Bytes> + Send + 'static {}
+impl<B> Keepable for B
+where
+    B: Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<BoxError>,
+{
+}

@@ -15,25 +15,12 @@ static ANCHOR: OnceLock<(u64, Instant)> = OnceLock::new();
 
 /// Milliseconds since the Unix epoch.
 pub(crate) fn now_ms() -> u64 {
-    ms_at(Instant::now())
-}
-
-/// Milliseconds since the Unix epoch at `instant`, a reading of Tokio's clock already taken.
-pub(crate) fn ms_at(instant: Instant) -> u64 {
     let (wall_ms, at) = *ANCHOR.get_or_init(|| {
         let wall = SystemTime::now().duration_since(UNIX_EPOCH);
-        (wall.map_or(0, |d| d.as_millis() as u64), instant)
+        (wall.map_or(0, |d| d.as_millis() as u64), Instant::now())
     });
-    // A reading from before the anchor (taken earlier, or on another runtime's paused clock)
-    // lies as far before it.
-    match instant.checked_duration_since(at) {
-        Some(passed) => wall_ms.saturating_add(passed.as_millis() as u64),
-        // Rounded down as the readings after it are, so that the time between two readings
-        // is the same on either side.
-        None => {
-            wall_ms.saturating_sub(at.duration_since(instant).as_nanos().div_ceil(1_000_000) as u64)
-        }
-    }
+    let passed = Instant::now().saturating_duration_since(at);
+    wall_ms.saturating_add(passed.as_millis() as u64)
 }
 
 /// Whole seconds since `since_ms` (zero if that is later than now).
@@ -57,13 +44,6 @@ mod tests {
             after - before
         );
         assert_eq!(seconds_since(before), 90);
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_reading_taken_earlier_gives_its_own_time() {
-        let earlier = Instant::now();
-        tokio::time::sleep(Duration::from_secs(5)).await;
-        assert_eq!(now_ms() - ms_at(earlier), 5_000);
     }
 
     #[test]

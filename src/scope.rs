@@ -121,11 +121,11 @@ impl ScopeSource {
     }
 }
 
-/// A request's scope: its encoded parts, and where the configured principal's parts end.
 /// A scope's encoding, held inline up to a size that covers a header's name and a session id
 /// of common length (a UUID's, and more), so that most requests' scopes need no allocation.
 type ScopeBytes = SmallVec<[u8; 96]>;
 
+/// A request's scope: its encoded parts, and where the configured principal's parts end.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Scope {
     bytes: ScopeBytes,

@@ -2,17 +2,20 @@
 //! slot is joined, the intent claimed, the tool called and its outcome recorded in place,
 //! while the engine is deciding, so that a tool that answers at once (most do) costs no future
 //! of those steps. Whatever must wait (a duplicate joining a running execution, another
-//! layer's execution, a tool that has not answered) goes on in one boxed future.
+//! layer's execution, a tool that has not answered) goes on in one boxed future, on the
+//! common path's own steps.
 
 use std::future::Future;
-use std::pin::{pin, Pin};
+use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll, Waker};
+
+use futures_util::FutureExt;
 
 use super::coalesce::{self, after_claim, answer_now, Leading, Led, Next};
+use super::execute::Started;
 use super::inflight::Role;
-use super::{Begun, Decided, Engine, Intent, Outcome, Produced};
-use crate::clock::ms_at;
+use super::{Begun, Decided, Engine, Intent, Outcome, Work};
+use crate::clock::now_ms;
 use crate::store::{Store, StoreError};
 
 /// An execution still to wait on: it yields the intent and its outcome.
@@ -24,16 +27,12 @@ pub(crate) type Running<A, E> =
 pub(crate) fn answered_at_once<T>(
     call: impl Future<Output = Result<T, StoreError>>,
 ) -> Result<T, StoreError> {
-    let mut call = pin!(call);
-    match call.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
-        Poll::Ready(answered) => answered,
-        Poll::Pending => {
-            tracing::warn!("a store that answers at once made a call wait; it is taken as failed");
-            Err(StoreError::new(
-                "the store made a call wait, though it answers at once",
-            ))
-        }
-    }
+    call.now_or_never().unwrap_or_else(|| {
+        tracing::warn!("a store that answers at once made a call wait; it is taken as failed");
+        Err(StoreError::new(
+            "the store made a call wait, though it answers at once",
+        ))
+    })
 }
 
 /// Leads `intent` in place if nothing needs waiting, or hands what does to one boxed future.
@@ -44,82 +43,64 @@ pub(crate) fn lead<St, A, E, F>(
 ) -> Begun<A, E, Running<A, E>>
 where
     St: Store,
-    F: Future<Output = Result<Produced<A>, E>> + Send + Unpin + 'static,
+    F: Work<A, E>,
     A: Send + 'static,
     E: Send + 'static,
 {
-    // Reserved before the slot is joined, so that a leader never waits for a place: a
-    // duplicate gives it back at once, and at capacity the common path takes over.
+    let lead = match coalesce::join(engine, &intent, now_ms()) {
+        Role::Leader(lead) => lead,
+        follower => return waiting(engine, intent, work, follower),
+    };
+    // At capacity, the common path answers from the store what it can.
     let max = engine.settings.max_detached;
     let Some(reservation) = engine.runtime.detached.try_reserve(max) else {
-        return waiting(engine, intent, work);
-    };
-    let inflight = &engine.runtime.inflight;
-    // The slot opens as the intent arrived: a reading of the clock already taken.
-    let lead = match inflight.join(intent.key, intent.fingerprint, ms_at(intent.arrived)) {
-        Role::Leader(lead) => lead,
-        Role::Follower(_) => {
-            drop(reservation);
-            return waiting(engine, intent, work);
-        }
+        return waiting(engine, intent, work, Role::Leader(lead));
     };
     let leading = Leading::new(lead, reservation);
     let claim = leading.claim_request(engine, &intent);
     let claimed = answered_at_once(engine.store.claim(&intent.key, &claim));
-    let next = after_claim(engine, work, &intent, leading, claimed);
-    match next {
-        Next::Led(Led::Decided(decided)) => {
-            Begun::Decided(decided.map(|outcome| keyed(intent, outcome)))
-        }
-        // Only a wait elsewhere starts over.
-        Next::Led(Led::Again(work)) => waiting(engine, intent, work),
+    let next = match after_claim(engine, work, &intent, leading, claimed) {
+        Next::Decided(outcome) => return Begun::Decided(Ok(keyed(intent, outcome))),
         Next::Started(started, started_at_ms) => {
             match answer_now(started, &intent, started_at_ms) {
-                Ok(answered) => Begun::Decided(answered.map(|outcome| keyed(intent, outcome))),
-                Err(answer) => Begun::Running(Box::pin(async move {
-                    let outcome = coalesce::wait_for_answer(answer, &intent, started_at_ms).await;
-                    outcome.map(|outcome| (intent, outcome))
-                })),
+                Ok(answered) => {
+                    return Begun::Decided(answered.map(|outcome| keyed(intent, outcome)))
+                }
+                Err(answer) => Next::Started(Started::Later(answer), started_at_ms),
             }
         }
-        Next::Elsewhere {
-            work,
-            lead,
-            started_at_ms,
-        } => {
-            let engine = Arc::clone(engine);
-            Begun::Running(Box::pin(async move {
-                let waited =
-                    coalesce::wait_elsewhere(&engine, work, &intent, lead, started_at_ms).await;
-                let outcome = match waited {
-                    Led::Decided(outcome) => outcome,
-                    Led::Again(work) => coalesce::coalesce_or_execute(&engine, &intent, work).await,
-                };
-                outcome.map(|outcome| (intent, outcome))
-            }))
-        }
-        Next::Unprotected(work) => Begun::Running(Box::pin(async move {
-            let outcome = coalesce::run_unprotected(work).await;
-            outcome.map(|outcome| (intent, outcome))
-        })),
-    }
+        next => next,
+    };
+    let engine = Arc::clone(engine);
+    Begun::Running(Box::pin(async move {
+        let outcome = match coalesce::proceed(&engine, &intent, next).await {
+            Led::Decided(outcome) => outcome,
+            Led::Again(work) => coalesce::coalesce_or_execute(&engine, &intent, work).await,
+        };
+        outcome.map(|outcome| (intent, outcome))
+    }))
 }
 
 fn keyed<A>(intent: Intent, outcome: Outcome<A>) -> Decided<A> {
     Decided::Keyed { intent, outcome }
 }
 
-/// The common path, in one boxed future: join or lead, and wait as needed.
+/// The common path, in one boxed future, from the role the caller has taken already.
 fn waiting<St, A, E, F>(
     engine: &Arc<Engine<St>>,
     intent: Intent,
     work: F,
+    role: Role,
 ) -> Begun<A, E, Running<A, E>>
 where
     St: Store,
-    F: Future<Output = Result<Produced<A>, E>> + Send + Unpin + 'static,
+    F: Work<A, E>,
     A: Send + 'static,
     E: Send + 'static,
 {
-    Begun::Running(super::running(Arc::clone(engine), intent, work))
+    let engine = Arc::clone(engine);
+    Begun::Running(Box::pin(async move {
+        let outcome = coalesce::coalesce_from(&engine, &intent, work, Some(role)).await;
+        outcome.map(|outcome| (intent, outcome))
+    }))
 }

@@ -11,7 +11,7 @@ use tokio::time::Instant;
 use super::execute::{self, Claimed, Started};
 use super::inflight::{Lead, Role, Settled, Waited};
 use super::recorder::FirstOutcome;
-use super::{Engine, Failure, Intent, Outcome, Produced, Refusal, Unprotected};
+use super::{Engine, Failure, Intent, Outcome, Produced, Refusal, Unprotected, Work};
 use crate::clock::now_ms;
 use crate::detached::Reservation;
 use crate::key::IntentKey;
@@ -31,26 +31,48 @@ fn decided<A, E, F>(outcome: Outcome<A>) -> Led<A, E, F> {
 }
 
 fn key_reused<A, E, F>(running: bool) -> Led<A, E, F> {
-    decided(Outcome::NotExecuted(Refusal::KeyReused { running }))
+    decided(key_reused_outcome(running))
+}
+
+fn key_reused_outcome<A>(running: bool) -> Outcome<A> {
+    Outcome::NotExecuted(Refusal::KeyReused { running })
 }
 
 /// Runs `work` once for the intent, or answers this caller from the execution that does.
 pub(crate) async fn coalesce_or_execute<St, A, E, F>(
     engine: &Arc<Engine<St>>,
     intent: &Intent,
-    mut work: F,
+    work: F,
 ) -> Result<Outcome<A>, E>
 where
     St: Store,
-    F: Future<Output = Result<Produced<A>, E>> + Send + Unpin + 'static,
+    F: Work<A, E>,
+    A: Send + 'static,
+    E: Send + 'static,
+{
+    coalesce_from(engine, intent, work, None).await
+}
+
+/// [`coalesce_or_execute`] for a caller that has joined the intent's slot already, as `joined`.
+pub(crate) async fn coalesce_from<St, A, E, F>(
+    engine: &Arc<Engine<St>>,
+    intent: &Intent,
+    mut work: F,
+    mut joined: Option<Role>,
+) -> Result<Outcome<A>, E>
+where
+    St: Store,
+    F: Work<A, E>,
     A: Send + 'static,
     E: Send + 'static,
 {
     loop {
         // Matched in a statement of its own, so that the role is not kept across the lead's
         // wait.
-        let inflight = &engine.runtime.inflight;
-        let lead = match inflight.join(intent.key, intent.fingerprint, now_ms()) {
+        let role = joined
+            .take()
+            .unwrap_or_else(|| join(engine, intent, now_ms()));
+        let lead = match role {
             Role::Follower(slot) => {
                 if intent.reuses_key_for(&slot.fingerprint) {
                     return Ok(Outcome::NotExecuted(Refusal::KeyReused { running: true }));
@@ -77,6 +99,12 @@ where
     }
 }
 
+/// Joins the intent's slot in this process, or opens it (at `now_ms`) and leads.
+pub(crate) fn join<St>(engine: &Engine<St>, intent: &Intent, now_ms: u64) -> Role {
+    let inflight = &engine.runtime.inflight;
+    inflight.join(intent.key, intent.fingerprint, now_ms)
+}
+
 async fn lead_intent<St, A, E, F>(
     engine: &Arc<Engine<St>>,
     work: F,
@@ -85,7 +113,7 @@ async fn lead_intent<St, A, E, F>(
 ) -> Led<A, E, F>
 where
     St: Store,
-    F: Future<Output = Result<Produced<A>, E>> + Send + Unpin + 'static,
+    F: Work<A, E>,
     A: Send + 'static,
     E: Send + 'static,
 {
@@ -100,26 +128,8 @@ where
         let claim = leading.claim_request(engine, intent);
         engine.store.claim(&intent.key, &claim).await
     };
-    match after_claim(engine, work, intent, leading, claimed) {
-        Next::Led(led) => led,
-        Next::Elsewhere {
-            work,
-            lead,
-            started_at_ms,
-        } => {
-            let waiting = Box::pin(wait_elsewhere(engine, work, intent, lead, started_at_ms));
-            waiting.await
-        }
-        Next::Unprotected(work) => {
-            // Boxed, as are the other paths off the common one, so that the future every
-            // request carries stays small.
-            let running = Box::pin(run_unprotected(work));
-            Led::Decided(running.await)
-        }
-        Next::Started(started, started_at_ms) => {
-            Led::Decided(first_answer(started, intent, started_at_ms).await)
-        }
-    }
+    let next = after_claim(engine, work, intent, leading, claimed);
+    proceed(engine, intent, next).await
 }
 
 /// A leader's duties before its claim is answered: the slot, its place among the detached
@@ -158,7 +168,8 @@ impl Leading {
 
 /// What the answer to a claim leaves to do, decided without waiting.
 pub(crate) enum Next<A, E, F> {
-    Led(Led<A, E, F>),
+    /// Decided without running anything here.
+    Decided(Outcome<A>),
     /// Another process (or layer) runs the intent: wait on it.
     Elsewhere {
         work: F,
@@ -182,7 +193,7 @@ pub(crate) fn after_claim<St, A, E, F>(
 ) -> Next<A, E, F>
 where
     St: Store,
-    F: Future<Output = Result<Produced<A>, E>> + Send + Unpin + 'static,
+    F: Work<A, E>,
     A: Send + 'static,
     E: Send + 'static,
 {
@@ -202,20 +213,20 @@ where
                 tracing::warn!("fail-open: running without protection");
                 return Next::Unprotected(work);
             }
-            return Next::Led(decided(Outcome::NotExecuted(Refusal::StoreUnavailable)));
+            return Next::Decided(Outcome::NotExecuted(Refusal::StoreUnavailable));
         }
     };
     match claimed {
         Claim::Completed(record) => {
             if intent.reuses_key_for(&record.fingerprint) {
-                return Next::Led(key_reused(false));
+                return Next::Decided(key_reused_outcome(false));
             }
             lead.settle(Settled::Replay(Arc::clone(&record)));
-            Next::Led(decided(Outcome::Replayed(record)))
+            Next::Decided(Outcome::Replayed(record))
         }
         Claim::Running(info) => {
             if intent.reuses_key_for(&info.fingerprint) {
-                return Next::Led(key_reused(true));
+                return Next::Decided(key_reused_outcome(true));
             }
             // Waiting on an execution elsewhere runs nothing here: it holds no place.
             drop(reservation);
@@ -235,6 +246,40 @@ where
             };
             let started = execute::start(Arc::clone(engine), work, intent.clone(), claimed);
             Next::Started(started, started_at_ms)
+        }
+    }
+}
+
+/// Carries out what a claim's answer left to do, waiting as it must.
+pub(crate) async fn proceed<St, A, E, F>(
+    engine: &Arc<Engine<St>>,
+    intent: &Intent,
+    next: Next<A, E, F>,
+) -> Led<A, E, F>
+where
+    St: Store,
+    F: Work<A, E>,
+    A: Send + 'static,
+    E: Send + 'static,
+{
+    match next {
+        Next::Decided(outcome) => decided(outcome),
+        Next::Elsewhere {
+            work,
+            lead,
+            started_at_ms,
+        } => {
+            // Boxed, as are the other paths off the common one, so that the future every
+            // request carries stays small.
+            let waiting = Box::pin(wait_elsewhere(engine, work, intent, lead, started_at_ms));
+            waiting.await
+        }
+        Next::Unprotected(work) => {
+            let running = Box::pin(run_unprotected(work));
+            Led::Decided(running.await)
+        }
+        Next::Started(started, started_at_ms) => {
+            Led::Decided(first_answer(started, intent, started_at_ms).await)
         }
     }
 }
@@ -263,7 +308,7 @@ pub(crate) fn answer_now<A, E>(
 
 /// The first caller's answer from a started execution: at once where it can be, else when
 /// the execution ends or the caller's deadline comes, whichever is first.
-pub(crate) async fn first_answer<A, E>(
+async fn first_answer<A, E>(
     started: Started<A, E>,
     intent: &Intent,
     started_at_ms: u64,
@@ -275,7 +320,7 @@ pub(crate) async fn first_answer<A, E>(
 }
 
 /// Waits for the first answer of a running execution until the caller's deadline.
-pub(crate) async fn wait_for_answer<A, E>(
+async fn wait_for_answer<A, E>(
     answer: oneshot::Receiver<FirstOutcome<A, E>>,
     intent: &Intent,
     started_at_ms: u64,
@@ -305,7 +350,7 @@ fn dropped_midway<A>() -> Outcome<A> {
 }
 
 /// Runs the work in place, unprotected (fail-open).
-pub(crate) async fn run_unprotected<A, E, F>(work: F) -> Result<Outcome<A>, E>
+async fn run_unprotected<A, E, F>(work: F) -> Result<Outcome<A>, E>
 where
     F: Future<Output = Result<Produced<A>, E>>,
 {
@@ -372,7 +417,7 @@ async fn at_capacity<St: Store, A, E, F>(
 /// Waits for an execution that runs elsewhere (another process, or another layer sharing
 /// the store), started at `started_at_ms`, polling the store until it settles or this
 /// caller's deadline. Counted as coalesced.
-pub(crate) async fn wait_elsewhere<St: Store, A, E, F>(
+async fn wait_elsewhere<St: Store, A, E, F>(
     engine: &Arc<Engine<St>>,
     work: F,
     intent: &Intent,

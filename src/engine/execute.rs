@@ -14,7 +14,7 @@ use tracing::Instrument;
 use super::inflight::Lead;
 use super::inflight::Settled;
 use super::recorder::{FirstOutcome, Plan, Recorder, Write};
-use super::{answered_at_once, Engine, Intent, Produced};
+use super::{answered_at_once, Engine, Intent, Work};
 use crate::detached::Reservation;
 use crate::store::{Fence, OwnerToken, Store, StoreError};
 use crate::telemetry;
@@ -51,7 +51,7 @@ pub(crate) fn start<St, A, E, F>(
 ) -> Started<A, E>
 where
     St: Store,
-    F: Future<Output = Result<Produced<A>, E>> + Send + Unpin + 'static,
+    F: Work<A, E>,
     A: Send + 'static,
     E: Send + 'static,
 {

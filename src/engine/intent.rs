@@ -40,8 +40,6 @@ pub(crate) struct Intent {
     /// Where the client sent its key, if it did: a payload mismatch must be refused, and a
     /// repeat must send the key again.
     pub(crate) explicit: Option<KeySource>,
-    /// When the intent was derived: the request's arrival, as the engine first reads it.
-    pub(crate) arrived: Instant,
     /// When this caller stops waiting and is told "in progress".
     pub(crate) deadline: Instant,
     /// A zero deadline: the first caller is always told "in progress", even by a tool that
@@ -123,7 +121,6 @@ pub(crate) fn derive<St>(
     let retention = timing
         .retention
         .unwrap_or_else(|| settings.paths.retention(path));
-    let arrived = Instant::now();
     Ok(Intent {
         key,
         op: op.clone(),
@@ -131,8 +128,7 @@ pub(crate) fn derive<St>(
         share: scope.share(scope_hash),
         fingerprint: printed.fingerprint,
         explicit: source,
-        arrived,
-        deadline: arrived + deadline,
+        deadline: Instant::now() + deadline,
         asynchronous: deadline.is_zero(),
         retention,
         max_execution: settings.paths.max_execution(path),

@@ -38,6 +38,18 @@ pub(crate) use lookup::Seen;
 pub(crate) use outcome::{Answered, Failure, Judged, Outcome, Produced, Refusal, Unprotected};
 pub(crate) use runtime::Runtime;
 
+/// The dialect's call of the tool and its reading, boxed: what an execution runs, or hands
+/// on to a task if it waits.
+pub(crate) trait Work<A, E>:
+    Future<Output = Result<Produced<A>, E>> + Send + Unpin + 'static
+{
+}
+
+impl<T, A, E> Work<A, E> for T where
+    T: Future<Output = Result<Produced<A>, E>> + Send + Unpin + 'static
+{
+}
+
 /// One layer's settings and shared state, as every request of it sees them.
 pub(crate) struct Engine<St> {
     pub(crate) settings: Arc<Settings>,
@@ -163,7 +175,7 @@ impl<St: Store> Engine<St> {
 fn running<St, A, E, F>(engine: Arc<Engine<St>>, intent: Intent, work: F) -> Running<A, E>
 where
     St: Store,
-    F: Future<Output = Result<Produced<A>, E>> + Send + Unpin + 'static,
+    F: Work<A, E>,
     A: Send + 'static,
     E: Send + 'static,
 {

@@ -3,7 +3,7 @@
 use std::fmt;
 
 use http::{Method, Uri};
-use sha2::Sha256;
+use sha2::{Digest, Sha256};
 
 use super::put_framed;
 
@@ -32,11 +32,7 @@ pub struct Operation {
 impl Operation {
     /// Describes a request's operation.
     pub fn new(method: &Method, uri: &Uri) -> Self {
-        let query = uri.query().map(|query| {
-            let mut params: Vec<&str> = query.split('&').filter(|p| !p.is_empty()).collect();
-            params.sort_by_key(|param| param.split('=').next().unwrap_or(param));
-            params.join("&")
-        });
+        let query = uri.query().map(sorted_query);
         Self {
             method: method.clone(),
             path: uri.path().to_owned(),
@@ -54,18 +50,19 @@ impl Operation {
         &self.method
     }
 
-    pub(crate) fn hash_into(&self, hasher: &mut Sha256) {
-        hash_parts(hasher, &self.method, &self.path, self.query.as_deref());
-    }
-
-    /// Hashes a request's operation as `Operation::new(method, uri).hash_into` does, without
-    /// copying its path: only a query, to be put in order, is copied.
+    /// Hashes a request's operation (its method, path and ordered query) without copying its
+    /// method or path: only a query, to be put in order, is copied.
     pub(crate) fn hash_request_into(hasher: &mut Sha256, method: &Method, uri: &Uri) {
-        match uri.query() {
-            None => hash_parts(hasher, method, uri.path(), None),
-            Some(_) => Self::new(method, uri).hash_into(hasher),
-        }
+        let query = uri.query().map(sorted_query);
+        hash_parts(hasher, method, uri.path(), query.as_deref());
     }
+}
+
+/// A query's parameters ordered by name, repeated names in their order.
+fn sorted_query(query: &str) -> String {
+    let mut params: Vec<&str> = query.split('&').filter(|p| !p.is_empty()).collect();
+    params.sort_by_key(|param| param.split('=').next().unwrap_or(param));
+    params.join("&")
 }
 
 fn hash_parts(hasher: &mut Sha256, method: &Method, path: &str, query: Option<&str>) {
@@ -75,10 +72,10 @@ fn hash_parts(hasher: &mut Sha256, method: &Method, path: &str, query: Option<&s
         // "no query" and "empty query" are told apart, as an upstream could.
         None => put_framed(hasher, b"-"),
         Some(query) => {
-            let mut framed = Vec::with_capacity(query.len() + 1);
-            framed.push(b'?');
-            framed.extend_from_slice(query.as_bytes());
-            put_framed(hasher, &framed);
+            // Framed as `?` and the query, one part, written without joining them first.
+            hasher.update(((query.len() + 1) as u64).to_be_bytes());
+            hasher.update(b"?");
+            hasher.update(query.as_bytes());
         }
     }
 }

@@ -14,7 +14,6 @@ use super::message::Form;
 use super::render::Rendering;
 use super::tool;
 use crate::body::ResponseBody;
-use crate::bounds::BoxError;
 use crate::bounds::{Bufferable, Keepable, Tool};
 use crate::engine::{self, Begun, Decided, Scoped};
 use crate::store::{Dialect, Store};
@@ -54,7 +53,7 @@ impl<St: Store> Endpoint<St> {
     where
         S: Tool<B, ResBody>,
         B: Bufferable,
-        ResBody: Keepable<Error: Into<BoxError>>,
+        ResBody: Keepable,
     {
         let started = std::time::Instant::now();
         let settings = &self.engine.settings;

@@ -14,7 +14,6 @@ use super::envelope::{self, Envelope, Refusal, TaskQuery, ToolCall};
 use super::message::{self, Form};
 use super::policy::ToolPolicy;
 use crate::body::ResponseBody;
-use crate::bounds::BoxError;
 use crate::bounds::{Bufferable, Keepable, Tool};
 use crate::buffer::read_body;
 use crate::dialect::http as http_dialect;
@@ -54,7 +53,7 @@ impl<St: Store> Endpoint<St> {
     where
         S: Tool<B, ResBody>,
         B: Bufferable,
-        ResBody: Keepable<Error: Into<BoxError>>,
+        ResBody: Keepable,
     {
         let (parts, body) = request.into_parts();
         let settings = &self.engine.settings;
@@ -112,7 +111,7 @@ impl<St: Store> Endpoint<St> {
     where
         S: Tool<B, ResBody>,
         B: Bufferable,
-        ResBody: Keepable<Error: Into<BoxError>>,
+        ResBody: Keepable,
     {
         if let Some(id) = id {
             self.forwarded.forwarded(&parts.headers, &id);

@@ -10,7 +10,7 @@ use tracing::Instrument;
 use super::read::read;
 use super::render::render;
 use crate::body::ResponseBody;
-use crate::bounds::{BoxError, Bufferable, Keepable, Tool};
+use crate::bounds::{Bufferable, Keepable, Tool};
 use crate::buffer::read_body;
 use crate::engine::{self, Begun, Call, Decided, Engine, Scoped};
 use crate::settings::Settings;
@@ -47,7 +47,7 @@ pub(crate) fn protect<S, St, B, ResBody>(
 where
     S: Tool<B, ResBody>,
     B: Bufferable,
-    ResBody: Keepable<Error: Into<BoxError>>,
+    ResBody: Keepable,
     St: Store,
 {
     let started = std::time::Instant::now();
