@@ -36,9 +36,10 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# One round of one mode: "placement mode workload req/s" lines, one per workload.
-run() { # placement, mode
-  local placement=$1 mode=$2 serve=() load=()
+# One round of one mode: "round placement mode workload req/s" lines, one per workload. Run in
+# this shell, not a pipeline's, so that the cleanup trap knows the server.
+run() { # round, placement, mode
+  local round=$1 placement=$2 mode=$3 serve=() load=()
   if [ "$placement" = pinned ]; then serve=(taskset -c 0); load=(taskset -c 1); fi
   local port; port=$(free_port)
   "${serve[@]}" "$app" "$mode" "127.0.0.1:$port" > "$work/server.out" 2>&1 &
@@ -53,7 +54,7 @@ run() { # placement, mode
     local rps
     rps=$(checked_load "${load[@]}" wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" -s "benches/peer/$workload.lua" "$url" \
       | awk '/Requests\/sec/ { print $2 }')
-    echo "$placement $mode $workload $rps"
+    echo "$round $placement $mode $workload $rps"
   done
   kill "$server"; wait "$server" 2>/dev/null || true; server=""
 }
@@ -63,7 +64,7 @@ results="$work/results"
 for round in $(seq 1 "$ROUNDS"); do
   for placement in pinned unpinned; do
     for mode in bare ours peer; do
-      run "$placement" "$mode" | sed "s/^/$round /" >> "$results"
+      run "$round" "$placement" "$mode" >> "$results"
     done
   done
   echo "round $round of $ROUNDS done" >&2

@@ -19,7 +19,8 @@ wait_for_line() { # file, text
 # answer that was not 2xx or 3xx: a rate of errors measures nothing.
 checked_load() { # command...
   local report
-  report=$("$@")
+  # A load command that fails fails here too: `set -e` does not reach into `$(...)`.
+  report=$("$@") || return
   if grep -q "Non-2xx or 3xx responses" <<< "$report"; then
     printf 'some answers were not 2xx or 3xx, so this rate measures nothing (%s):\n%s\n' "$*" "$report" >&2
     return 1

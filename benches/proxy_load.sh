@@ -43,9 +43,10 @@ percentile() { # file, "50%" or "99%"
   }' "$1"
 }
 
-# One round of one mode: "mode workload req/s p50_us p99_us" lines.
-run() { # mode
-  local mode=$1 upstream_port proxy_port url
+# One round of one mode: "round mode workload req/s p50_us p99_us" lines. Run in this shell,
+# not a pipeline's, so that the cleanup trap knows its processes.
+run() { # round, mode
+  local round=$1 mode=$2 upstream_port proxy_port url
   upstream_port=$(free_port)
   "$app" bare "127.0.0.1:$upstream_port" > "$work/upstream.out" 2>&1 &
   pids+=($!)
@@ -62,7 +63,7 @@ run() { # mode
   checked_load wrk -t1 -c"$CONNECTIONS" -d1s -s benches/peer/replay.lua "$url" > /dev/null
   for workload in first_execution replay; do
     checked_load wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" --latency -s "benches/peer/$workload.lua" "$url" > "$work/wrk.out"
-    echo "$mode $workload $(awk '/Requests\/sec/ { print $2 }' "$work/wrk.out") \
+    echo "$round $mode $workload $(awk '/Requests\/sec/ { print $2 }' "$work/wrk.out") \
 $(percentile "$work/wrk.out" "50%") $(percentile "$work/wrk.out" "99%")"
   done
   for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
@@ -73,7 +74,7 @@ results="$work/results"
 : > "$results"
 for round in $(seq 1 "$ROUNDS"); do
   for mode in direct off on; do
-    run "$mode" | sed "s/^/$round /" >> "$results"
+    run "$round" "$mode" >> "$results"
   done
   echo "round $round of $ROUNDS done" >&2
 done

@@ -62,7 +62,7 @@ gateway_port=$(free_port)
 ADDR="127.0.0.1:$gateway_port" IDEMPOTENCY=on REDIS_URL="redis://127.0.0.1:$port" RUST_LOG=error \
   target/release/examples/tool_gateway > "$work/gateway.out" 2>&1 &
 pids+=($!)
-for _ in $(seq 1 100); do grep -q "listening on" "$work/gateway.out" 2>/dev/null && break; sleep 0.1; done
+wait_for_line "$work/gateway.out" "listening on"
 url="http://127.0.0.1:$gateway_port"
 checked_load wrk -t1 -c"$CONNECTIONS" -d2s -s benches/wrk/replay.lua "$url" > /dev/null
 gateway=$(checked_load wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" -s benches/wrk/first_execution.lua "$url" \

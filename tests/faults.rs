@@ -321,6 +321,7 @@ mod faults_in_user_code_and_stores {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_write_that_waits_on_a_store_that_answers_at_once_is_made_again_in_the_background() {
         let store = waiting_once(Call::Complete);
+        let calls = store.counter();
         let (client, counts) = start(IdempotencyLayer::with_store(store)).await;
         // The tool answers at once; its write waited, so it is made again while the caller
         // has its answer.
@@ -331,6 +332,9 @@ mod faults_in_user_code_and_stores {
         let again = client.post("/tools/raw", "s", r#"{"n":1}"#).await;
         assert!(again.replayed(), "{:?}", again.body);
         assert_eq!(counts.get("raw"), 1);
+        // The write that waited was dropped, and made again: a store that was waited on would
+        // have been asked once.
+        assert_eq!(calls.of(Call::Complete), 2);
     }
 }
 

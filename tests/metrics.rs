@@ -198,14 +198,13 @@ async fn evictions_are_counted_by_their_cause() {
     let recorder = DebuggingRecorder::new();
     let snapshotter = recorder.snapshotter();
     let _local = metrics::set_default_local_recorder(&recorder);
-    let counts = Counts::default();
     // Room for a few records in all, and for fewer of any one session's.
     let store = tower_idempotency::store::MemoryStore::builder()
         .max_bytes(8 * 1024)
         .max_bytes_per_scope(3 * 1024)
         .build();
     let layer = IdempotencyLayer::with_store(store.clone());
-    let client = Client::new(serve(tools(counts.clone()).layer(layer)).await);
+    let client = Client::new(serve(tools(Counts::default()).layer(layer)).await);
 
     // One session past its share, then many sessions past the whole budget.
     for n in 0..12 {

@@ -208,6 +208,6 @@ async fn a_response_body_that_breaks_off_with_interrupted_is_kept_as_may_have_ru
     let again = client
         .post("/tools/interrupted_body", "s", r#"{"cents":500}"#)
         .await;
-    assert_eq!(again.json()["outcome"], "unknown");
+    assert_may_have_run(&again);
     assert_eq!(counts.get("interrupted_body"), 1);
 }
