@@ -225,3 +225,14 @@ fn mcp_on_a_path_the_file_routes_keeps_that_routes_settings() {
     assert_eq!(mcp.deadline, Some(Duration::from_secs(3)));
     assert_eq!(mcp.timeout, Duration::from_secs(120));
 }
+
+#[test]
+fn mcp_on_a_path_the_file_routes_does_not_take_the_defaults_key_or_fields() {
+    let text = "[upstream]\nurl = \"http://127.0.0.1:8000\"\n[defaults]\nkey_header = \"idempotency-key\"\nignore_fields = [\"/tool_call_id\"]\n[[routes]]\nprefix = \"/mcp\"\ndeadline = \"3s\"\n";
+    let config = with_file(text, &["--mcp", "/mcp"]).expect("an MCP route keys by its arguments");
+    let mcp = &config.routes[0];
+    assert_eq!(mcp.mode, Mode::Mcp);
+    assert!(mcp.key.is_none(), "{:?}", mcp.key);
+    assert!(mcp.ignore_fields.is_empty(), "{:?}", mcp.ignore_fields);
+    assert_eq!(mcp.deadline, Some(Duration::from_secs(3)));
+}
