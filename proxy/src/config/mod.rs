@@ -222,10 +222,20 @@ fn resolve(
     if deadline.is_some() {
         default_route.deadline = deadline;
     }
+    // Paths named by `--mcp` are MCP routes: a file's route for one keeps its other settings,
+    // and is built in MCP mode, so that it takes no key or body fields from `[defaults]`.
+    let mcp = cli
+        .mcp
+        .iter()
+        .map(|path| values::prefix(path).map_err(|m| ConfigError(format!("--mcp: {m}"))))
+        .collect::<Result<Vec<_>, _>>()?;
     let mut routes = Vec::new();
     for table in file.routes {
         let span = table.span();
-        let table = table.into_inner();
+        let mut table = table.into_inner();
+        if table.prefix.as_ref().is_some_and(|p| mcp.contains(&p.0)) {
+            table.mode = Some(Mode::Mcp);
+        }
         let Some(prefix) = table.prefix.clone() else {
             return Err(ConfigError(format!(
                 "{}: a [[routes]] entry needs a `prefix`, like prefix = \"/tools\"",
@@ -246,24 +256,15 @@ fn resolve(
         }
         routes.push(built);
     }
-    for path in &cli.mcp {
-        let prefix = values::prefix(path).map_err(|m| ConfigError(format!("--mcp: {m}")))?;
-        match routes.iter_mut().find(|r| r.prefix == prefix) {
-            // The file's route for that path keeps its settings, in MCP mode.
-            Some(route) if route.key.is_some() => {
-                return Err(ConfigError(format!(
-                    "--mcp {path}: the file's route for it reads an explicit key, which MCP \
-                     mode does not use: remove its `key_header` or `key_field`"
-                )))
-            }
-            Some(route) => route.mode = Mode::Mcp,
-            None => routes.push(Route {
-                mode: Mode::Mcp,
-                prefix,
-                key: None,
-                ignore_fields: Vec::new(),
-                ..default_route.clone()
-            }),
+    for prefix in mcp {
+        if routes.iter().all(|r| r.prefix != prefix) {
+            let table = RouteTable {
+                mode: Some(Mode::Mcp),
+                ..RouteTable::default()
+            };
+            let built = route(table, &prefix, default_timeout, Some(&default_route))
+                .map_err(|m| ConfigError(format!("--mcp {prefix}: {m}")))?;
+            routes.push(built);
         }
     }
     for route in std::iter::once(&default_route).chain(&routes) {
