@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use http::{header, HeaderValue, Response, StatusCode};
-use serde_json::Value;
+use serde::Serialize;
 use tower_idempotency::Interrupted;
 
 use crate::body::{full, Outbound};
@@ -18,6 +18,19 @@ pub enum Lost {
     Broken,
     /// The upstream did not answer within the route's timeout.
     TimedOut,
+}
+
+/// The proxy's own answer, its members in the order the layer writes its own: what happened
+/// and whether to retry come before the sentence that explains them.
+#[derive(Serialize)]
+struct Problem<'a> {
+    #[serde(rename = "type")]
+    kind: String,
+    title: &'a str,
+    status: u16,
+    outcome: &'a str,
+    retryable: bool,
+    detail: String,
 }
 
 /// The answer for a request the upstream did not answer. `timeout` is the route's. What a
@@ -60,22 +73,16 @@ pub fn lost(lost: Lost, timeout: Duration) -> Response<Outbound> {
             ),
         ),
     };
-    // In this order, as the layer writes its own: what happened and whether to retry come
-    // before the sentence that explains them (a map would sort the members).
-    let members: [(&str, Value); 6] = [
-        ("type", format!("urn:idempotency-proxy:{slug}").into()),
-        ("title", title.into()),
-        ("status", status.as_u16().into()),
-        ("outcome", outcome.into()),
-        ("retryable", retryable.into()),
-        ("detail", detail.into()),
-    ];
-    let document = members
-        .iter()
-        .map(|(name, value)| format!("{}:{value}", Value::from(*name)))
-        .collect::<Vec<_>>()
-        .join(",");
-    let mut response = Response::new(full(format!("{{{document}}}")));
+    let problem = Problem {
+        kind: format!("urn:idempotency-proxy:{slug}"),
+        title,
+        status: status.as_u16(),
+        outcome,
+        retryable,
+        detail,
+    };
+    let document = serde_json::to_vec(&problem).expect("a problem document serializes");
+    let mut response = Response::new(full(document));
     *response.status_mut() = status;
     let headers = response.headers_mut();
     headers.insert(
@@ -90,4 +97,36 @@ pub fn lost(lost: Lost, timeout: Duration) -> Response<Outbound> {
         response.extensions_mut().insert(Interrupted);
     }
     response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http_body_util::BodyExt;
+
+    #[tokio::test]
+    async fn what_happened_and_whether_to_retry_come_first_in_the_proxys_answer() {
+        let answer = lost(Lost::Unreachable, Duration::from_secs(30));
+        let body = answer.into_body().collect().await.unwrap().to_bytes();
+        let text = std::str::from_utf8(&body).unwrap();
+        let order: Vec<usize> = [
+            "\"type\"",
+            "\"title\"",
+            "\"status\"",
+            "\"outcome\"",
+            "\"retryable\"",
+            "\"detail\"",
+        ]
+        .iter()
+        .map(|name| {
+            text.find(name)
+                .unwrap_or_else(|| panic!("{name} in {text}"))
+        })
+        .collect();
+        assert!(order.windows(2).all(|w| w[0] < w[1]), "{text}");
+        assert!(
+            text.starts_with(r#"{"type":"urn:idempotency-proxy:upstream-unreachable","#),
+            "{text}"
+        );
+    }
 }

@@ -15,8 +15,9 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 pub type Outbound = UnsyncBoxBody<Bytes, BoxError>;
 
 /// The future of a service that always answers.
-pub type Answering = Pin<
-    Box<dyn Future<Output = Result<http::Response<Outbound>, std::convert::Infallible>> + Send>,
+pub type Answering = futures_util::future::BoxFuture<
+    'static,
+    Result<http::Response<Outbound>, std::convert::Infallible>,
 >;
 
 /// A whole response body.

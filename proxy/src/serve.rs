@@ -23,14 +23,11 @@ use crate::stack;
 /// Runs until a shutdown signal; `Err` says why it could not start.
 pub async fn run(config: Config) -> Result<(), String> {
     // Metrics are recorded only where they are served.
-    let prometheus = match config.metrics_listen {
-        Some(_) => Some(
-            PrometheusBuilder::new()
-                .install_recorder()
-                .map_err(|error| format!("cannot install the metrics recorder: {error}"))?,
-        ),
-        None => None,
-    };
+    let prometheus = config
+        .metrics_listen
+        .map(|_| PrometheusBuilder::new().install_recorder())
+        .transpose()
+        .map_err(|error| format!("cannot install the metrics recorder: {error}"))?;
     let store = &config.store;
     let redis = || {
         let mut builder = RedisStore::builder();
