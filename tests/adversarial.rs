@@ -9,14 +9,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use axum::http::StatusCode;
-use support::{serve, tools, Client, Counts};
+use support::{serve, start, tools, Client, Counts};
 use tower_idempotency::IdempotencyLayer;
-
-async fn start(layer: IdempotencyLayer) -> (Client, Counts) {
-    let counts = Counts::default();
-    let base = serve(tools(counts.clone()).layer(layer)).await;
-    (Client::new(base), counts)
-}
 
 /// Sends raw bytes on a fresh connection, then reads until the server closes it.
 async fn raw_http(base: &str, request: &[u8]) -> String {

@@ -6,14 +6,8 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use axum::http::StatusCode;
-use support::{serve, tools, Client, Counts};
+use support::start;
 use tower_idempotency::IdempotencyLayer;
-
-async fn start(layer: IdempotencyLayer) -> (Client, Counts) {
-    let counts = Counts::default();
-    let base = serve(tools(counts.clone()).layer(layer)).await;
-    (Client::new(base), counts)
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_hundred_concurrent_identical_calls_execute_once() {

@@ -99,17 +99,11 @@ mod faults_in_user_code_and_stores {
     use std::time::{Duration, Instant};
 
     use axum::http::StatusCode;
-    use tower_idempotency::store::{MemoryStore, Store};
+    use tower_idempotency::store::MemoryStore;
     use tower_idempotency::{IdempotencyLayer, Verdict};
 
     use crate::support::faulty::{Call, Fault, FaultyStore, Plan};
-    use crate::support::{serve, tools, Client, Counts};
-
-    async fn start<St: Store>(layer: IdempotencyLayer<St>) -> (Client, Counts) {
-        let counts = Counts::default();
-        let base = serve(tools(counts.clone()).layer(layer)).await;
-        (Client::new(base), counts)
-    }
+    use crate::support::{serve, start, tools, Client, Counts};
 
     fn always(call: Call, fault: Fault) -> Option<Plan> {
         Some(Plan {

@@ -4,14 +4,8 @@
 mod support;
 
 use axum::http::StatusCode;
-use support::{serve, tools, Client, Counts};
+use support::{serve, start, tools, Client, Counts};
 use tower_idempotency::IdempotencyLayer;
-
-async fn start(layer: IdempotencyLayer) -> (Client, Counts) {
-    let counts = Counts::default();
-    let base = serve(tools(counts.clone()).layer(layer)).await;
-    (Client::new(base), counts)
-}
 
 /// Sends each body once to `/tools/echo` as JSON; returns how many ran.
 async fn executions(client: &Client, counts: &Counts, bodies: &[&str]) -> usize {

@@ -5,14 +5,8 @@ mod support;
 use std::time::Duration;
 
 use axum::http::StatusCode;
-use support::{serve, tools, Client, Counts};
+use support::start;
 use tower_idempotency::IdempotencyLayer;
-
-async fn start(layer: IdempotencyLayer) -> (Client, Counts) {
-    let counts = Counts::default();
-    let base = serve(tools(counts.clone()).layer(layer)).await;
-    (Client::new(base), counts)
-}
 
 #[tokio::test]
 async fn a_success_is_kept_and_replayed_byte_for_byte() {

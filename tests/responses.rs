@@ -7,18 +7,12 @@ use std::time::Duration;
 
 use axum::http::StatusCode;
 use serde_json::{json, Value};
-use support::{serve, tools, Client, Counts};
+use support::start;
 use tower_idempotency::key::IntentKey;
 use tower_idempotency::store::{
     Claim, ClaimRequest, Entry, Fence, OwnerToken, Record, Store, StoreError, Tombstone,
 };
 use tower_idempotency::IdempotencyLayer;
-
-async fn start<St: Store>(layer: IdempotencyLayer<St>) -> (Client, Counts) {
-    let counts = Counts::default();
-    let base = serve(tools(counts.clone()).layer(layer)).await;
-    (Client::new(base), counts)
-}
 
 fn detail(body: &Value) -> &str {
     body["detail"].as_str().expect("a detail sentence")

@@ -9,15 +9,9 @@ use std::time::Duration;
 use axum::http::StatusCode;
 use serde_json::Value;
 use support::faulty::{Call, Fault, FaultyStore, Plan};
-use support::{serve, tools, Answer, Client, Counts};
-use tower_idempotency::store::{MemoryStore, Store};
+use support::{start, Answer, Client};
+use tower_idempotency::store::MemoryStore;
 use tower_idempotency::IdempotencyLayer;
-
-async fn start<St: Store>(layer: IdempotencyLayer<St>) -> (Client, Counts) {
-    let counts = Counts::default();
-    let base = serve(tools(counts.clone()).layer(layer)).await;
-    (Client::new(base), counts)
-}
 
 fn detail(answer: &Answer) -> String {
     answer.json()["detail"]

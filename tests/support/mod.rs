@@ -159,6 +159,15 @@ async fn search(State(counts): State<Counts>) -> impl IntoResponse {
 }
 
 /// Serves `app` on a free loopback port; returns its base URL.
+/// The test tools behind `layer`, served on loopback: a client for them and their counts.
+pub async fn start<St: tower_idempotency::store::Store>(
+    layer: tower_idempotency::IdempotencyLayer<St>,
+) -> (Client, Counts) {
+    let counts = Counts::default();
+    let base = serve(tools(counts.clone()).layer(layer)).await;
+    (Client::new(base), counts)
+}
+
 pub async fn serve(app: Router) -> String {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
