@@ -11,9 +11,10 @@ use std::sync::Arc;
 
 use futures_util::FutureExt;
 
-use super::coalesce::{self, after_claim, answer_now, Leading, Led, Next};
+use super::coalesce;
 use super::execute::Started;
 use super::inflight::Role;
+use super::lead::{self, after_claim, answer_now, Leading, Led, Next};
 use super::{Begun, Decided, Engine, Intent, Outcome, Work};
 use crate::clock::now_ms;
 use crate::store::{Store, StoreError};
@@ -73,7 +74,7 @@ where
     };
     let engine = Arc::clone(engine);
     Begun::Running(Box::pin(async move {
-        let outcome = match coalesce::proceed(&engine, &intent, next).await {
+        let outcome = match lead::proceed(&engine, &intent, next).await {
             Led::Decided(outcome) => outcome,
             Led::Again(work) => coalesce::coalesce_or_execute(&engine, &intent, work).await,
         };

@@ -12,6 +12,7 @@ mod coalesce;
 mod execute;
 mod inflight;
 mod intent;
+mod lead;
 mod lookup;
 mod outcome;
 mod recent;
