@@ -76,7 +76,7 @@ impl DefaultClassify {
             .filter_map(|v| v.to_str().ok())
             .flat_map(|v| v.split(','))
             .any(|directive| directive.trim().eq_ignore_ascii_case("no-store"));
-        let inner_layer = headers.contains_key(crate::headers::INTENT_HEADER);
+        let inner_layer = headers.contains_key(&crate::headers::INTENT);
         match (no_store, status.is_client_error() || inner_layer) {
             (false, _) => Verdict::Keep,
             (true, false) => Verdict::KeepStatus,

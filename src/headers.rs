@@ -1,6 +1,14 @@
 //! The headers the layer sets on the answers it gives over HTTP.
 
+use http::HeaderName;
+
 /// The header that carries the intent key on every protected response.
 pub const INTENT_HEADER: &str = "idempotency-intent";
 /// The header set on replayed responses.
 pub const REPLAYED_HEADER: &str = "idempotent-replayed";
+
+/// [`INTENT_HEADER`] as a name made once: a name given as a string is parsed again at every
+/// lookup and insert, and every protected response has one of each.
+pub(crate) static INTENT: HeaderName = HeaderName::from_static(INTENT_HEADER);
+/// [`REPLAYED_HEADER`] as a name made once.
+pub(crate) static REPLAYED: HeaderName = HeaderName::from_static(REPLAYED_HEADER);

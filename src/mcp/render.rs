@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::{header, HeaderMap, HeaderName, HeaderValue, Response};
+use http::{header, HeaderMap, HeaderValue, Response};
 use serde_json::Value;
 
 use super::answers;
@@ -16,7 +16,7 @@ use super::tool::ServerAnswer;
 use crate::body::ResponseBody;
 use crate::clock::{now_ms, seconds_since};
 use crate::engine::{Decided, Intent, Outcome, Refusal};
-use crate::headers::{INTENT_HEADER, REPLAYED_HEADER};
+use crate::headers::{INTENT, REPLAYED};
 use crate::key::IntentKey;
 use crate::store::{Dialect, KeptResponse, Record, StoredResponse};
 use crate::told::{self, Told};
@@ -54,9 +54,7 @@ impl<St> Rendering<'_, St> {
             Said::Verbatim(response) => response,
         };
         if let Some(value) = key.and_then(|key| HeaderValue::from_bytes(&key.hex_digits()).ok()) {
-            response
-                .headers_mut()
-                .insert(HeaderName::from_static(INTENT_HEADER), value);
+            response.headers_mut().insert(INTENT.clone(), value);
         }
         response.map(ResponseBody::full)
     }
@@ -165,10 +163,7 @@ impl<St> Rendering<'_, St> {
             answers::note_replay(&mut message, ran_s_ago, &key.to_hex());
         }
         let mut headers = HeaderMap::new();
-        headers.insert(
-            HeaderName::from_static(REPLAYED_HEADER),
-            HeaderValue::from_static("true"),
-        );
+        headers.insert(REPLAYED.clone(), HeaderValue::from_static("true"));
         headers.insert(header::AGE, HeaderValue::from(ran_s_ago));
         Said::Message(message, headers)
     }

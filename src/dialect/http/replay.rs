@@ -4,7 +4,7 @@ use http::{header, HeaderMap, HeaderName, HeaderValue, Response, StatusCode};
 
 use super::answer::{annotate, written};
 use crate::body::ResponseBody;
-use crate::headers::{INTENT_HEADER, REPLAYED_HEADER};
+use crate::headers::{INTENT, REPLAYED};
 use crate::key::IntentKey;
 use crate::settings::Settings;
 use crate::store::{KeptResponse, Omission, Record, StoredResponse};
@@ -13,9 +13,7 @@ use crate::told;
 /// Marks a protected response with its intent.
 pub(crate) fn with_intent<B>(mut response: Response<B>, key: &IntentKey) -> Response<B> {
     if let Ok(value) = HeaderValue::from_bytes(&key.hex_digits()) {
-        response
-            .headers_mut()
-            .insert(HeaderName::from_static(INTENT_HEADER), value);
+        response.headers_mut().insert(INTENT.clone(), value);
     }
     response
 }
@@ -63,10 +61,7 @@ pub(crate) fn replay_stored<B>(
     // marker, `age` and the intent) rather than by each insert.
     let mut headers = stored.headers.clone();
     headers.reserve(REPLAY_ADDS);
-    headers.insert(
-        HeaderName::from_static(REPLAYED_HEADER),
-        HeaderValue::from_static("true"),
-    );
+    headers.insert(REPLAYED.clone(), HeaderValue::from_static("true"));
     *response.headers_mut() = headers;
     response
 }
