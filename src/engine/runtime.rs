@@ -23,6 +23,7 @@ pub(crate) struct Runtime<St> {
 
 impl<St> Runtime<St> {
     pub(crate) fn new(store: St) -> Self {
+        crate::telemetry::calibrate();
         Self {
             store: Arc::new(store),
             store_metrics: Arc::default(),

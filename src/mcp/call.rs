@@ -55,7 +55,7 @@ impl<St: Store> Endpoint<St> {
         B: Bufferable,
         ResBody: Keepable,
     {
-        let started = std::time::Instant::now();
+        let started = telemetry::Stopwatch::start();
         let settings = &self.engine.settings;
         let mut timing = self.policy.timing(&call.name);
         let as_task = call.as_task && self.tasks;
@@ -131,7 +131,7 @@ impl<St: Store> Endpoint<St> {
     fn finish<B>(
         &self,
         op: &Op,
-        started: std::time::Instant,
+        started: telemetry::Stopwatch,
         rendering: &Rendering<'_, St>,
         form: Form,
         decided: Decided<tool::ServerAnswer>,

@@ -8,13 +8,13 @@ use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::task::Poll;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use futures_util::FutureExt;
 
 use super::{Claim, ClaimRequest, Entry, Fence, OwnerToken, Record, Store, StoreError, Tombstone};
 use crate::key::IntentKey;
-use crate::telemetry::StoreCallMetrics;
+use crate::telemetry::{Stopwatch, StoreCallMetrics};
 
 /// The metric handles of every kind of store call, registered once per store.
 pub(crate) struct StoreMetrics {
@@ -62,7 +62,7 @@ impl<St> Observed<St> {
         metrics: &StoreCallMetrics,
         future: impl Future<Output = Result<T, StoreError>>,
     ) -> Result<T, StoreError> {
-        let started = Instant::now();
+        let started = Stopwatch::start();
         let timeout = self.timeout;
         let mut call = std::pin::pin!(AssertUnwindSafe(future).catch_unwind());
         // A store that answers at its first poll (the memory store always does) needs no

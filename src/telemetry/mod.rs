@@ -4,7 +4,7 @@
 //! path with ids in it, and no label or log field ever holds a key, a session or a body.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use http::StatusCode;
 use metrics::{counter, histogram, Counter, Histogram};
@@ -12,9 +12,11 @@ use metrics::{counter, histogram, Counter, Histogram};
 use crate::key::IntentKey;
 
 mod ops;
+mod stopwatch;
 
 pub use ops::MAX_OPERATIONS;
 pub(crate) use ops::{Op, Ops, RouteLabel};
+pub(crate) use stopwatch::{calibrate, Stopwatch};
 
 /// The span of one protected request; its intent, attempt and outcome are recorded later.
 pub(crate) fn request_span(op: &Op) -> tracing::Span {
@@ -109,7 +111,7 @@ pub(crate) fn not_executed(op: &Op, reason: &'static str) {
     tracing::debug!(reason, "refused: not executed");
 }
 
-pub(crate) fn answered(op: &Op, status: Option<StatusCode>, started: Instant) {
+pub(crate) fn answered(op: &Op, status: Option<StatusCode>, started: Stopwatch) {
     let class = match status.map(|s| s.as_u16() / 100) {
         Some(class @ 1..=5) => usize::from(class) - 1,
         _ => 5,

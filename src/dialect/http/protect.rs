@@ -50,7 +50,7 @@ where
     ResBody: Keepable,
     St: Store,
 {
-    let started = std::time::Instant::now();
+    let started = telemetry::Stopwatch::start();
     let settings = &engine.settings;
     let scope = settings.scope.scope_of(&parts);
     // Labelled after the scope check: callers without a scope share one label, so they cannot
@@ -115,7 +115,7 @@ fn finish<B, E>(
     settings: &Settings,
     op: &Op,
     span: &tracing::Span,
-    started: std::time::Instant,
+    started: telemetry::Stopwatch,
     went: Went<B, E>,
 ) -> Answered<B, E> {
     let answered = match went {
