@@ -23,6 +23,7 @@ mod number;
 mod order;
 mod parse;
 mod pointer;
+mod scan;
 mod value;
 
 use std::borrow::Cow;
