@@ -110,11 +110,8 @@ impl<'a> Parser<'a> {
             }
             self.pos += 1;
             self.skip_whitespace();
-            // A constant pushed, then the name written into its place: a pair assembled
-            // first was copied into the vector by reads that waited on its writes.
-            members.push((Text::Quoted(""), Node::Null));
-            if let Some((slot_name, slot)) = members.last_mut() {
-                *slot_name = name;
+            members.push((name, Node::Null));
+            if let Some((_, slot)) = members.last_mut() {
                 self.value_into(depth, slot)?;
             }
             self.skip_whitespace();
