@@ -8,7 +8,7 @@ pub const INTENT_HEADER: &str = "idempotency-intent";
 pub const REPLAYED_HEADER: &str = "idempotent-replayed";
 
 /// [`INTENT_HEADER`] as a name made once: a name given as a string is parsed again at every
-/// lookup and insert, and every protected response has one of each.
+/// lookup and insert, and every protected response is looked up for it and given it.
 pub(crate) static INTENT: HeaderName = HeaderName::from_static(INTENT_HEADER);
-/// [`REPLAYED_HEADER`] as a name made once.
+/// [`REPLAYED_HEADER`] as a name made once, for every replay.
 pub(crate) static REPLAYED: HeaderName = HeaderName::from_static(REPLAYED_HEADER);

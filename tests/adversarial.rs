@@ -9,7 +9,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use axum::http::StatusCode;
-use support::{serve, start, tools, Client, Counts};
+use support::{start, Counts};
 use tower_idempotency::IdempotencyLayer;
 
 /// Sends raw bytes on a fresh connection, then reads until the server closes it.
@@ -256,8 +256,7 @@ async fn victim_survives_a_flood(
         .max_bytes(max_bytes)
         .build();
     let layer = IdempotencyLayer::with_store(store.clone());
-    let counts = Counts::default();
-    let client = Client::new(serve(tools(counts.clone()).layer(layer)).await);
+    let (client, counts) = start(layer).await;
     let victim = |n: usize| format!(r#"{{"n":{n}}}"#);
     for n in 0..20 {
         client.post("/tools/echo", "victim", &victim(n)).await;

@@ -1,7 +1,8 @@
 //! Every fault in every store call: for a first execution, a coalesced duplicate, a replay, a
 //! status query and an execution that fails for real, each store call (claim, complete, release, extend, get) fails, fails after
 //! reaching the store, hangs, answers late or panics, at its first or second use. Over the
-//! memory store and a real Redis, every case must hold the promise:
+//! memory store, a real Redis and a store that says it answers at once, every case must hold
+//! the promise:
 //!
 //! - at most one execution per intent;
 //! - every caller answered within its deadline, plus the store timeout, plus 0.5 s;

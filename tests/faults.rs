@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::http::StatusCode;
-use support::{serve, tools, Client, Counts};
+use support::start;
 use tower_idempotency::key::IntentKey;
 use tower_idempotency::store::{
     Claim, ClaimRequest, Entry, Fence, MemoryStore, OwnerToken, Record, Store, StoreError,
@@ -70,8 +70,7 @@ async fn a_slow_store_still_runs_each_intent_once() {
     let layer = IdempotencyLayer::with_store(store)
         .deadline(Duration::from_millis(400))
         .lease(Duration::from_millis(300));
-    let counts = Counts::default();
-    let client = Client::new(serve(tools(counts.clone()).layer(layer)).await);
+    let (client, counts) = start(layer).await;
     let calls = (0..30).map(|i| {
         let client = client.clone();
         let body = format!(r#"{{"id":{},"delay_ms":200}}"#, i % 3);
@@ -345,7 +344,7 @@ mod a_wait_elsewhere {
     };
     use tower_idempotency::IdempotencyLayer;
 
-    use crate::support::{serve, tools, Client, Counts};
+    use crate::support::start;
 
     /// Another instance runs the intent under this key; when it is done, the record it left
     /// is for other arguments (its key was reused by a third caller in between).
@@ -401,8 +400,7 @@ mod a_wait_elsewhere {
         let layer = IdempotencyLayer::with_store(RunElsewhereThenOtherPayload)
             .idempotency_key_header()
             .deadline(Duration::from_secs(2));
-        let counts = Counts::default();
-        let client = Client::new(serve(tools(counts.clone()).layer(layer)).await);
+        let (client, counts) = start(layer).await;
         let answer = client
             .post_with(
                 "/tools/echo",

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use metrics_util::debugging::{DebugValue, DebuggingRecorder};
 use metrics_util::CompositeKey;
-use support::{serve, tools, Client, Counts};
+use support::{serve, start, tools, Client, Counts};
 use tower_idempotency::IdempotencyLayer;
 
 type Snapshot = Vec<(
@@ -59,9 +59,8 @@ async fn metrics_count_executions_replays_and_attempts_per_operation() {
     let recorder = DebuggingRecorder::new();
     let snapshotter = recorder.snapshotter();
     let _local = metrics::set_default_local_recorder(&recorder);
-    let counts = Counts::default();
     let layer = IdempotencyLayer::new().deadline(Duration::from_millis(50));
-    let client = Client::new(serve(tools(counts.clone()).layer(layer)).await);
+    let (client, _) = start(layer).await;
 
     for _ in 0..3 {
         client.post("/tools/echo", "s", r#"{"a":1}"#).await;
@@ -128,7 +127,7 @@ async fn a_flood_of_distinct_paths_cannot_grow_the_operation_labels_past_their_b
     let snapshotter = recorder.snapshotter();
     let _local = metrics::set_default_local_recorder(&recorder);
     let layer = IdempotencyLayer::new();
-    let client = Client::new(serve(tools(Counts::default()).layer(layer)).await);
+    let (client, _) = start(layer).await;
     // Without a scope nothing is labelled per path; with one, past the bound, one overflow label.
     for n in 0..100 {
         client.post(&format!("/x/{}", word(n)), "", "{}").await;
@@ -204,7 +203,7 @@ async fn evictions_are_counted_by_their_cause() {
         .max_bytes_per_scope(3 * 1024)
         .build();
     let layer = IdempotencyLayer::with_store(store.clone());
-    let client = Client::new(serve(tools(Counts::default()).layer(layer)).await);
+    let (client, _) = start(layer).await;
 
     // One session past its share, then many sessions past the whole budget.
     for n in 0..12 {

@@ -2,6 +2,8 @@
 
 use super::CanonicalError;
 
+const CONTROL_CHARACTER: CanonicalError = CanonicalError::Syntax("control character in a string");
+
 /// Length of the plain text at the start of `bytes`, up to the next quote or backslash; a
 /// control character inside it, or no end at all, is an error.
 ///
@@ -33,7 +35,7 @@ pub(super) fn plain_run(bytes: &[u8]) -> Result<usize, CanonicalError> {
         .iter()
         .fold(false, |found, &b| found | (b < 0x20));
     if has_control {
-        return Err(CanonicalError::Syntax("control character in a string"));
+        return Err(CONTROL_CHARACTER);
     }
     Ok(end)
 }
@@ -57,7 +59,7 @@ fn special_bytes(word: u64) -> u64 {
 /// The run ends at `at`, on a quote or a backslash; a control character there is an error.
 fn run_ends_at(bytes: &[u8], at: usize) -> Result<usize, CanonicalError> {
     if bytes[at] < 0x20 {
-        return Err(CanonicalError::Syntax("control character in a string"));
+        return Err(CONTROL_CHARACTER);
     }
     Ok(at)
 }
@@ -100,13 +102,17 @@ mod tests {
 
     #[test]
     fn a_special_byte_is_found_in_every_place_of_a_word() {
+        // Every other byte is a near miss: a high bit set, a neighbour of a quote or of a
+        // backslash, the control bound itself.
+        const NEAR_MISSES: [u8; 7] = [0x80, 0x20, 0x23, 0x5b, 0x5d, 0xa2, 0xdc];
         for special in [b'"', b'\\', 0x00, 0x1f] {
             for at in 0..SHORT_RUN + 9 {
-                let mut bytes = vec![b'a'; SHORT_RUN + 16];
-                // A byte with its high bit set, and the bytes just above and below the
-                // specials, sit beside it.
-                bytes[at.saturating_sub(1)] = 0x80;
-                bytes[at + 1] = 0x21;
+                let mut bytes: Vec<u8> = NEAR_MISSES
+                    .iter()
+                    .copied()
+                    .cycle()
+                    .take(SHORT_RUN + 16)
+                    .collect();
                 bytes[at] = special;
                 assert_eq!(
                     plain_run(&bytes).ok(),

@@ -6,22 +6,15 @@
 //! common path's own steps.
 
 use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 
 use futures_util::FutureExt;
 
-use super::coalesce;
-use super::execute::Started;
+use super::coalesce::{self, Running};
 use super::inflight::Role;
 use super::lead::{self, after_claim, answer_now, Leading, Led, Next};
 use super::{Begun, Decided, Engine, Intent, Outcome, Work};
-use crate::clock::now_ms;
 use crate::store::{Store, StoreError};
-
-/// An execution still to wait on: it yields the intent and its outcome.
-pub(crate) type Running<A, E> =
-    Pin<Box<dyn Future<Output = Result<(Intent, Outcome<A>), E>> + Send + 'static>>;
 
 /// Takes the answer of a store call made in place. A call that waits although its store said
 /// it answers at once is dropped where it stands and taken as the store's error.
@@ -48,14 +41,19 @@ where
     A: Send + 'static,
     E: Send + 'static,
 {
-    let lead = match coalesce::join(engine, &intent, now_ms()) {
+    let lead = match coalesce::join(engine, &intent) {
         Role::Leader(lead) => lead,
-        follower => return waiting(engine, intent, work, follower),
+        // The common path, in one boxed future, from the role taken.
+        follower => {
+            let running = coalesce::running(Arc::clone(engine), intent, work, Some(follower));
+            return Begun::Running(running);
+        }
     };
     // At capacity, the common path answers from the store what it can.
     let max = engine.settings.max_detached;
     let Some(reservation) = engine.runtime.detached.try_reserve(max) else {
-        return waiting(engine, intent, work, Role::Leader(lead));
+        let running = coalesce::running(Arc::clone(engine), intent, work, Some(Role::Leader(lead)));
+        return Begun::Running(running);
     };
     let leading = Leading::new(lead, reservation);
     let claim = leading.claim_request(engine, &intent);
@@ -67,7 +65,7 @@ where
                 Ok(answered) => {
                     return Begun::Decided(answered.map(|outcome| keyed(intent, outcome)))
                 }
-                Err(answer) => Next::Started(Started::Later(answer), started_at_ms),
+                Err(answer) => Next::Waiting(answer, started_at_ms),
             }
         }
         next => next,
@@ -76,7 +74,7 @@ where
     Begun::Running(Box::pin(async move {
         let outcome = match lead::proceed(&engine, &intent, next).await {
             Led::Decided(outcome) => outcome,
-            Led::Again(work) => coalesce::coalesce_or_execute(&engine, &intent, work).await,
+            Led::Again(work) => coalesce::coalesce_or_execute(&engine, &intent, work, None).await,
         };
         outcome.map(|outcome| (intent, outcome))
     }))
@@ -84,24 +82,4 @@ where
 
 fn keyed<A>(intent: Intent, outcome: Outcome<A>) -> Decided<A> {
     Decided::Keyed { intent, outcome }
-}
-
-/// The common path, in one boxed future, from the role the caller has taken already.
-fn waiting<St, A, E, F>(
-    engine: &Arc<Engine<St>>,
-    intent: Intent,
-    work: F,
-    role: Role,
-) -> Begun<A, E, Running<A, E>>
-where
-    St: Store,
-    F: Work<A, E>,
-    A: Send + 'static,
-    E: Send + 'static,
-{
-    let engine = Arc::clone(engine);
-    Begun::Running(Box::pin(async move {
-        let outcome = coalesce::coalesce_from(&engine, &intent, work, Some(role)).await;
-        outcome.map(|outcome| (intent, outcome))
-    }))
 }

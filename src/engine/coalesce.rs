@@ -2,32 +2,44 @@
 //! [`super::lead`]): claim it, answer from a kept record, wait on one running elsewhere, or
 //! start the execution.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 
 use super::inflight::{Role, Settled, Waited};
 use super::lead::{lead_intent, Led};
-use super::{Engine, Intent, Outcome, Refusal, Work};
+use super::{Engine, Intent, Outcome, Work};
 use crate::clock::now_ms;
 use crate::store::Store;
 use crate::telemetry;
 
-/// Runs `work` once for the intent, or answers this caller from the execution that does.
-pub(crate) async fn coalesce_or_execute<St, A, E, F>(
-    engine: &Arc<Engine<St>>,
-    intent: &Intent,
+/// An execution still to wait on: it yields the intent and its outcome.
+pub(crate) type Running<A, E> =
+    Pin<Box<dyn Future<Output = Result<(Intent, Outcome<A>), E>> + Send + 'static>>;
+
+/// [`coalesce_or_execute`] as one boxed future that owns its intent, so that a caller
+/// answered before it (a replay) never carries its state.
+pub(crate) fn running<St, A, E, F>(
+    engine: Arc<Engine<St>>,
+    intent: Intent,
     work: F,
-) -> Result<Outcome<A>, E>
+    joined: Option<Role>,
+) -> Running<A, E>
 where
     St: Store,
     F: Work<A, E>,
     A: Send + 'static,
     E: Send + 'static,
 {
-    coalesce_from(engine, intent, work, None).await
+    Box::pin(async move {
+        let outcome = coalesce_or_execute(&engine, &intent, work, joined).await;
+        outcome.map(|outcome| (intent, outcome))
+    })
 }
 
-/// [`coalesce_or_execute`] for a caller that has joined the intent's slot already, as `joined`.
-pub(crate) async fn coalesce_from<St, A, E, F>(
+/// Runs `work` once for the intent, or answers this caller from the execution that does.
+/// `joined` is the role a caller has taken in the intent's slot already, if it has.
+pub(crate) async fn coalesce_or_execute<St, A, E, F>(
     engine: &Arc<Engine<St>>,
     intent: &Intent,
     mut work: F,
@@ -42,13 +54,11 @@ where
     loop {
         // Matched in a statement of its own, so that the role is not kept across the lead's
         // wait.
-        let role = joined
-            .take()
-            .unwrap_or_else(|| join(engine, intent, now_ms()));
+        let role = joined.take().unwrap_or_else(|| join(engine, intent));
         let lead = match role {
             Role::Follower(slot) => {
                 if intent.reuses_key_for(&slot.fingerprint) {
-                    return Ok(Outcome::NotExecuted(Refusal::KeyReused { running: true }));
+                    return Ok(Outcome::key_reused(true));
                 }
                 telemetry::coalesced(&intent.op);
                 let waiting = Box::pin(slot.wait_until(intent.deadline));
@@ -72,10 +82,10 @@ where
     }
 }
 
-/// Joins the intent's slot in this process, or opens it (at `now_ms`) and leads.
-pub(crate) fn join<St>(engine: &Engine<St>, intent: &Intent, now_ms: u64) -> Role {
+/// Joins the intent's slot in this process, or opens it (started now) and leads.
+pub(crate) fn join<St>(engine: &Engine<St>, intent: &Intent) -> Role {
     let inflight = &engine.runtime.inflight;
-    inflight.join(intent.key, intent.fingerprint, now_ms)
+    inflight.join(intent.key, intent.fingerprint, now_ms())
 }
 /// The outcome for a duplicate, from how the execution it waited on ended.
 fn settled_outcome<A>(settled: Settled) -> Outcome<A> {

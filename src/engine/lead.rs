@@ -30,11 +30,7 @@ fn decided<A, E, F>(outcome: Outcome<A>) -> Led<A, E, F> {
 }
 
 fn key_reused<A, E, F>(running: bool) -> Led<A, E, F> {
-    decided(key_reused_outcome(running))
-}
-
-fn key_reused_outcome<A>(running: bool) -> Outcome<A> {
-    Outcome::NotExecuted(Refusal::KeyReused { running })
+    decided(Outcome::key_reused(running))
 }
 
 pub(crate) async fn lead_intent<St, A, E, F>(
@@ -112,6 +108,9 @@ pub(crate) enum Next<A, E, F> {
     Unprotected(F),
     /// The execution started: its first answer, or the channel it comes on.
     Started(Started<A, E>, u64),
+    /// The execution started and its first answer is known not to be there yet: it comes on
+    /// this channel.
+    Waiting(oneshot::Receiver<FirstOutcome<A, E>>, u64),
 }
 
 /// Decides on the store's answer to a leader's claim, and starts the execution if the claim
@@ -151,14 +150,14 @@ where
     match claimed {
         Claim::Completed(record) => {
             if intent.reuses_key_for(&record.fingerprint) {
-                return Next::Decided(key_reused_outcome(false));
+                return Next::Decided(Outcome::key_reused(false));
             }
             lead.settle(Settled::Replay(Arc::clone(&record)));
             Next::Decided(Outcome::Replayed(record))
         }
         Claim::Running(info) => {
             if intent.reuses_key_for(&info.fingerprint) {
-                return Next::Decided(key_reused_outcome(true));
+                return Next::Decided(Outcome::key_reused(true));
             }
             // Waiting on an execution elsewhere runs nothing here: it holds no place.
             drop(reservation);
@@ -212,6 +211,9 @@ where
         }
         Next::Started(started, started_at_ms) => {
             Led::Decided(first_answer(started, intent, started_at_ms).await)
+        }
+        Next::Waiting(answer, started_at_ms) => {
+            Led::Decided(wait_for_answer(answer, intent, started_at_ms).await)
         }
     }
 }

@@ -33,7 +33,8 @@ use crate::settings::Settings;
 use crate::store::{Observed, Store};
 use crate::telemetry::{self, Op};
 
-pub(crate) use at_once::{answered_at_once, Running};
+pub(crate) use at_once::answered_at_once;
+pub(crate) use coalesce::Running;
 pub(crate) use intent::{Call, Intent};
 pub(crate) use lookup::Seen;
 pub(crate) use outcome::{Answered, Failure, Judged, Outcome, Produced, Refusal, Unprotected};
@@ -154,7 +155,7 @@ impl<St: Store> Engine<St> {
         let cached = guarded("store", || self.store.cached(&intent.key));
         let outcome = match cached.ok().flatten() {
             Some(record) if intent.reuses_key_for(&record.fingerprint) => {
-                Outcome::NotExecuted(Refusal::KeyReused { running: false })
+                Outcome::key_reused(false)
             }
             Some(record) => Outcome::Replayed(record),
             None => {
@@ -164,26 +165,11 @@ impl<St: Store> Engine<St> {
                 if self.store.answers_at_once() {
                     return at_once::lead(self, intent, work);
                 }
-                return Begun::Running(running(Arc::clone(self), intent, work));
+                return Begun::Running(coalesce::running(Arc::clone(self), intent, work, None));
             }
         };
         Begun::Decided(Ok(Decided::Keyed { intent, outcome }))
     }
-}
-
-/// The execution of `intent`, or the wait on it, as one boxed future: so that a replay,
-/// answered before it, never carries its state.
-fn running<St, A, E, F>(engine: Arc<Engine<St>>, intent: Intent, work: F) -> Running<A, E>
-where
-    St: Store,
-    F: Work<A, E>,
-    A: Send + 'static,
-    E: Send + 'static,
-{
-    Box::pin(async move {
-        let outcome = coalesce::coalesce_or_execute(&engine, &intent, work).await;
-        outcome.map(|outcome| (intent, outcome))
-    })
 }
 
 /// What a request's scope decides of protecting it.

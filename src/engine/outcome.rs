@@ -59,6 +59,12 @@ impl Unprotected {
 }
 
 impl<A> Outcome<A> {
+    /// Refused with nothing run: the request's explicit key names an intent that was, or is
+    /// being (`running`), called with another body.
+    pub(crate) fn key_reused(running: bool) -> Self {
+        Self::NotExecuted(Refusal::KeyReused { running })
+    }
+
     /// A short tag of the outcome, for the request's span.
     pub(crate) fn tag(&self) -> &'static str {
         match self {

@@ -26,8 +26,16 @@ const SCOPE_TAG: &[u8] = b"tower-idempotency/scope/v1";
 
 /// Feeds `part` to `hasher` behind its length, so that concatenations stay unambiguous.
 pub(crate) fn put_framed(hasher: &mut Sha256, part: &[u8]) {
-    hasher.update((part.len() as u64).to_be_bytes());
-    hasher.update(part);
+    put_framed_joined(hasher, &[part]);
+}
+
+/// Feeds `pieces`, joined, to `hasher` as one framed part, without joining them first.
+pub(crate) fn put_framed_joined(hasher: &mut Sha256, pieces: &[&[u8]]) {
+    let length: usize = pieces.iter().map(|piece| piece.len()).sum();
+    hasher.update((length as u64).to_be_bytes());
+    for piece in pieces {
+        hasher.update(piece);
+    }
 }
 
 /// The identity of one intended action: 32 bytes, shown as 64 lower-case hex digits.

@@ -3,9 +3,9 @@
 use std::fmt;
 
 use http::{Method, Uri};
-use sha2::{Digest, Sha256};
+use sha2::Sha256;
 
-use super::put_framed;
+use super::{put_framed, put_framed_joined};
 
 /// Method, path and query of a request, the query's parameters in a stable order.
 ///
@@ -71,12 +71,7 @@ fn hash_parts(hasher: &mut Sha256, method: &Method, path: &str, query: Option<&s
     match query {
         // "no query" and "empty query" are told apart, as an upstream could.
         None => put_framed(hasher, b"-"),
-        Some(query) => {
-            // Framed as `?` and the query, one part, written without joining them first.
-            hasher.update(((query.len() + 1) as u64).to_be_bytes());
-            hasher.update(b"?");
-            hasher.update(query.as_bytes());
-        }
+        Some(query) => put_framed_joined(hasher, &[b"?", query.as_bytes()]),
     }
 }
 

@@ -158,7 +158,6 @@ async fn search(State(counts): State<Counts>) -> impl IntoResponse {
     Json(json!({ "n": n }))
 }
 
-/// Serves `app` on a free loopback port; returns its base URL.
 /// The test tools behind `layer`, served on loopback: a client for them and their counts.
 pub async fn start<St: tower_idempotency::store::Store>(
     layer: tower_idempotency::IdempotencyLayer<St>,
@@ -168,6 +167,7 @@ pub async fn start<St: tower_idempotency::store::Store>(
     (Client::new(base), counts)
 }
 
+/// Serves `app` on a free loopback port; returns its base URL.
 pub async fn serve(app: Router) -> String {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
