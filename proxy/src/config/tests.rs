@@ -236,3 +236,11 @@ fn mcp_on_a_path_the_file_routes_does_not_take_the_defaults_key_or_fields() {
     assert!(mcp.ignore_fields.is_empty(), "{:?}", mcp.ignore_fields);
     assert_eq!(mcp.deadline, Some(Duration::from_secs(3)));
 }
+
+#[test]
+fn a_key_on_a_route_made_mcp_by_the_flag_is_refused_naming_the_flag() {
+    let text = "[upstream]\nurl = \"http://127.0.0.1:8000\"\n[[routes]]\nprefix = \"/mcp\"\nkey_header = \"idempotency-key\"\n";
+    let error = with_file(text, &["--mcp", "/mcp"]).unwrap_err().to_string();
+    assert!(error.contains("key_header"), "{error}");
+    assert!(error.contains("--mcp /mcp"), "{error}");
+}
