@@ -1,6 +1,8 @@
 //! One minimal axum app, the same `send_email` handler and nothing else, served bare, behind
-//! this crate's `IdempotencyLayer::new()`, or behind the `idempotent` crate's layer over its
-//! memory store: `idempotency-peer-bench <bare|ours|peer> <addr>`. `idempotency-peer-bench
+//! this crate's `IdempotencyLayer::new()`, behind the `idempotent` crate's layer over its
+//! memory store, or behind a layer that only reads, canonicalises and hashes the body (the
+//! least a layer that keys by content does, measured over the same HTTP):
+//! `idempotency-peer-bench <bare|ours|peer|digest> <addr>`. `idempotency-peer-bench
 //! floor` prints the microseconds that canonicalising and hashing one of the load's bodies
 //! takes in process: the least a layer that keys by content must spend on it.
 //! `idempotency-peer-bench flood` sends 300 000 new intents over 1 000 scopes through this
@@ -26,7 +28,9 @@ fn floor() -> f64 {
     let pad = "x".repeat(900);
     let bodies: Vec<String> = (0..1000)
         .map(|n| {
-            format!(r#"{{"to":"ann@example.com","subject":"report 1764000000-1-{n}","body":"{pad}"}}"#)
+            format!(
+                r#"{{"to":"ann@example.com","subject":"report 1764000000-1-{n}","body":"{pad}"}}"#
+            )
         })
         .collect();
     let mut batches: Vec<f64> = (0..15)
@@ -51,7 +55,9 @@ async fn flood() {
     let store = tower_idempotency::store::MemoryStore::new();
     let app = Router::new()
         .route("/tools/send_email", post(send_email))
-        .layer(tower_idempotency::IdempotencyLayer::with_store(store.clone()));
+        .layer(tower_idempotency::IdempotencyLayer::with_store(
+            store.clone(),
+        ));
     let pad = "x".repeat(900);
     for n in 0..300_000u32 {
         let body = format!(r#"{{"to":"ann@example.com","subject":"report {n}","body":"{pad}"}}"#);
@@ -66,7 +72,10 @@ async fn flood() {
     let rss_kib = std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|status| {
-            let line = status.lines().find(|line| line.starts_with("VmRSS:"))?.to_owned();
+            let line = status
+                .lines()
+                .find(|line| line.starts_with("VmRSS:"))?
+                .to_owned();
             line.split_whitespace().nth(1)?.parse::<u64>().ok()
         })
         .unwrap_or(0);
@@ -79,19 +88,39 @@ async fn flood() {
     );
 }
 
+/// Reads the body, canonicalises and hashes it, and passes the request on: what a layer that
+/// keys by content must do at least, with nothing kept.
+async fn digest_only(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let (parts, body) = request.into_parts();
+    let bytes = axum::body::to_bytes(body, usize::MAX)
+        .await
+        .expect("a body");
+    let digest = tower_idempotency::canonical::canonical_sha256(&bytes);
+    std::hint::black_box(digest.ok());
+    next.run(axum::extract::Request::from_parts(
+        parts,
+        axum::body::Body::from(bytes),
+    ))
+    .await
+}
+
 /// The app of one mode.
 fn app(mode: &str) -> Router {
     let app = Router::new().route("/tools/send_email", post(send_email));
     match mode {
         "bare" => app,
         "ours" => app.layer(tower_idempotency::IdempotencyLayer::new()),
+        "digest" => app.layer(axum::middleware::from_fn(digest_only)),
         "peer" => {
             let store = idempotent::memory::MemoryStore::builder()
                 .try_build()
                 .expect("the peer's memory store");
             app.layer(idempotent::middleware::IdempotencyLayer::new(store))
         }
-        other => panic!("mode {other:?}: bare, ours or peer"),
+        other => panic!("mode {other:?}: bare, ours, peer or digest"),
     }
 }
 
@@ -101,7 +130,9 @@ async fn calls(app: Router, count: u32) {
 
     let pad = "x".repeat(900);
     for n in 0..count {
-        let body = format!(r#"{{"to":"ann@example.com","subject":"report 1764000000-1-{n}","body":"{pad}"}}"#);
+        let body = format!(
+            r#"{{"to":"ann@example.com","subject":"report 1764000000-1-{n}","body":"{pad}"}}"#
+        );
         let request = axum::http::Request::post("/tools/send_email")
             .header("content-type", "application/json")
             .header("x-session-id", "load")
