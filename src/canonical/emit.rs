@@ -1,11 +1,16 @@
 //! Serialising a parsed tree in canonical form.
 
 use super::number::{write_double, write_integer, NumberKinds};
-use super::{Node, Sink, Text};
+use super::{Node, Place, Sink, Text, Tree, ROOT};
 
-/// Writes `node` in canonical form. Doubles in a tree are finite by construction.
-pub(crate) fn emit(node: &Node<'_>, kinds: NumberKinds, out: &mut impl Sink) {
-    match node {
+/// Writes `tree` in canonical form.
+pub(crate) fn emit(tree: &Tree<'_>, kinds: NumberKinds, out: &mut impl Sink) {
+    emit_at(tree, ROOT, kinds, out);
+}
+
+/// Writes the value at `place` of `tree`. Doubles in a tree are finite by construction.
+fn emit_at(tree: &Tree<'_>, place: Place, kinds: NumberKinds, out: &mut impl Sink) {
+    match tree.node(place) {
         Node::Null => out.put(b"null"),
         Node::Bool(true) => out.put(b"true"),
         Node::Bool(false) => out.put(b"false"),
@@ -15,28 +20,32 @@ pub(crate) fn emit(node: &Node<'_>, kinds: NumberKinds, out: &mut impl Sink) {
             let _ = write_double(*value, kinds, out);
         }
         Node::String(text) => write_text(text, out),
-        Node::Array(items) => {
+        Node::Array(_) => {
             out.put(b"[");
-            for (i, item) in items.iter().enumerate() {
+            for (i, item) in tree.children(place).enumerate() {
                 if i > 0 {
                     out.put(b",");
                 }
-                emit(item, kinds, out);
+                emit_at(tree, item, kinds, out);
             }
             out.put(b"]");
         }
-        Node::Object(members) => {
+        Node::Object(_) => {
             out.put(b"{");
-            for (i, (name, value)) in members.iter().enumerate() {
+            for (i, member) in tree.children(place).enumerate() {
                 if i > 0 {
                     out.put(b",");
                 }
-                write_text(name, out);
+                if let Some(name) = tree.name(member) {
+                    write_text(name, out);
+                }
                 out.put(b":");
-                emit(value, kinds, out);
+                emit_at(tree, member, kinds, out);
             }
             out.put(b"}");
         }
+        // Never met: children left out are skipped, and no pointer names the root.
+        Node::Removed(_) => {}
     }
 }
 

@@ -24,6 +24,7 @@ mod order;
 mod parse;
 mod pointer;
 mod scan;
+mod tree;
 mod value;
 
 use std::borrow::Cow;
@@ -35,7 +36,10 @@ pub use pointer::JsonPointer;
 pub(crate) use digest::HashingSink;
 pub(crate) use emit::emit;
 pub(crate) use parse::parse;
+pub(crate) use tree::{Place, Tree, ROOT};
 pub(crate) use value::{from_value, to_value};
+
+use tree::Span;
 
 /// A parsed JSON value whose objects hold their members in canonical order.
 #[derive(Debug, Clone, PartialEq)]
@@ -46,9 +50,13 @@ pub(crate) enum Node<'a> {
     Integer(Cow<'a, str>),
     Double(f64),
     String(Text<'a>),
-    Array(Vec<Node<'a>>),
-    /// Members sorted by UTF-16 code units, names unique.
-    Object(Vec<(Text<'a>, Node<'a>)>),
+    /// Its items follow it on its tree's tape.
+    Array(Span),
+    /// Its members follow it on its tree's tape; read in order, they are sorted by UTF-16 code
+    /// units, names unique.
+    Object(Span),
+    /// A value left out of the document, and the contents it had.
+    Removed(Span),
 }
 
 /// A string of a parsed document.
@@ -128,8 +136,8 @@ pub fn write_canonical_with(
     kinds: NumberKinds,
     sink: &mut impl Sink,
 ) -> Result<(), CanonicalError> {
-    let node = parse(json)?;
-    emit(&node, kinds, sink);
+    let tree = parse(json)?;
+    emit(&tree, kinds, sink);
     Ok(())
 }
 
@@ -149,9 +157,9 @@ pub fn write_canonical_with(
 /// );
 /// ```
 pub fn canonical_sha256(json: &[u8]) -> Result<[u8; 32], CanonicalError> {
-    let node = parse(json)?;
+    let tree = parse(json)?;
     let mut sink = HashingSink::new(b"");
-    emit(&node, NumberKinds::Distinct, &mut sink);
+    emit(&tree, NumberKinds::Distinct, &mut sink);
     Ok(sink.finish())
 }
 

@@ -8,15 +8,19 @@
 use std::borrow::Cow;
 
 use super::number::parse_double;
-use super::order::utf16_cmp;
 use super::scan::plain_run;
+use super::tree::{Builder, Place, Tree, ROOT};
 use super::{CanonicalError, Node, Text};
 
 /// Nesting depth past which a document is not canonicalised (serde_json's default limit).
 pub(crate) const MAX_DEPTH: usize = 128;
 
+/// About how many bytes of a document each value takes, as tool arguments are written: the
+/// tape is first made for this many, so that it seldom grows.
+const BYTES_PER_VALUE: usize = 16;
+
 /// Parses one JSON text; members of every object come out sorted in canonical order.
-pub(crate) fn parse(input: &[u8]) -> Result<Node<'_>, CanonicalError> {
+pub(crate) fn parse(input: &[u8]) -> Result<Tree<'_>, CanonicalError> {
     // A JSON text is UTF-8 throughout (RFC 8259 §8.1): checking it once here lets every string
     // be sliced from it without a check of its own.
     let text = std::str::from_utf8(input).map_err(|_| CanonicalError::InvalidUtf8)?;
@@ -24,17 +28,17 @@ pub(crate) fn parse(input: &[u8]) -> Result<Node<'_>, CanonicalError> {
         input,
         text,
         pos: 0,
+        tree: Builder::new(input.len() / BYTES_PER_VALUE),
     };
     parser.skip_whitespace();
-    let mut node = Node::Null;
-    parser.value_into(0, &mut node)?;
+    parser.value_into(0, ROOT)?;
     parser.skip_whitespace();
     if parser.pos != input.len() {
         return Err(CanonicalError::Syntax(
             "trailing characters after the document",
         ));
     }
-    Ok(node)
+    Ok(parser.tree.finish())
 }
 
 struct Parser<'a> {
@@ -42,6 +46,7 @@ struct Parser<'a> {
     /// The same input, known to be UTF-8.
     text: &'a str,
     pos: usize,
+    tree: Builder<'a>,
 }
 
 impl<'a> Parser<'a> {
@@ -68,13 +73,12 @@ impl<'a> Parser<'a> {
         }
     }
 
-    /// Parses one value into `slot`. Each value is written once, where it will live (a
-    /// member's or an item's place in its container), rather than returned through every
-    /// level: moving the results up the recursion was most of the parser's time.
-    fn value_into(&mut self, depth: usize, slot: &mut Node<'a>) -> Result<(), CanonicalError> {
-        *slot = match self.peek() {
-            Some(b'{') => self.object(depth + 1)?,
-            Some(b'[') => self.array(depth + 1)?,
+    /// Parses one value into the entry at `at`, which the tape already holds: each value is
+    /// written once, where it will live.
+    fn value_into(&mut self, depth: usize, at: Place) -> Result<(), CanonicalError> {
+        let node = match self.peek() {
+            Some(b'{') => return self.object(depth + 1, at),
+            Some(b'[') => return self.array(depth + 1, at),
             Some(b'"') => Node::String(self.string()?),
             Some(b't') => self.expect_literal(b"true", Node::Bool(true))?,
             Some(b'f') => self.expect_literal(b"false", Node::Bool(false))?,
@@ -83,21 +87,21 @@ impl<'a> Parser<'a> {
             Some(_) => return Err(CanonicalError::Syntax("unexpected character")),
             None => return Err(CanonicalError::Syntax("unexpected end of input")),
         };
+        self.tree.set(at, node);
         Ok(())
     }
 
-    fn object(&mut self, depth: usize) -> Result<Node<'a>, CanonicalError> {
+    fn object(&mut self, depth: usize, at: Place) -> Result<(), CanonicalError> {
         if depth > MAX_DEPTH {
             return Err(CanonicalError::TooDeep);
         }
         self.pos += 1;
-        // Tool arguments rarely have more members than this; one allocation covers them.
-        let mut members = Vec::with_capacity(8);
         self.skip_whitespace();
         if self.peek() == Some(b'}') {
             self.pos += 1;
-            return Ok(Node::Object(members));
+            return self.tree.close_object(at, 0);
         }
+        let mut len = 0;
         loop {
             self.skip_whitespace();
             if self.peek() != Some(b'"') {
@@ -110,10 +114,9 @@ impl<'a> Parser<'a> {
             }
             self.pos += 1;
             self.skip_whitespace();
-            members.push((name, Node::Null));
-            if let Some((_, slot)) = members.last_mut() {
-                self.value_into(depth, slot)?;
-            }
+            let member = self.tree.push(Some(name), Node::Null);
+            self.value_into(depth, member)?;
+            len += 1;
             self.skip_whitespace();
             match self.peek() {
                 Some(b',') => self.pos += 1,
@@ -124,41 +127,26 @@ impl<'a> Parser<'a> {
                 _ => return Err(CanonicalError::Syntax("expected ',' or '}'")),
             }
         }
-        // Names in strictly rising order are sorted and unique at once: one pass. Otherwise
-        // duplicates are refused after the sort, so an unstable sort cannot reorder equal
-        // names.
-        let rising = members
-            .windows(2)
-            .all(|pair| utf16_cmp(pair[0].0.as_str(), pair[1].0.as_str()).is_lt());
-        if !rising {
-            members.sort_unstable_by(|a, b| utf16_cmp(a.0.as_str(), b.0.as_str()));
-            if members
-                .windows(2)
-                .any(|pair| pair[0].0.as_str() == pair[1].0.as_str())
-            {
-                return Err(CanonicalError::DuplicateMember);
-            }
-        }
-        Ok(Node::Object(members))
+        self.tree.close_object(at, len)
     }
 
-    fn array(&mut self, depth: usize) -> Result<Node<'a>, CanonicalError> {
+    fn array(&mut self, depth: usize, at: Place) -> Result<(), CanonicalError> {
         if depth > MAX_DEPTH {
             return Err(CanonicalError::TooDeep);
         }
         self.pos += 1;
-        let mut items = Vec::with_capacity(4);
         self.skip_whitespace();
         if self.peek() == Some(b']') {
             self.pos += 1;
-            return Ok(Node::Array(items));
+            self.tree.close_array(at, 0);
+            return Ok(());
         }
+        let mut len = 0;
         loop {
             self.skip_whitespace();
-            items.push(Node::Null);
-            if let Some(slot) = items.last_mut() {
-                self.value_into(depth, slot)?;
-            }
+            let item = self.tree.push(None, Node::Null);
+            self.value_into(depth, item)?;
+            len += 1;
             self.skip_whitespace();
             match self.peek() {
                 Some(b',') => self.pos += 1,
@@ -169,7 +157,8 @@ impl<'a> Parser<'a> {
                 _ => return Err(CanonicalError::Syntax("expected ',' or ']'")),
             }
         }
-        Ok(Node::Array(items))
+        self.tree.close_array(at, len);
+        Ok(())
     }
 
     fn digits(&mut self) -> usize {

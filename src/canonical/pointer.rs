@@ -3,7 +3,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use super::Node;
+use super::{Node, Place, Tree, ROOT};
 
 /// A JSON Pointer such as `/tool_call_id` or `/meta/request_id`.
 ///
@@ -88,23 +88,13 @@ impl JsonPointer {
         &self.tokens
     }
 
-    /// Removes the value the pointer names, if there is one.
-    pub(crate) fn remove<'a>(&self, root: &mut Node<'a>) -> Option<Node<'a>> {
-        let (last, path) = self.tokens.split_last()?;
-        let parent = path
+    /// Leaves out the value the pointer names, if there is one, and returns it.
+    pub(crate) fn remove<'a>(&self, tree: &mut Tree<'a>) -> Option<Node<'a>> {
+        let place = self
+            .tokens
             .iter()
-            .try_fold(root, |node, token| child(node, token))?;
-        match parent {
-            Node::Object(members) => {
-                let at = members.iter().position(|(name, _)| name.as_str() == last)?;
-                Some(members.remove(at).1)
-            }
-            Node::Array(items) => {
-                let at = index(last)?;
-                (at < items.len()).then(|| items.remove(at))
-            }
-            _ => None,
-        }
+            .try_fold(ROOT, |place, token| child(tree, place, token))?;
+        Some(tree.remove(place))
     }
 }
 
@@ -115,13 +105,13 @@ fn index(token: &str) -> Option<usize> {
     token.parse().ok()
 }
 
-fn child<'n, 'a>(node: &'n mut Node<'a>, token: &str) -> Option<&'n mut Node<'a>> {
-    match node {
-        Node::Object(members) => members
-            .iter_mut()
-            .find(|(name, _)| name.as_str() == token)
-            .map(|(_, value)| value),
-        Node::Array(items) => items.get_mut(index(token)?),
+/// The place of the child that `token` names of the value at `place`.
+fn child(tree: &Tree<'_>, place: Place, token: &str) -> Option<Place> {
+    match tree.node(place) {
+        Node::Object(_) => tree
+            .children(place)
+            .find(|&member| tree.name(member).is_some_and(|name| name.as_str() == token)),
+        Node::Array(_) => tree.children(place).nth(index(token)?),
         _ => None,
     }
 }
@@ -132,10 +122,10 @@ mod tests {
     use crate::canonical::{emit, parse, NumberKinds};
 
     fn without(json: &str, pointer: &str) -> String {
-        let mut node = parse(json.as_bytes()).unwrap();
-        pointer.parse::<JsonPointer>().unwrap().remove(&mut node);
+        let mut tree = parse(json.as_bytes()).unwrap();
+        pointer.parse::<JsonPointer>().unwrap().remove(&mut tree);
         let mut out = Vec::new();
-        emit(&node, NumberKinds::Distinct, &mut out);
+        emit(&tree, NumberKinds::Distinct, &mut out);
         String::from_utf8(out).unwrap()
     }
 

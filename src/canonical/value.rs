@@ -4,12 +4,17 @@ use std::borrow::Cow;
 
 use serde_json::{Map, Number, Value};
 
-use super::{CanonicalError, Node, Text};
+use super::tree::Builder;
+use super::{CanonicalError, Node, Place, Text, Tree, ROOT};
 
 /// Converts a tree into a `Value`. Integers that fit no 64-bit type cannot cross exactly, so
 /// they are refused rather than rounded.
-pub(crate) fn to_value(node: &Node<'_>) -> Result<Value, CanonicalError> {
-    Ok(match node {
+pub(crate) fn to_value(tree: &Tree<'_>) -> Result<Value, CanonicalError> {
+    value_at(tree, ROOT)
+}
+
+fn value_at(tree: &Tree<'_>, place: Place) -> Result<Value, CanonicalError> {
+    Ok(match tree.node(place) {
         Node::Null => Value::Null,
         Node::Bool(b) => Value::Bool(*b),
         // `-0` has no integer in serde_json: it would cross as `0`, another intent.
@@ -29,20 +34,34 @@ pub(crate) fn to_value(node: &Node<'_>) -> Result<Value, CanonicalError> {
             Value::Number(Number::from_f64(*d).ok_or(CanonicalError::NumberOutOfRange)?)
         }
         Node::String(s) => Value::String(s.as_str().to_owned()),
-        Node::Array(items) => Value::Array(items.iter().map(to_value).collect::<Result<_, _>>()?),
-        Node::Object(members) => {
+        Node::Array(_) => Value::Array(
+            tree.children(place)
+                .map(|item| value_at(tree, item))
+                .collect::<Result<_, _>>()?,
+        ),
+        Node::Object(_) => {
             let mut map = Map::new();
-            for (name, value) in members {
-                map.insert(name.as_str().to_owned(), to_value(value)?);
+            for member in tree.children(place) {
+                let name = tree.name(member).map_or("", Text::as_str);
+                map.insert(name.to_owned(), value_at(tree, member)?);
             }
             Value::Object(map)
         }
+        // Never met: children left out are skipped, and no pointer names the root.
+        Node::Removed(_) => Value::Null,
     })
 }
 
 /// Converts a `Value` back into a tree, borrowing its strings.
-pub(crate) fn from_value(value: &Value) -> Result<Node<'_>, CanonicalError> {
-    Ok(match value {
+pub(crate) fn from_value(value: &Value) -> Result<Tree<'_>, CanonicalError> {
+    let mut tree = Builder::new(0);
+    put(value, ROOT, &mut tree)?;
+    Ok(tree.finish())
+}
+
+/// Writes `value` into the entry at `at` of `tree`, and its contents after it.
+fn put<'a>(value: &'a Value, at: Place, tree: &mut Builder<'a>) -> Result<(), CanonicalError> {
+    let node = match value {
         Value::Null => Node::Null,
         Value::Bool(b) => Node::Bool(*b),
         Value::Number(n) => {
@@ -59,14 +78,25 @@ pub(crate) fn from_value(value: &Value) -> Result<Node<'_>, CanonicalError> {
             }
         }
         Value::String(s) => Node::String(Text::Decoded(Cow::Borrowed(s))),
-        Value::Array(items) => Node::Array(items.iter().map(from_value).collect::<Result<_, _>>()?),
-        Value::Object(map) => {
-            let mut members = map
-                .iter()
-                .map(|(k, v)| Ok((Text::Decoded(Cow::Borrowed(k.as_str())), from_value(v)?)))
-                .collect::<Result<Vec<_>, CanonicalError>>()?;
-            members.sort_by(|a, b| super::order::utf16_cmp(a.0.as_str(), b.0.as_str()));
-            Node::Object(members)
+        Value::Array(items) => {
+            for item in items {
+                let place = tree.push(None, Node::Null);
+                put(item, place, tree)?;
+            }
+            tree.close_array(at, items.len());
+            return Ok(());
         }
-    })
+        Value::Object(map) => {
+            for (name, value) in map {
+                let place = tree.push(
+                    Some(Text::Decoded(Cow::Borrowed(name.as_str()))),
+                    Node::Null,
+                );
+                put(value, place, tree)?;
+            }
+            return tree.close_object(at, map.len());
+        }
+    };
+    tree.set(at, node);
+    Ok(())
 }

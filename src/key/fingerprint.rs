@@ -10,7 +10,7 @@ use super::put_framed;
 use super::{ExplicitKey, InvalidExplicitKey};
 use crate::canonical::{
     self, emit, from_value, to_value, CanonicalError, HashingSink, JsonPointer, Node, NumberKinds,
-    Sink,
+    Sink, Tree,
 };
 use crate::guard::{guarded, Panicked};
 
@@ -50,7 +50,7 @@ impl Fingerprint {
 
     /// Fingerprints a canonical tree, with the media type's essence (`application/json` and
     /// `application/merge-patch+json` with one body are two requests).
-    fn canonical(node: &Node<'_>, essence: &str, numbers: NumberKinds) -> Self {
+    fn canonical(tree: &Tree<'_>, essence: &str, numbers: NumberKinds) -> Self {
         let tag = match numbers {
             NumberKinds::Distinct => CANONICAL_TAG,
             NumberKinds::Merged => CANONICAL_RFC8785_TAG,
@@ -62,7 +62,7 @@ impl Fingerprint {
         } else {
             sink.put(essence.as_bytes());
         }
-        emit(node, numbers, &mut sink);
+        emit(tree, numbers, &mut sink);
         Self {
             kind: FingerprintKind::Canonical,
             digest: sink.finish(),
@@ -160,8 +160,8 @@ impl FingerprintRules {
         let Some(essence) = content_type.and_then(json_essence) else {
             return raw();
         };
-        let mut node = match canonical::parse(body) {
-            Ok(node) => node,
+        let mut tree = match canonical::parse(body) {
+            Ok(tree) => tree,
             // Keyed by its raw bytes, the fields to leave out would count: refused instead.
             Err(error) if self.leaves_fields_out() => {
                 return BodyFingerprint {
@@ -172,13 +172,13 @@ impl FingerprintRules {
             Err(_) => return raw(),
         };
         let key_field = self.key_field.as_ref().and_then(|pointer| {
-            let value = pointer.remove(&mut node)?;
+            let value = pointer.remove(&mut tree)?;
             Some(explicit_key_from(&value))
         });
         let fingerprint = match &self.normalizer {
-            None => self.canonical_without_ignored(node, essence),
+            None => self.canonical_without_ignored(tree, essence),
             Some(normalize) => {
-                let Ok(mut value) = to_value(&node) else {
+                let Ok(mut value) = to_value(&tree) else {
                     return raw();
                 };
                 if let Err(panicked) = guarded("normalize", || normalize(&mut value)) {
@@ -188,7 +188,7 @@ impl FingerprintRules {
                     };
                 }
                 match from_value(&value) {
-                    Ok(node) => self.canonical_without_ignored(node, essence),
+                    Ok(tree) => self.canonical_without_ignored(tree, essence),
                     Err(_) => return raw(),
                 }
             }
@@ -205,11 +205,11 @@ impl FingerprintRules {
         !self.ignored.is_empty() || self.key_field.is_some()
     }
 
-    fn canonical_without_ignored(&self, mut node: Node<'_>, essence: &str) -> Fingerprint {
+    fn canonical_without_ignored(&self, mut tree: Tree<'_>, essence: &str) -> Fingerprint {
         for pointer in &self.ignored {
-            pointer.remove(&mut node);
+            pointer.remove(&mut tree);
         }
-        Fingerprint::canonical(&node, essence, self.numbers)
+        Fingerprint::canonical(&tree, essence, self.numbers)
     }
 }
 

@@ -1,0 +1,262 @@
+//! A parsed document as one tape: every value in document order, each container followed by
+//! its contents, so that a document costs two allocations however many objects it has.
+//!
+//! Entries are written once, where they stay. A container knows where its contents end, so its
+//! items are read by stepping over each one's contents; an object also keeps where its members
+//! are in canonical order, in a second buffer of positions. Leaving a value out marks it
+//! removed in place.
+
+use super::order::utf16_cmp;
+use super::{CanonicalError, Node, Text};
+
+/// What a container knows of its contents: where they end on the tape and, for an object,
+/// where its members' canonical order is kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Span {
+    /// The tape position just past its last content.
+    end: usize,
+    /// For an object, where its members' positions begin in canonical order.
+    order: usize,
+    /// How many entries it holds (members left out included).
+    len: usize,
+}
+
+/// One value of a document: a member of an object with its name, an item of an array or the
+/// root without.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Entry<'a> {
+    pub(crate) name: Option<Text<'a>>,
+    pub(crate) value: Node<'a>,
+}
+
+impl Entry<'_> {
+    fn name(&self) -> &str {
+        self.name.as_ref().map_or("", Text::as_str)
+    }
+}
+
+/// A parsed document.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Tree<'a> {
+    /// The root first, then every value in document order.
+    tape: Vec<Entry<'a>>,
+    /// Each object's member positions, sorted by name.
+    order: Vec<usize>,
+}
+
+/// Where a value is on the tape.
+pub(crate) type Place = usize;
+
+/// The root's place.
+pub(crate) const ROOT: Place = 0;
+
+impl<'a> Tree<'a> {
+    /// The value at `place`.
+    pub(crate) fn node(&self, place: Place) -> &Node<'a> {
+        &self.tape[place].value
+    }
+
+    /// The places of the entries of the container at `place`, in canonical order (an object's
+    /// by name, an array's as written), without those left out.
+    #[inline]
+    pub(crate) fn children(&self, place: Place) -> Children<'_, 'a> {
+        let walk = match self.tape[place].value {
+            Node::Array(span) => Walk::Items {
+                next: place + 1,
+                end: span.end,
+            },
+            Node::Object(span) => {
+                Walk::Members(self.order[span.order..span.order + span.len].iter())
+            }
+            _ => Walk::Done,
+        };
+        Children { tree: self, walk }
+    }
+
+    /// The place just past the value at `at` and its contents.
+    #[inline]
+    fn after(&self, at: Place) -> Place {
+        match self.tape[at].value {
+            Node::Array(span) | Node::Object(span) | Node::Removed(span) => span.end,
+            _ => at + 1,
+        }
+    }
+
+    /// The name of the entry at `place`, if it is a member.
+    pub(crate) fn name(&self, place: Place) -> Option<&Text<'a>> {
+        self.tape[place].name.as_ref()
+    }
+
+    /// Leaves out the value at `place` and returns it; the tape keeps its contents, which
+    /// the value returned still refers to.
+    pub(crate) fn remove(&mut self, place: Place) -> Node<'a> {
+        let end = self.after(place);
+        let removed = Node::Removed(Span {
+            end,
+            order: 0,
+            len: 0,
+        });
+        std::mem::replace(&mut self.tape[place].value, removed)
+    }
+}
+
+/// The entries of one container, from [`Tree::children`].
+pub(crate) struct Children<'t, 'a> {
+    tree: &'t Tree<'a>,
+    walk: Walk<'t>,
+}
+
+enum Walk<'t> {
+    /// An array's items: each found past the contents of the one before.
+    Items {
+        next: Place,
+        end: Place,
+    },
+    /// An object's members, in canonical order.
+    Members(std::slice::Iter<'t, Place>),
+    Done,
+}
+
+impl Iterator for Children<'_, '_> {
+    type Item = Place;
+
+    #[inline]
+    fn next(&mut self) -> Option<Place> {
+        loop {
+            let at = match &mut self.walk {
+                Walk::Items { next, end } => {
+                    if *next >= *end {
+                        return None;
+                    }
+                    let at = *next;
+                    *next = self.tree.after(at);
+                    at
+                }
+                Walk::Members(members) => *members.next()?,
+                Walk::Done => return None,
+            };
+            if !matches!(self.tree.tape[at].value, Node::Removed(_)) {
+                return Some(at);
+            }
+        }
+    }
+}
+
+/// Parses into a [`Tree`]: each value is [`Builder::push`]ed before its contents, and a
+/// container is closed by [`Builder::close_array`] or [`Builder::close_object`] once they are
+/// all on the tape.
+pub(crate) struct Builder<'a> {
+    tree: Tree<'a>,
+}
+
+impl<'a> Builder<'a> {
+    /// A builder with room for about `expected` entries; the root's place is [`ROOT`].
+    pub(crate) fn new(expected: usize) -> Self {
+        let mut tape = Vec::with_capacity(expected.max(1));
+        tape.push(Entry {
+            name: None,
+            value: Node::Null,
+        });
+        Self {
+            tree: Tree {
+                tape,
+                order: Vec::new(),
+            },
+        }
+    }
+
+    /// Adds an entry, valued by [`Builder::set`] or, for a container, when it closes;
+    /// returns its place.
+    #[inline]
+    pub(crate) fn push(&mut self, name: Option<Text<'a>>, value: Node<'a>) -> Place {
+        self.tree.tape.push(Entry { name, value });
+        self.tree.tape.len() - 1
+    }
+
+    /// Gives the entry at `place` a value that holds no entries.
+    #[inline]
+    pub(crate) fn set(&mut self, place: Place, value: Node<'a>) {
+        self.tree.tape[place].value = value;
+    }
+
+    /// Makes the entry at `place` an array of the `len` entries pushed since.
+    pub(crate) fn close_array(&mut self, place: Place, len: usize) {
+        let end = self.tree.tape.len();
+        self.tree.tape[place].value = Node::Array(Span { end, order: 0, len });
+    }
+
+    /// Makes the entry at `place` an object of the `len` members pushed since: their places
+    /// are sorted by name, and a name given twice is refused.
+    pub(crate) fn close_object(&mut self, place: Place, len: usize) -> Result<(), CanonicalError> {
+        let end = self.tree.tape.len();
+        let order = self.tree.order.len();
+        if self.tree.order.capacity() == 0 {
+            // At most one position per entry.
+            self.tree.order.reserve(self.tree.tape.capacity());
+        }
+        let span = Span { end, order, len };
+        let mut at = place + 1;
+        while at < end {
+            self.tree.order.push(at);
+            at = self.tree.after(at);
+        }
+        let tape = &self.tree.tape;
+        let members = &mut self.tree.order[order..];
+        // Names in strictly rising order are sorted and unique at once: one pass. Otherwise
+        // duplicates are refused after the sort, so an unstable sort cannot reorder equal
+        // names.
+        let rising = members
+            .windows(2)
+            .all(|pair| utf16_cmp(tape[pair[0]].name(), tape[pair[1]].name()).is_lt());
+        if !rising {
+            members.sort_unstable_by(|&a, &b| utf16_cmp(tape[a].name(), tape[b].name()));
+            if members
+                .windows(2)
+                .any(|pair| tape[pair[0]].name() == tape[pair[1]].name())
+            {
+                return Err(CanonicalError::DuplicateMember);
+            }
+        }
+        self.tree.tape[place].value = Node::Object(span);
+        Ok(())
+    }
+
+    /// The tree built.
+    pub(crate) fn finish(self) -> Tree<'a> {
+        self.tree
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::canonical::{emit, parse, NumberKinds};
+
+    fn canonical(tree: &Tree<'_>) -> String {
+        let mut out = Vec::new();
+        emit(tree, NumberKinds::Distinct, &mut out);
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn every_value_is_on_one_tape_in_document_order() {
+        let tree = parse(br#"{"b":[1,{"d":2,"c":3}],"a":4}"#).unwrap();
+        assert_eq!(tree.tape.len(), 7, "the root and six values");
+        let names: Vec<_> = tree
+            .children(ROOT)
+            .map(|at| tree.name(at).unwrap().as_str())
+            .collect();
+        assert_eq!(names, ["a", "b"]);
+        assert_eq!(canonical(&tree), r#"{"a":4,"b":[1,{"c":3,"d":2}]}"#);
+    }
+
+    #[test]
+    fn a_value_left_out_is_skipped_with_its_contents() {
+        let mut tree = parse(br#"[1,[2,[3]],4]"#).unwrap();
+        let second = tree.children(ROOT).nth(1).unwrap();
+        let removed = tree.remove(second);
+        assert!(matches!(removed, Node::Array(_)));
+        assert_eq!(canonical(&tree), "[1,4]");
+        assert_eq!(tree.children(ROOT).count(), 2);
+    }
+}
