@@ -20,7 +20,7 @@ fn emit_at(tree: &Tree<'_>, place: Place, kinds: NumberKinds, out: &mut impl Sin
             let _ = write_double(*value, kinds, out);
         }
         Node::String(text) => write_text(text, out),
-        Node::Array(_) => {
+        Node::Array { .. } => {
             out.put(b"[");
             for (i, item) in tree.children(place).enumerate() {
                 if i > 0 {
@@ -45,7 +45,7 @@ fn emit_at(tree: &Tree<'_>, place: Place, kinds: NumberKinds, out: &mut impl Sin
             out.put(b"}");
         }
         // Never met: children left out are skipped, and no pointer names the root.
-        Node::Removed(_) => {}
+        Node::Removed { .. } => {}
     }
 }
 

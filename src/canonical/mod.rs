@@ -39,9 +39,9 @@ pub(crate) use parse::parse;
 pub(crate) use tree::{Place, Tree, ROOT};
 pub(crate) use value::{from_value, to_value};
 
-use tree::Span;
+use tree::Members;
 
-/// A parsed JSON value whose objects hold their members in canonical order.
+/// The value of one entry of a parsed document's tape: a container's contents follow it there.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Node<'a> {
     Null,
@@ -50,13 +50,17 @@ pub(crate) enum Node<'a> {
     Integer(Cow<'a, str>),
     Double(f64),
     String(Text<'a>),
-    /// Its items follow it on its tree's tape.
-    Array(Span),
-    /// Its members follow it on its tree's tape; read in order, they are sorted by UTF-16 code
-    /// units, names unique.
-    Object(Span),
-    /// A value left out of the document, and the contents it had.
-    Removed(Span),
+    /// Its items follow it on the tape, up to `end`.
+    Array {
+        end: Place,
+    },
+    /// Its members follow it on the tape in document order; [`Tree::children`] gives them
+    /// sorted by UTF-16 code units, names unique.
+    Object(Members),
+    /// A value left out of the document, and where its former contents end.
+    Removed {
+        end: Place,
+    },
 }
 
 /// A string of a parsed document.

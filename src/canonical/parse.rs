@@ -99,9 +99,8 @@ impl<'a> Parser<'a> {
         self.skip_whitespace();
         if self.peek() == Some(b'}') {
             self.pos += 1;
-            return self.tree.close_object(at, 0);
+            return self.tree.close_object(at);
         }
-        let mut len = 0;
         loop {
             self.skip_whitespace();
             if self.peek() != Some(b'"') {
@@ -114,9 +113,8 @@ impl<'a> Parser<'a> {
             }
             self.pos += 1;
             self.skip_whitespace();
-            let member = self.tree.push(Some(name), Node::Null);
+            let member = self.tree.push(Some(name));
             self.value_into(depth, member)?;
-            len += 1;
             self.skip_whitespace();
             match self.peek() {
                 Some(b',') => self.pos += 1,
@@ -127,7 +125,7 @@ impl<'a> Parser<'a> {
                 _ => return Err(CanonicalError::Syntax("expected ',' or '}'")),
             }
         }
-        self.tree.close_object(at, len)
+        self.tree.close_object(at)
     }
 
     fn array(&mut self, depth: usize, at: Place) -> Result<(), CanonicalError> {
@@ -138,15 +136,13 @@ impl<'a> Parser<'a> {
         self.skip_whitespace();
         if self.peek() == Some(b']') {
             self.pos += 1;
-            self.tree.close_array(at, 0);
+            self.tree.close_array(at);
             return Ok(());
         }
-        let mut len = 0;
         loop {
             self.skip_whitespace();
-            let item = self.tree.push(None, Node::Null);
+            let item = self.tree.push(None);
             self.value_into(depth, item)?;
-            len += 1;
             self.skip_whitespace();
             match self.peek() {
                 Some(b',') => self.pos += 1,
@@ -157,7 +153,7 @@ impl<'a> Parser<'a> {
                 _ => return Err(CanonicalError::Syntax("expected ',' or ']'")),
             }
         }
-        self.tree.close_array(at, len);
+        self.tree.close_array(at);
         Ok(())
     }
 

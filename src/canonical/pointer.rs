@@ -111,7 +111,7 @@ fn child(tree: &Tree<'_>, place: Place, token: &str) -> Option<Place> {
         Node::Object(_) => tree
             .children(place)
             .find(|&member| tree.name(member).is_some_and(|name| name.as_str() == token)),
-        Node::Array(_) => tree.children(place).nth(index(token)?),
+        Node::Array { .. } => tree.children(place).nth(index(token)?),
         _ => None,
     }
 }
@@ -138,6 +138,23 @@ mod tests {
         );
         assert_eq!(without(r#"{"l":[1,2,3]}"#, "/l/1"), r#"{"l":[1,3]}"#);
         assert_eq!(without(r#"{"a/b":1,"c":2}"#, "/a~1b"), r#"{"c":2}"#);
+    }
+
+    #[test]
+    fn a_later_index_counts_the_items_left_after_an_earlier_removal() {
+        let tree = |pointers: &[&str]| {
+            let mut tree = parse(br#"{"l":[1,2,3],"k":[4,5]}"#).unwrap();
+            for pointer in pointers {
+                pointer.parse::<JsonPointer>().unwrap().remove(&mut tree);
+            }
+            let mut out = Vec::new();
+            emit(&tree, NumberKinds::Distinct, &mut out);
+            String::from_utf8(out).unwrap()
+        };
+        assert_eq!(tree(&["/l/0", "/l/0"]), r#"{"k":[4,5],"l":[3]}"#);
+        assert_eq!(tree(&["/l/1", "/l/1"]), r#"{"k":[4,5],"l":[1]}"#);
+        assert_eq!(tree(&["/l/2", "/l/2"]), r#"{"k":[4,5],"l":[1,2]}"#);
+        assert_eq!(tree(&["/k", "/k/0"]), r#"{"l":[1,2,3]}"#);
     }
 
     #[test]

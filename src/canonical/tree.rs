@@ -1,51 +1,52 @@
 //! A parsed document as one tape: every value in document order, each container followed by
-//! its contents, so that a document costs two allocations however many objects it has.
+//! its contents, so that a document fills two buffers however many objects and arrays it has.
 //!
-//! Entries are written once, where they stay. A container knows where its contents end, so its
-//! items are read by stepping over each one's contents; an object also keeps where its members
-//! are in canonical order, in a second buffer of positions. Leaving a value out marks it
-//! removed in place.
+//! Entries are pushed where they stay, and never moved. A container knows where its contents
+//! end, so its items are read by stepping over each one's contents; an object also keeps where
+//! its members are in canonical order, in a second buffer of places. Leaving a value out marks
+//! it removed in place.
 
 use super::order::utf16_cmp;
 use super::{CanonicalError, Node, Text};
 
-/// What a container knows of its contents: where they end on the tape and, for an object,
-/// where its members' canonical order is kept.
+/// Where a value is on the tape.
+pub(crate) type Place = usize;
+
+/// Where an object's contents end on the tape, and where its members' places lie in canonical
+/// order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Span {
-    /// The tape position just past its last content.
-    end: usize,
-    /// For an object, where its members' positions begin in canonical order.
+pub(crate) struct Members {
+    /// Just past its last content.
+    end: Place,
+    /// The first of its members' places in the tree's order buffer.
     order: usize,
-    /// How many entries it holds (members left out included).
+    /// How many members it has, those left out included.
     len: usize,
 }
 
 /// One value of a document: a member of an object with its name, an item of an array or the
 /// root without.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Entry<'a> {
-    pub(crate) name: Option<Text<'a>>,
-    pub(crate) value: Node<'a>,
+#[derive(Debug, Clone)]
+struct Entry<'a> {
+    name: Option<Text<'a>>,
+    value: Node<'a>,
 }
 
 impl Entry<'_> {
-    fn name(&self) -> &str {
+    /// The member's name, to sort by.
+    fn key(&self) -> &str {
         self.name.as_ref().map_or("", Text::as_str)
     }
 }
 
 /// A parsed document.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub(crate) struct Tree<'a> {
     /// The root first, then every value in document order.
     tape: Vec<Entry<'a>>,
-    /// Each object's member positions, sorted by name.
-    order: Vec<usize>,
+    /// Each object's member places, sorted by name.
+    order: Vec<Place>,
 }
-
-/// Where a value is on the tape.
-pub(crate) type Place = usize;
 
 /// The root's place.
 pub(crate) const ROOT: Place = 0;
@@ -61,12 +62,12 @@ impl<'a> Tree<'a> {
     #[inline]
     pub(crate) fn children(&self, place: Place) -> Children<'_, 'a> {
         let walk = match self.tape[place].value {
-            Node::Array(span) => Walk::Items {
+            Node::Array { end } => Walk::Items {
                 next: place + 1,
-                end: span.end,
+                end,
             },
-            Node::Object(span) => {
-                Walk::Members(self.order[span.order..span.order + span.len].iter())
+            Node::Object(members) => {
+                Walk::Members(self.order[members.order..members.order + members.len].iter())
             }
             _ => Walk::Done,
         };
@@ -77,7 +78,7 @@ impl<'a> Tree<'a> {
     #[inline]
     fn after(&self, at: Place) -> Place {
         match self.tape[at].value {
-            Node::Array(span) | Node::Object(span) | Node::Removed(span) => span.end,
+            Node::Array { end } | Node::Object(Members { end, .. }) | Node::Removed { end } => end,
             _ => at + 1,
         }
     }
@@ -91,12 +92,7 @@ impl<'a> Tree<'a> {
     /// the value returned still refers to.
     pub(crate) fn remove(&mut self, place: Place) -> Node<'a> {
         let end = self.after(place);
-        let removed = Node::Removed(Span {
-            end,
-            order: 0,
-            len: 0,
-        });
-        std::mem::replace(&mut self.tape[place].value, removed)
+        std::mem::replace(&mut self.tape[place].value, Node::Removed { end })
     }
 }
 
@@ -135,16 +131,16 @@ impl Iterator for Children<'_, '_> {
                 Walk::Members(members) => *members.next()?,
                 Walk::Done => return None,
             };
-            if !matches!(self.tree.tape[at].value, Node::Removed(_)) {
+            if !matches!(self.tree.tape[at].value, Node::Removed { .. }) {
                 return Some(at);
             }
         }
     }
 }
 
-/// Parses into a [`Tree`]: each value is [`Builder::push`]ed before its contents, and a
-/// container is closed by [`Builder::close_array`] or [`Builder::close_object`] once they are
-/// all on the tape.
+/// Builds a [`Tree`]: each value is [`Builder::push`]ed before its contents, given its value by
+/// [`Builder::set`], or, a container, closed by [`Builder::close_array`] or
+/// [`Builder::close_object`] once its contents are all on the tape.
 pub(crate) struct Builder<'a> {
     tree: Tree<'a>,
 }
@@ -165,11 +161,13 @@ impl<'a> Builder<'a> {
         }
     }
 
-    /// Adds an entry, valued by [`Builder::set`] or, for a container, when it closes;
-    /// returns its place.
+    /// Adds an entry, null until it is given its value; returns its place.
     #[inline]
-    pub(crate) fn push(&mut self, name: Option<Text<'a>>, value: Node<'a>) -> Place {
-        self.tree.tape.push(Entry { name, value });
+    pub(crate) fn push(&mut self, name: Option<Text<'a>>) -> Place {
+        self.tree.tape.push(Entry {
+            name,
+            value: Node::Null,
+        });
         self.tree.tape.len() - 1
     }
 
@@ -179,27 +177,27 @@ impl<'a> Builder<'a> {
         self.tree.tape[place].value = value;
     }
 
-    /// Makes the entry at `place` an array of the `len` entries pushed since.
-    pub(crate) fn close_array(&mut self, place: Place, len: usize) {
+    /// Makes the entry at `place` an array of the entries pushed since.
+    pub(crate) fn close_array(&mut self, place: Place) {
         let end = self.tree.tape.len();
-        self.tree.tape[place].value = Node::Array(Span { end, order: 0, len });
+        self.tree.tape[place].value = Node::Array { end };
     }
 
-    /// Makes the entry at `place` an object of the `len` members pushed since: their places
-    /// are sorted by name, and a name given twice is refused.
-    pub(crate) fn close_object(&mut self, place: Place, len: usize) -> Result<(), CanonicalError> {
+    /// Makes the entry at `place` an object of the members pushed since: their places are
+    /// sorted by name, and a name given twice is refused.
+    pub(crate) fn close_object(&mut self, place: Place) -> Result<(), CanonicalError> {
         let end = self.tree.tape.len();
         let order = self.tree.order.len();
         if self.tree.order.capacity() == 0 {
-            // At most one position per entry.
+            // At most one place per entry.
             self.tree.order.reserve(self.tree.tape.capacity());
         }
-        let span = Span { end, order, len };
         let mut at = place + 1;
         while at < end {
             self.tree.order.push(at);
             at = self.tree.after(at);
         }
+        let len = self.tree.order.len() - order;
         let tape = &self.tree.tape;
         let members = &mut self.tree.order[order..];
         // Names in strictly rising order are sorted and unique at once: one pass. Otherwise
@@ -207,17 +205,17 @@ impl<'a> Builder<'a> {
         // names.
         let rising = members
             .windows(2)
-            .all(|pair| utf16_cmp(tape[pair[0]].name(), tape[pair[1]].name()).is_lt());
+            .all(|pair| utf16_cmp(tape[pair[0]].key(), tape[pair[1]].key()).is_lt());
         if !rising {
-            members.sort_unstable_by(|&a, &b| utf16_cmp(tape[a].name(), tape[b].name()));
+            members.sort_unstable_by(|&a, &b| utf16_cmp(tape[a].key(), tape[b].key()));
             if members
                 .windows(2)
-                .any(|pair| tape[pair[0]].name() == tape[pair[1]].name())
+                .any(|pair| tape[pair[0]].key() == tape[pair[1]].key())
             {
                 return Err(CanonicalError::DuplicateMember);
             }
         }
-        self.tree.tape[place].value = Node::Object(span);
+        self.tree.tape[place].value = Node::Object(Members { end, order, len });
         Ok(())
     }
 
@@ -255,7 +253,7 @@ mod tests {
         let mut tree = parse(br#"[1,[2,[3]],4]"#).unwrap();
         let second = tree.children(ROOT).nth(1).unwrap();
         let removed = tree.remove(second);
-        assert!(matches!(removed, Node::Array(_)));
+        assert!(matches!(removed, Node::Array { .. }));
         assert_eq!(canonical(&tree), "[1,4]");
         assert_eq!(tree.children(ROOT).count(), 2);
     }

@@ -34,7 +34,7 @@ fn value_at(tree: &Tree<'_>, place: Place) -> Result<Value, CanonicalError> {
             Value::Number(Number::from_f64(*d).ok_or(CanonicalError::NumberOutOfRange)?)
         }
         Node::String(s) => Value::String(s.as_str().to_owned()),
-        Node::Array(_) => Value::Array(
+        Node::Array { .. } => Value::Array(
             tree.children(place)
                 .map(|item| value_at(tree, item))
                 .collect::<Result<_, _>>()?,
@@ -48,7 +48,7 @@ fn value_at(tree: &Tree<'_>, place: Place) -> Result<Value, CanonicalError> {
             Value::Object(map)
         }
         // Never met: children left out are skipped, and no pointer names the root.
-        Node::Removed(_) => Value::Null,
+        Node::Removed { .. } => Value::Null,
     })
 }
 
@@ -80,21 +80,18 @@ fn put<'a>(value: &'a Value, at: Place, tree: &mut Builder<'a>) -> Result<(), Ca
         Value::String(s) => Node::String(Text::Decoded(Cow::Borrowed(s))),
         Value::Array(items) => {
             for item in items {
-                let place = tree.push(None, Node::Null);
+                let place = tree.push(None);
                 put(item, place, tree)?;
             }
-            tree.close_array(at, items.len());
+            tree.close_array(at);
             return Ok(());
         }
         Value::Object(map) => {
             for (name, value) in map {
-                let place = tree.push(
-                    Some(Text::Decoded(Cow::Borrowed(name.as_str()))),
-                    Node::Null,
-                );
+                let place = tree.push(Some(Text::Decoded(Cow::Borrowed(name.as_str()))));
                 put(value, place, tree)?;
             }
-            return tree.close_object(at, map.len());
+            return tree.close_object(at);
         }
     };
     tree.set(at, node);
