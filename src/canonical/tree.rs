@@ -249,6 +249,18 @@ mod tests {
     }
 
     #[test]
+    fn a_large_document_with_few_values_reserves_little() {
+        let one_string = format!("\"{}\"", "x".repeat(4 << 20));
+        let tree = parse(one_string.as_bytes()).unwrap();
+        let reserved = tree.tape.capacity() * std::mem::size_of::<Entry<'_>>();
+        assert!(
+            reserved <= one_string.len() / 16,
+            "{reserved} bytes reserved for one value of {} bytes",
+            one_string.len()
+        );
+    }
+
+    #[test]
     fn a_value_left_out_is_skipped_with_its_contents() {
         let mut tree = parse(br#"[1,[2,[3]],4]"#).unwrap();
         let second = tree.children(ROOT).nth(1).unwrap();
