@@ -51,6 +51,11 @@ pub(crate) struct Tree<'a> {
 /// The root's place.
 pub(crate) const ROOT: Place = 0;
 
+/// The most entries reserved before a document is read (about 224 KiB): past it the tape grows
+/// with what the document holds, so that a large body of few values (one long string) is not
+/// met with room for as many entries as its size would allow.
+const MOST_RESERVED: usize = 4096;
+
 impl<'a> Tree<'a> {
     /// The value at `place`.
     pub(crate) fn node(&self, place: Place) -> &Node<'a> {
@@ -146,9 +151,10 @@ pub(crate) struct Builder<'a> {
 }
 
 impl<'a> Builder<'a> {
-    /// A builder with room for about `expected` entries; the root's place is [`ROOT`].
+    /// A builder with room for about `expected` entries, up to [`MOST_RESERVED`]; the root's
+    /// place is [`ROOT`].
     pub(crate) fn new(expected: usize) -> Self {
-        let mut tape = Vec::with_capacity(expected.max(1));
+        let mut tape = Vec::with_capacity(expected.clamp(1, MOST_RESERVED));
         tape.push(Entry {
             name: None,
             value: Node::Null,
