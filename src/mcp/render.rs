@@ -16,7 +16,7 @@ use super::tool::ServerAnswer;
 use crate::body::ResponseBody;
 use crate::clock::{now_ms, seconds_since};
 use crate::engine::{Decided, Intent, Outcome, Refusal};
-use crate::headers::{INTENT, REPLAYED};
+use crate::headers::{with_intent, REPLAYED};
 use crate::key::IntentKey;
 use crate::store::{Dialect, KeptResponse, Record, StoredResponse};
 use crate::told::{self, Told};
@@ -49,13 +49,14 @@ impl<St> Rendering<'_, St> {
             Decided::Refused(refusal) => (None, self.refused(&refusal, None)),
             Decided::Keyed { intent, outcome } => (Some(intent.key), self.keyed(&intent, outcome)),
         };
-        let mut response = match said {
+        let response = match said {
             Said::Message(message, headers) => message::write(&message, form, headers),
             Said::Verbatim(response) => response,
         };
-        if let Some(value) = key.and_then(|key| HeaderValue::from_bytes(&key.hex_digits()).ok()) {
-            response.headers_mut().insert(INTENT.clone(), value);
-        }
+        let response = match key {
+            Some(key) => with_intent(response, &key),
+            None => response,
+        };
         response.map(ResponseBody::full)
     }
 

@@ -4,9 +4,10 @@
 use http::{Response, StatusCode};
 
 use super::answer::{write, written};
-use super::replay::{replay, replay_stored, with_intent};
+use super::replay::{replay, replay_stored};
 use crate::body::ResponseBody;
 use crate::engine::{Decided, Failure, Intent, Outcome, Refusal};
+use crate::headers::with_intent;
 use crate::settings::Settings;
 use crate::told;
 

@@ -4,19 +4,11 @@ use http::{header, HeaderMap, HeaderName, HeaderValue, Response, StatusCode};
 
 use super::answer::{annotate, written};
 use crate::body::ResponseBody;
-use crate::headers::{INTENT, REPLAYED};
+use crate::headers::REPLAYED;
 use crate::key::IntentKey;
 use crate::settings::Settings;
 use crate::store::{KeptResponse, Omission, Record, StoredResponse};
 use crate::told;
-
-/// Marks a protected response with its intent.
-pub(crate) fn with_intent<B>(mut response: Response<B>, key: &IntentKey) -> Response<B> {
-    if let Ok(value) = HeaderValue::from_bytes(&key.hex_digits()) {
-        response.headers_mut().insert(INTENT.clone(), value);
-    }
-    response
-}
 
 /// Replays a completed intent.
 pub(crate) fn replay<B>(

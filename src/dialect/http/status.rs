@@ -7,10 +7,11 @@ use http::{Method, Request, Response, StatusCode};
 
 use super::answer::written;
 use super::render::in_progress;
-use super::replay::{replay, with_intent};
+use super::replay::replay;
 use crate::body::ResponseBody;
 use crate::engine::{Engine, Failure, Seen};
 use crate::future::ResponseFuture;
+use crate::headers::with_intent;
 use crate::key::{IntentKey, ScopeHash};
 use crate::settings::Settings;
 use crate::store::Store;
