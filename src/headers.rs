@@ -1,6 +1,6 @@
 //! The headers the layer sets on the answers it gives over HTTP.
 
-use http::{HeaderName, HeaderValue, Response};
+use http::{HeaderMap, HeaderName, HeaderValue, Response};
 
 use crate::key::IntentKey;
 
@@ -21,4 +21,31 @@ pub(crate) fn with_intent<B>(mut response: Response<B>, key: &IntentKey) -> Resp
         response.headers_mut().insert(INTENT.clone(), value);
     }
     response
+}
+
+/// Marks a replayed answer's headers `idempotent-replayed: true`, in either dialect.
+pub(crate) fn mark_replayed(headers: &mut HeaderMap) {
+    headers.insert(REPLAYED.clone(), HeaderValue::from_static("true"));
+}
+
+/// An `age` value (RFC 9111): how many seconds ago the replayed answer was given; the first
+/// seconds, when most repeats come, without an allocation.
+pub(crate) fn age(seconds: u64) -> HeaderValue {
+    const FIRST: [&str; 10] = ["0", "1", "2", "3", "4", "5", "6", "7", "8", "9"];
+    match FIRST.get(seconds as usize) {
+        Some(digits) => HeaderValue::from_static(digits),
+        None => HeaderValue::from(seconds),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn age_is_written_in_seconds_whatever_its_size() {
+        for seconds in [0, 7, 9, 10, 86_400] {
+            assert_eq!(age(seconds), seconds.to_string().as_str());
+        }
+    }
 }

@@ -15,10 +15,6 @@ use super::{CanonicalError, Node, Text};
 /// Nesting depth past which a document is not canonicalised (serde_json's default limit).
 pub(crate) const MAX_DEPTH: usize = 128;
 
-/// About how many bytes of a document each value takes, as tool arguments are written: the
-/// tape is first made for this many, so that it seldom grows.
-const BYTES_PER_VALUE: usize = 16;
-
 /// Parses one JSON text; members of every object come out sorted in canonical order.
 pub(crate) fn parse(input: &[u8]) -> Result<Tree<'_>, CanonicalError> {
     // A JSON text is UTF-8 throughout (RFC 8259 §8.1): checking it once here lets every string
@@ -28,7 +24,7 @@ pub(crate) fn parse(input: &[u8]) -> Result<Tree<'_>, CanonicalError> {
         input,
         text,
         pos: 0,
-        tree: Builder::new(input.len() / BYTES_PER_VALUE),
+        tree: Builder::for_text(input.len()),
     };
     parser.skip_whitespace();
     parser.value_into(0, ROOT)?;
@@ -73,8 +69,8 @@ impl<'a> Parser<'a> {
         }
     }
 
-    /// Parses one value into the entry at `at`, which the tape already holds: each value is
-    /// written once, where it will live.
+    /// Parses one value into the entry at `at`, which the tape already holds, and a
+    /// container's contents after it.
     fn value_into(&mut self, depth: usize, at: Place) -> Result<(), CanonicalError> {
         let node = match self.peek() {
             Some(b'{') => return self.object(depth + 1, at),

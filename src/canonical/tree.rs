@@ -56,6 +56,9 @@ pub(crate) const ROOT: Place = 0;
 /// met with room for as many entries as its size would allow.
 const MOST_RESERVED: usize = 4096;
 
+/// About how many bytes of a JSON text each value takes, as tool arguments are written.
+const BYTES_PER_VALUE: usize = 16;
+
 impl<'a> Tree<'a> {
     /// The value at `place`.
     pub(crate) fn node(&self, place: Place) -> &Node<'a> {
@@ -151,6 +154,12 @@ pub(crate) struct Builder<'a> {
 }
 
 impl<'a> Builder<'a> {
+    /// A builder for a JSON text of `bytes`, with room for as many values as such a text
+    /// usually holds (up to [`MOST_RESERVED`]), so that the tape seldom grows.
+    pub(crate) fn for_text(bytes: usize) -> Self {
+        Self::new(bytes / BYTES_PER_VALUE)
+    }
+
     /// A builder with room for about `expected` entries, up to [`MOST_RESERVED`]; the root's
     /// place is [`ROOT`].
     pub(crate) fn new(expected: usize) -> Self {

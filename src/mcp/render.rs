@@ -16,7 +16,7 @@ use super::tool::ServerAnswer;
 use crate::body::ResponseBody;
 use crate::clock::{now_ms, seconds_since};
 use crate::engine::{Decided, Intent, Outcome, Refusal};
-use crate::headers::{with_intent, REPLAYED};
+use crate::headers::{age, mark_replayed, with_intent};
 use crate::key::IntentKey;
 use crate::store::{Dialect, KeptResponse, Record, StoredResponse};
 use crate::told::{self, Told};
@@ -164,8 +164,8 @@ impl<St> Rendering<'_, St> {
             answers::note_replay(&mut message, ran_s_ago, &key.to_hex());
         }
         let mut headers = HeaderMap::new();
-        headers.insert(REPLAYED.clone(), HeaderValue::from_static("true"));
-        headers.insert(header::AGE, HeaderValue::from(ran_s_ago));
+        mark_replayed(&mut headers);
+        headers.insert(header::AGE, age(ran_s_ago));
         Said::Message(message, headers)
     }
 

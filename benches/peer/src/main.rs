@@ -22,17 +22,19 @@ async fn send_email(Json(email): Json<Value>) -> Json<Value> {
     Json(json!({ "status": "sent", "to": to, "message_id": "msg_1" }))
 }
 
+/// The `n`th ~1 KiB body of the first-execution load, as `first_execution.lua` writes it.
+fn load_body(n: u32) -> String {
+    // The body's text: 900 x's, padded in place.
+    format!(
+        r#"{{"to":"ann@example.com","subject":"report 1764000000-1-{n}","body":"{:x<900}"}}"#,
+        ""
+    )
+}
+
 /// Microseconds to canonicalise and hash one ~1 KiB body of the first-execution load, the median
 /// of 15 batches.
 fn floor() -> f64 {
-    let pad = "x".repeat(900);
-    let bodies: Vec<String> = (0..1000)
-        .map(|n| {
-            format!(
-                r#"{{"to":"ann@example.com","subject":"report 1764000000-1-{n}","body":"{pad}"}}"#
-            )
-        })
-        .collect();
+    let bodies: Vec<String> = (0..1000).map(load_body).collect();
     let mut batches: Vec<f64> = (0..15)
         .map(|_| {
             let started = std::time::Instant::now();
@@ -128,11 +130,8 @@ fn app(mode: &str) -> Router {
 async fn calls(app: Router, count: u32) {
     use tower::ServiceExt;
 
-    let pad = "x".repeat(900);
     for n in 0..count {
-        let body = format!(
-            r#"{{"to":"ann@example.com","subject":"report 1764000000-1-{n}","body":"{pad}"}}"#
-        );
+        let body = load_body(n);
         let request = axum::http::Request::post("/tools/send_email")
             .header("content-type", "application/json")
             .header("x-session-id", "load")

@@ -233,28 +233,25 @@ fn resolve(
     for table in file.routes {
         let span = table.span();
         let mut table = table.into_inner();
-        let made_mcp = table
-            .prefix
-            .as_ref()
-            .filter(|p| mcp.contains(&p.0))
-            .cloned();
-        if made_mcp.is_some() {
-            table.mode = Some(Mode::Mcp);
-        }
         let Some(prefix) = table.prefix.clone() else {
             return Err(ConfigError(format!(
                 "{}: a [[routes]] entry needs a `prefix`, like prefix = \"/tools\"",
                 where_(span)
             )));
         };
+        let by_flag = mcp.contains(&prefix.0);
+        if by_flag {
+            table.mode = Some(Mode::Mcp);
+        }
         let mut built =
             route(table, &prefix.0, default_timeout, Some(&default_route)).map_err(|message| {
                 // The file may never say `mode = "mcp"`: the flag that made it so is named.
-                let by_flag = made_mcp
-                    .as_ref()
-                    .map(|p| format!(" (an MCP route by --mcp {})", p.0))
-                    .unwrap_or_default();
-                ConfigError(format!("{}: {message}{by_flag}", where_(span.clone())))
+                let named = if by_flag {
+                    format!(" (an MCP route by --mcp {})", prefix.0)
+                } else {
+                    String::new()
+                };
+                ConfigError(format!("{}: {message}{named}", where_(span.clone())))
             })?;
         if deadline.is_some() && built.deadline.is_none() {
             built.deadline = deadline;
