@@ -147,3 +147,83 @@ fn an_expired_value_is_gone_when_read() {
     assert_eq!(table.bytes(), 0);
     assert!(table.get(&key(1), || now).is_none(), "and stays gone");
 }
+
+/// A key from two numbers: keys that share `head` share the first eight bytes, all the index
+/// hashes, so that they meet in its probes and only the full key tells them apart.
+fn key_of(head: u8, tail: u16) -> IntentKey {
+    let mut bytes = [head; 32];
+    bytes[8..10].copy_from_slice(&tail.to_le_bytes());
+    IntentKey::from_bytes(bytes)
+}
+
+#[derive(Debug, Clone)]
+enum Step {
+    Insert {
+        head: u8,
+        tail: u16,
+        share: u8,
+        weight: u64,
+    },
+    Get {
+        head: u8,
+        tail: u16,
+    },
+    Remove {
+        head: u8,
+        tail: u16,
+    },
+}
+
+fn step() -> impl proptest::strategy::Strategy<Value = Step> {
+    use proptest::prelude::*;
+    prop_oneof![
+        4 => (0..4u8, 0..600u16, 0..3u8, 1..200u64)
+            .prop_map(|(head, tail, share, weight)| Step::Insert { head, tail, share, weight }),
+        2 => (0..4u8, 0..600u16).prop_map(|(head, tail)| Step::Get { head, tail }),
+        1 => (0..4u8, 0..600u16).prop_map(|(head, tail)| Step::Remove { head, tail }),
+    ]
+}
+
+proptest::proptest! {
+    /// Whatever the inserts, reads and removals, the table holds exactly the values kept and
+    /// neither replaced, removed nor reported evicted, charges exactly their weights, and
+    /// stays within its budget: its index never loses, keeps or confuses a value, however
+    /// many keys meet in its probes and however often it grows.
+    #[test]
+    fn the_table_holds_what_was_kept_and_not_reported_gone(
+        steps in proptest::collection::vec(step(), 1..1500),
+    ) {
+        let now = Instant::now();
+        let (budget, part) = (20_000, 12_000);
+        let mut table = Table::new(budget, part);
+        let mut held: HashMap<IntentKey, u64> = HashMap::new();
+        for step in steps {
+            match step {
+                Step::Insert { head, tail, share, weight } => {
+                    let key = key_of(head, tail);
+                    let share = ScopeHash::of(&[share]);
+                    held.insert(key, weight);
+                    for gone in table.insert(key, value(), weight, share, HOUR, now) {
+                        proptest::prop_assert_ne!(gone.key, key, "the value just kept");
+                        proptest::prop_assert!(held.remove(&gone.key).is_some());
+                    }
+                }
+                Step::Get { head, tail } => {
+                    let key = key_of(head, tail);
+                    let found = table.get(&key, || now).is_some();
+                    proptest::prop_assert_eq!(found, held.contains_key(&key));
+                }
+                Step::Remove { head, tail } => {
+                    let key = key_of(head, tail);
+                    table.remove(&key);
+                    held.remove(&key);
+                }
+            }
+            proptest::prop_assert_eq!(table.bytes(), held.values().sum::<u64>());
+            proptest::prop_assert!(table.bytes() <= budget);
+        }
+        for (key, _) in held {
+            proptest::prop_assert!(table.get(&key, || now).is_some());
+        }
+    }
+}
