@@ -228,6 +228,11 @@ mod tests {
             hashed("/x?t=2&t=1&&a"),
             framed([b"PATCH", b"/x", b"?a&t=2&t=1"])
         );
+        // More parameters than are ordered in place.
+        assert_eq!(
+            hashed("/x?j=9&i=8&h=7&g=6&f=5&e=4&d=3&c=2&b=1&a=0"),
+            framed([b"PATCH", b"/x", b"?a=0&b=1&c=2&d=3&e=4&f=5&g=6&h=7&i=8&j=9"])
+        );
     }
 
     #[test]

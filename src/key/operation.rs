@@ -4,6 +4,7 @@ use std::fmt;
 
 use http::{Method, Uri};
 use sha2::Sha256;
+use smallvec::SmallVec;
 
 use super::{put_framed, put_framed_joined};
 
@@ -50,29 +51,40 @@ impl Operation {
         &self.method
     }
 
-    /// Hashes a request's operation (its method, path and ordered query) without copying its
-    /// method or path: only a query, to be put in order, is copied.
+    /// Hashes a request's operation (its method, path and ordered query) without copying any
+    /// of it: a query's parameters are put in order in place.
     pub(crate) fn hash_request_into(hasher: &mut Sha256, method: &Method, uri: &Uri) {
-        let query = uri.query().map(sorted_query);
-        hash_parts(hasher, method, uri.path(), query.as_deref());
+        put_framed(hasher, method.as_str().as_bytes());
+        put_framed(hasher, uri.path().as_bytes());
+        let Some(query) = uri.query() else {
+            // "no query" and "empty query" are told apart, as an upstream could.
+            return put_framed(hasher, b"-");
+        };
+        // One part: `?`, then the parameters in order, joined by `&`.
+        let params = ordered_params(query);
+        let mut pieces: SmallVec<[&[u8]; 16]> = SmallVec::with_capacity(params.len() * 2);
+        pieces.push(b"?");
+        for (n, param) in params.iter().enumerate() {
+            if n > 0 {
+                pieces.push(b"&");
+            }
+            pieces.push(param.as_bytes());
+        }
+        put_framed_joined(hasher, &pieces);
     }
+}
+
+/// A query's non-empty parameters ordered by name, repeated names in their order; most
+/// queries have a few, kept in place.
+fn ordered_params(query: &str) -> SmallVec<[&str; 8]> {
+    let mut params: SmallVec<[&str; 8]> = query.split('&').filter(|p| !p.is_empty()).collect();
+    params.sort_by_key(|param| param.split('=').next().unwrap_or(param));
+    params
 }
 
 /// A query's parameters ordered by name, repeated names in their order.
 fn sorted_query(query: &str) -> String {
-    let mut params: Vec<&str> = query.split('&').filter(|p| !p.is_empty()).collect();
-    params.sort_by_key(|param| param.split('=').next().unwrap_or(param));
-    params.join("&")
-}
-
-fn hash_parts(hasher: &mut Sha256, method: &Method, path: &str, query: Option<&str>) {
-    put_framed(hasher, method.as_str().as_bytes());
-    put_framed(hasher, path.as_bytes());
-    match query {
-        // "no query" and "empty query" are told apart, as an upstream could.
-        None => put_framed(hasher, b"-"),
-        Some(query) => put_framed_joined(hasher, &[b"?", query.as_bytes()]),
-    }
+    ordered_params(query).join("&")
 }
 
 impl fmt::Display for Operation {
