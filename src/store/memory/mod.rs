@@ -217,7 +217,7 @@ impl MemoryStore {
 }
 
 impl MemoryStore {
-    /// Ends `token`'s lease with an outcome: inserted before the lease is removed, under the
+    /// Ends `token`'s lease with an outcome: the lease is taken and the outcome kept under the
     /// claim lock, so no claim ever sees neither. A kept record counts against its share, and
     /// the table evicts what its share or the budget has no room for; the evictions are
     /// counted and logged outside the locks.
@@ -225,17 +225,17 @@ impl MemoryStore {
         let mut evicted = table::Evictions::new();
         let mut kept_bytes = None;
         let fence = self.fenced(key, token, |running| {
+            // Held, as the fence found: its share is read from the lease taken.
+            let Some(lease) = running.remove(key) else {
+                return;
+            };
             // Tombstones count too: a caller whose calls all fail must not fill the budget at
             // the others' expense.
-            if let Some(lease) = running.get(key) {
-                let weight = u64::from(outcome.weight());
-                let ttl = outcome.ttl();
-                let mut table = self.settled_table();
-                let now = LeaseClock::now();
-                evicted = table.insert(*key, outcome, weight, lease.share, ttl, now);
-                kept_bytes = Some(table.bytes());
-            }
-            running.remove(key);
+            let weight = u64::from(outcome.weight());
+            let ttl = outcome.ttl();
+            let mut table = self.settled_table();
+            evicted = table.insert(*key, outcome, weight, lease.share, ttl, LeaseClock::now());
+            kept_bytes = Some(table.bytes());
         });
         if let Some(bytes) = kept_bytes {
             crate::telemetry::memory_store_bytes(bytes);
