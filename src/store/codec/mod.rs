@@ -80,7 +80,7 @@ pub(crate) fn encode_running(token: &OwnerToken, info: &RunningInfo) -> Vec<u8> 
 }
 
 pub(crate) fn encode_record(record: &Record) -> Vec<u8> {
-    let mut out = header(COMPLETED, 128 + record.weight());
+    let mut out = header(COMPLETED, encoded_record_len(record));
     put_identity(&mut out, &record.scope, &record.fingerprint);
     out.extend_from_slice(&record.started_at_ms.to_be_bytes());
     out.extend_from_slice(&record.completed_at_ms.to_be_bytes());
@@ -119,6 +119,28 @@ pub(crate) fn encode_record(record: &Record) -> Vec<u8> {
         }
     }
     out
+}
+
+/// The exact length of [`encode_record`]'s bytes, so that they are written into one allocation
+/// of their size: the memory store keeps them as they are.
+fn encoded_record_len(record: &Record) -> usize {
+    let response = match &record.response {
+        KeptResponse::Full(response) => {
+            let headers: usize = response
+                .headers
+                .iter()
+                .map(|(name, value)| 2 + name.as_str().len() + 4 + value.len())
+                .sum();
+            1 + 2 + 4 + headers + 4 + response.body.len()
+        }
+        KeptResponse::Omitted { .. } => 1 + 2,
+        KeptResponse::Abandoned => 1,
+    };
+    let dialect = match record.dialect {
+        Dialect::Http => 0,
+        Dialect::Mcp => 1 + 2 + 1,
+    };
+    2 + 32 + 33 + 3 * 8 + response + dialect
 }
 
 pub(crate) fn encode_tombstone(tombstone: &Tombstone) -> Vec<u8> {

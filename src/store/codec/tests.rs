@@ -33,7 +33,14 @@ fn records_round_trip() {
         }),
         dialect: Dialect::Http,
     };
-    let Stored::Completed(back) = decode(Bytes::from(encode_record(&record))).unwrap() else {
+    let encoded = encode_record(&record);
+    assert_eq!(encoded.len(), encoded_record_len(&record));
+    assert_eq!(
+        encoded.capacity(),
+        encoded.len(),
+        "written into one allocation of its size"
+    );
+    let Stored::Completed(back) = decode(Bytes::from(encoded)).unwrap() else {
         panic!("a record decodes as a record")
     };
     assert_eq!(back.scope, scope);
@@ -117,7 +124,9 @@ fn responses_not_kept_say_why() {
             },
             dialect: Dialect::Http,
         };
-        let Stored::Completed(back) = decode(Bytes::from(encode_record(&record))).unwrap() else {
+        let encoded = encode_record(&record);
+        assert_eq!(encoded.capacity(), encoded.len());
+        let Stored::Completed(back) = decode(Bytes::from(encoded)).unwrap() else {
             panic!("a record decodes as a record")
         };
         assert!(matches!(back.response, KeptResponse::Omitted { why: w, .. } if w == why));
@@ -152,6 +161,7 @@ fn an_mcp_record_carries_its_dialect_and_an_http_one_is_written_as_before() {
     assert_eq!(http.len(), 2 + 32 + 33 + 24 + 1, "no extension for HTTP");
     record.dialect = Dialect::Mcp;
     let mcp = encode_record(&record);
+    assert_eq!((http.capacity(), mcp.capacity()), (http.len(), mcp.len()));
     assert_eq!(&mcp[..http.len()], &http[..]);
     let Stored::Completed(back) = decode(Bytes::from(mcp)).unwrap() else {
         panic!("a record decodes as a record")

@@ -1,5 +1,6 @@
 //! The embedded store: a byte-bounded table for settled intents, a plain map for running ones.
 
+mod kept;
 mod table;
 
 use std::collections::HashMap;
@@ -11,6 +12,7 @@ use std::time::Duration;
 // let them lapse.
 use tokio::time::Instant as LeaseClock;
 
+use self::kept::Kept;
 use self::table::{Cause, Table};
 use super::{
     Claim, ClaimRequest, Entry, Fence, OwnerToken, Record, RunningInfo, Store, StoreError,
@@ -72,25 +74,29 @@ struct Lease {
     share: ScopeHash,
 }
 
-#[derive(Clone)]
 enum Settled {
-    Completed(Arc<Record>, Duration),
+    /// A record, encoded, and what it is charged.
+    Completed(Kept, u32, Duration),
     Failed(Arc<Tombstone>, Duration),
 }
 
 impl Settled {
+    fn completed(record: &Record, ttl: Duration) -> Self {
+        let weight = u32::try_from(record.weight() + 32).unwrap_or(u32::MAX);
+        Self::Completed(Kept::new(record), weight, ttl)
+    }
+
     /// What the cache charges for the value, its key included.
     fn weight(&self) -> u32 {
-        let weight = match self {
-            Self::Completed(record, _) => record.weight(),
-            Self::Failed(..) => 400,
-        };
-        u32::try_from(weight + 32).unwrap_or(u32::MAX)
+        match self {
+            Self::Completed(_, weight, _) => *weight,
+            Self::Failed(..) => 400 + 32,
+        }
     }
 
     fn ttl(&self) -> Duration {
         match self {
-            Self::Completed(_, ttl) | Self::Failed(_, ttl) => *ttl,
+            Self::Completed(_, _, ttl) | Self::Failed(_, ttl) => *ttl,
         }
     }
 }
@@ -191,10 +197,10 @@ impl MemoryStore {
     }
 
     fn settled_entry(&self, key: &IntentKey, now: LeaseClock) -> Option<Entry> {
-        let settled = self.settled_table().get(key, || now);
-        settled.map(|settled| match settled {
-            Settled::Completed(record, _) => Entry::Completed(record),
-            Settled::Failed(tombstone, _) => Entry::Failed(tombstone),
+        let mut table = self.settled_table();
+        table.get(key, || now).map(|settled| match settled {
+            Settled::Completed(kept, ..) => Entry::Completed(kept.record()),
+            Settled::Failed(tombstone, _) => Entry::Failed(Arc::clone(tombstone)),
         })
     }
 
@@ -303,7 +309,10 @@ impl Store for MemoryStore {
         record: Arc<Record>,
         retention: Duration,
     ) -> Result<Fence, StoreError> {
-        Ok(self.settle(key, token, Settled::Completed(record, retention)))
+        // Encoded here, and the record as built let go while it is still in cache.
+        let settled = Settled::completed(&record, retention);
+        drop(record);
+        Ok(self.settle(key, token, settled))
     }
 
     async fn release(
@@ -334,8 +343,9 @@ impl Store for MemoryStore {
     }
 
     fn cached(&self, key: &IntentKey) -> Option<Arc<Record>> {
-        match self.settled_table().get(key, LeaseClock::now)? {
-            Settled::Completed(record, _) => Some(record),
+        let mut table = self.settled_table();
+        match table.get(key, LeaseClock::now)? {
+            Settled::Completed(kept, ..) => Some(kept.record()),
             Settled::Failed(..) => None,
         }
     }

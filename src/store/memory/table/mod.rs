@@ -131,12 +131,12 @@ impl Table {
     }
 
     /// The value of `key` if it has not expired, marked as just used; an expired one is
-    /// dropped.
+    /// dropped. Lent in place, so that a reader may keep what it made of it there.
     pub(super) fn get(
         &mut self,
         key: &IntentKey,
         now: impl FnOnce() -> Instant,
-    ) -> Option<Settled> {
+    ) -> Option<&mut Settled> {
         let at = self.find(key)?;
         // The clock is read only for a key the table holds: most lookups are of new intents.
         if self.nodes[at as usize].expires <= now() {
@@ -145,7 +145,7 @@ impl Table {
         }
         self.detach(at);
         self.attach_newest(at);
-        self.nodes[at as usize].value.clone()
+        self.nodes[at as usize].value.as_mut()
     }
 
     /// Keeps `value` for `ttl`, counted against `share`, replacing what `key` held. Returns
