@@ -13,7 +13,7 @@ use tracing::Instrument;
 
 use super::inflight::Lead;
 use super::inflight::Settled;
-use super::recorder::{FirstOutcome, Plan, Recorder, Write};
+use super::recorder::{FirstOutcome, Owned, Plan, Recorder, Write};
 use super::{answered_at_once, Engine, Intent, Work};
 use crate::detached::Reservation;
 use crate::store::{Fence, OwnerToken, Store, StoreError};
@@ -39,14 +39,14 @@ pub(crate) enum Started<A, E> {
 /// Starts the execution detached from the caller.
 ///
 /// The tool is called here first: one that answers without waiting (most do) is recorded at
-/// once, with no task, no channel and no copy of its future, and only the store's write is
-/// boxed (a store that makes it wait gets it moved, as it is, into a tracked task). A tool
-/// that waits is moved, as it is, into a tracked task, which polls it again with a real waker
-/// at once, renews the lease while it runs and bounds it by `max_execution`.
+/// once, with no task, no channel and no copy of its future or its intent, and only the
+/// store's write is boxed (a store that makes it wait gets it moved, as it is, into a tracked
+/// task). A tool that waits is moved, as it is, into a tracked task, which polls it again with
+/// a real waker at once, renews the lease while it runs and bounds it by `max_execution`.
 pub(crate) fn start<St, A, E, F>(
-    engine: Arc<Engine<St>>,
+    engine: &Arc<Engine<St>>,
     work: F,
-    intent: Intent,
+    intent: &Intent,
     claimed: Claimed,
 ) -> Started<A, E>
 where
@@ -55,9 +55,6 @@ where
     A: Send + 'static,
     E: Send + 'static,
 {
-    let tracker = engine.runtime.detached.tracker().clone();
-    // The execution logs into the request's span, which outlives the request if it must.
-    let span = tracing::Span::current();
     let Claimed {
         token,
         lead,
@@ -82,38 +79,43 @@ where
             settled,
             answer,
         } = recorder.plan(Some(ended));
-        if recorder.engine.store.answers_at_once() {
+        if engine.store.answers_at_once() {
             let written = answered_at_once(recorder.attempt(&write));
-            if let Some(retrying) = after.written(recorder, write, settled, written) {
-                tracker.spawn(retrying.instrument(span));
+            if let Some(retrying) = after.written(written, &recorder, write, settled) {
+                detach(engine, retrying);
             }
             return Started::Answered(answer);
         }
+        // The execution logs into the request's span, which outlives the request if it must.
+        let span = tracing::Span::current();
+        let owned = recorder.to_owned();
         let mut attempt = Box::pin(
             async move {
-                let written = recorder.attempt(&write).await;
-                (recorder, write, written)
+                let written = owned.recorder().attempt(&write).await;
+                (owned, write, written)
             }
-            .instrument(span.clone()),
+            .instrument(span),
         );
         let polled = attempt
             .as_mut()
             .poll(&mut Context::from_waker(Waker::noop()));
-        if let Poll::Ready((recorder, write, written)) = polled {
-            if let Some(retrying) = after.written(recorder, write, settled, written) {
-                tracker.spawn(retrying.instrument(span));
+        if let Poll::Ready((owned, write, written)) = polled {
+            if let Some(retrying) = after.written(written, &owned.recorder(), write, settled) {
+                detach(engine, retrying);
             }
             return Started::Answered(answer);
         }
         let (first, later) = oneshot::channel();
-        tracker.spawn(async move {
-            let (recorder, write, written) = attempt.await;
-            finish(after, recorder, write, settled, written, first, answer).await;
+        engine.runtime.detached.tracker().spawn(async move {
+            let (owned, write, written) = attempt.await;
+            finish(after, owned, write, settled, written, first, answer).await;
         });
         return Started::Later(later);
     }
     let (first, later) = oneshot::channel();
+    let owned = recorder.to_owned();
     let execution = async move {
+        let recorder = owned.recorder();
         let bounded = async {
             match recorder.intent.max_execution {
                 Some(limit) => tokio::time::timeout(limit, work).await.ok(),
@@ -121,31 +123,42 @@ where
             }
         };
         let ended =
-            keep_lease_while(&recorder.engine, &recorder.intent, &recorder.token, bounded).await;
+            keep_lease_while(recorder.engine, recorder.intent, &recorder.token, bounded).await;
         let Plan {
             write,
             settled,
             answer,
         } = recorder.plan(ended);
         let written = recorder.attempt(&write).await;
-        finish(after, recorder, write, settled, written, first, answer).await;
+        finish(after, owned, write, settled, written, first, answer).await;
     };
-    tracker.spawn(execution.instrument(span));
+    detach(engine, execution);
     Started::Later(later)
+}
+
+/// Runs `work` in a task tracked for shutdown, in the request's span, which outlives the
+/// request if it must.
+fn detach<St>(engine: &Engine<St>, work: impl Future<Output = ()> + Send + 'static) {
+    let span = tracing::Span::current();
+    engine
+        .runtime
+        .detached
+        .tracker()
+        .spawn(work.instrument(span));
 }
 
 /// After a first write that had to wait: tells the waiters, then the first caller, then
 /// retries the write if the store refused it.
 async fn finish<St: Store, A, E>(
     after: Settle,
-    recorder: Recorder<St>,
+    owned: Owned<St>,
     write: Write,
     settled: Settled,
     written: Result<(), StoreError>,
     first: oneshot::Sender<FirstOutcome<A, E>>,
     answer: FirstOutcome<A, E>,
 ) {
-    let retrying = after.written(recorder, write, settled, written);
+    let retrying = after.written(written, &owned.recorder(), write, settled);
     // The caller may have had its answer already (202) or gone away: either is fine.
     let _ = first.send(answer);
     if let Some(retrying) = retrying {
@@ -166,10 +179,10 @@ impl Settle {
     /// outcome, and repeats in this process are answered from the slot.
     fn written<St: Store>(
         self,
-        recorder: Recorder<St>,
+        written: Result<(), StoreError>,
+        recorder: &Recorder<'_, St>,
         write: Write,
         settled: Settled,
-        written: Result<(), StoreError>,
     ) -> Option<impl Future<Output = ()> + Send + 'static> {
         let Self { lead, _reservation } = self;
         if written.is_ok() {
@@ -177,9 +190,10 @@ impl Settle {
             return None;
         }
         lead.publish(settled.clone());
+        let owned = recorder.to_owned();
         Some(async move {
             let _reservation = _reservation;
-            recorder.keep_trying(write).await;
+            owned.recorder().keep_trying(write).await;
             lead.settle(settled);
         })
     }

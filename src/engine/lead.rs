@@ -175,7 +175,7 @@ where
                 reservation,
                 started_at_ms,
             };
-            let started = execute::start(Arc::clone(engine), work, intent.clone(), claimed);
+            let started = execute::start(engine, work, intent, claimed);
             Next::Started(started, started_at_ms)
         }
     }

@@ -23,13 +23,45 @@ pub(crate) type Ended<A, E> = Option<std::thread::Result<Result<Produced<A>, E>>
 /// How long a completion that the store refuses is retried before it is given up (and logged).
 const COMPLETION_RETRY_WINDOW: Duration = Duration::from_secs(10 * 60);
 
-/// Writes an execution's outcome to the store. It owns what it needs, so that the write can
-/// be moved into a task of its own if the store makes it wait.
-pub(crate) struct Recorder<St> {
-    pub(crate) engine: Arc<Engine<St>>,
-    pub(crate) intent: Intent,
+/// Writes an execution's outcome to the store. It borrows what it needs: an execution that
+/// ends at once on a store that answers at once (the common case) records its outcome with no
+/// copy of its intent; a write that must go on in a task of its own takes an [`Owned`] one.
+pub(crate) struct Recorder<'a, St> {
+    pub(crate) engine: &'a Arc<Engine<St>>,
+    pub(crate) intent: &'a Intent,
     pub(crate) token: OwnerToken,
     pub(crate) started_at_ms: u64,
+}
+
+/// A recorder's parts, owned, so that it can be moved into a task.
+pub(crate) struct Owned<St> {
+    engine: Arc<Engine<St>>,
+    intent: Intent,
+    token: OwnerToken,
+    started_at_ms: u64,
+}
+
+impl<St> Owned<St> {
+    pub(crate) fn recorder(&self) -> Recorder<'_, St> {
+        Recorder {
+            engine: &self.engine,
+            intent: &self.intent,
+            token: self.token,
+            started_at_ms: self.started_at_ms,
+        }
+    }
+}
+
+impl<St> Recorder<'_, St> {
+    /// The same recorder, owning its parts.
+    pub(crate) fn to_owned(&self) -> Owned<St> {
+        Owned {
+            engine: Arc::clone(self.engine),
+            intent: self.intent.clone(),
+            token: self.token,
+            started_at_ms: self.started_at_ms,
+        }
+    }
 }
 
 /// What recording an outcome comes to before the store is asked: the write to make, what the
@@ -46,7 +78,7 @@ pub(crate) enum Write {
     Release(Arc<Tombstone>),
 }
 
-impl<St: Store> Recorder<St> {
+impl<St: Store> Recorder<'_, St> {
     /// Decides, without the store, what an ended execution leaves: kept or released as its
     /// dialect's verdict says, and the first caller's answer.
     pub(crate) fn plan<A, E>(&self, ended: Ended<A, E>) -> Plan<A, E> {
