@@ -1,7 +1,7 @@
 //! In-process coalescing: duplicates of a running intent wait on it without a store call.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use tokio::sync::Notify;
@@ -57,6 +57,9 @@ pub(crate) struct Slot {
     key: IntentKey,
     started_at_ms: AtomicU64,
     pub(crate) fingerprint: Fingerprint,
+    /// Whether a duplicate joined: set and read under the registry's lock, so that a slot
+    /// nobody joined is closed without waking anyone (most are).
+    joined: AtomicBool,
     state: Mutex<State>,
     changed: Notify,
 }
@@ -87,12 +90,14 @@ impl Inflight {
     ) -> Role {
         let mut slots = self.slots.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(slot) = slots.get(&key) {
+            slot.joined.store(true, Ordering::Relaxed);
             return Role::Follower(Arc::clone(slot));
         }
         let slot = Arc::new(Slot {
             key,
             started_at_ms: AtomicU64::new(now_ms),
             fingerprint,
+            joined: AtomicBool::new(false),
             state: Mutex::new(State::Running),
             changed: Notify::new(),
         });
@@ -177,7 +182,7 @@ impl Lead {
 
     fn close(&mut self, state: State) {
         self.settled = true;
-        {
+        let joined = {
             let mut slots = self
                 .inflight
                 .slots
@@ -187,8 +192,12 @@ impl Lead {
             if slots.get(key).is_some_and(|s| Arc::ptr_eq(s, &self.slot)) {
                 slots.remove(key);
             }
+            // Out of the registry now: no duplicate can join after this reading.
+            self.slot.joined.load(Ordering::Relaxed)
+        };
+        if joined {
+            self.slot.set(state);
         }
-        self.slot.set(state);
     }
 }
 
@@ -233,6 +242,23 @@ mod tests {
             Waited::Settled(Settled::Failed { .. })
         ));
         assert_eq!(inflight.len(), 0);
+    }
+
+    #[test]
+    fn a_slot_nobody_joined_is_closed_without_waking_anyone() {
+        let inflight = Arc::new(Inflight::default());
+        let key = IntentKey::from_bytes([4; 32]);
+        let Role::Leader(lead) = inflight.join(key, fingerprint(), 0) else {
+            panic!("first must lead")
+        };
+        let slot = Arc::clone(&lead.slot);
+        lead.settle(Settled::Failed {
+            response: None,
+            failure: Failure::Panic,
+        });
+        assert_eq!(inflight.len(), 0);
+        let state = slot.state.lock().unwrap();
+        assert!(matches!(*state, State::Running), "{state:?}");
     }
 
     #[tokio::test(start_paused = true)]
