@@ -12,7 +12,14 @@
 //! to. A hit is confirmed by comparing every part, so two requests that merely collide on that
 //! hash are never confused. A duplicate sent beside a first call, or a client's retry, finds
 //! the first call's derivation there.
+//!
+//! A request is remembered from its second sighting on: the first is only noted, as its quick
+//! hash in a small array of tags that stays in cache. Almost every request is a first
+//! execution, and copying each into a slot (a kilobyte written to memory the cache had let go)
+//! cost more than the rest of the table; a repeat is derived once more when it first comes
+//! back, and found from then on.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 
 use http::HeaderValue;
@@ -26,6 +33,8 @@ use crate::key::{is_json, BodyFingerprint, IntentKey, ScopeHash};
 /// writing to memory the cache had let go), and enough for the duplicates sent beside a call
 /// and the retries that follow it soon.
 const SLOTS: usize = 256;
+/// Quick hashes of requests seen once lately: 32 KiB, which stays in a core's cache.
+const SIGHTINGS: usize = 4096;
 /// Largest body remembered.
 pub(crate) const MAX_REMEMBERED: usize = 4096;
 /// Largest scope, target and explicit key remembered, together: with the body's bound, the
@@ -131,6 +140,9 @@ impl Remembered {
 
 /// The table of recent requests of one layer.
 pub(crate) struct RecentRequests {
+    /// The quick hash of the last request seen at each place: a request whose hash is not
+    /// there is seen for the first time lately, and is not looked for in the slots.
+    sightings: Box<[AtomicU64]>,
     slots: Box<[Mutex<Option<Remembered>>]>,
     secrets: RapidSecrets,
 }
@@ -142,6 +154,7 @@ impl Default for RecentRequests {
         // client from aiming its requests at one slot.
         let _ = getrandom::fill(&mut seed);
         Self {
+            sightings: (0..SIGHTINGS).map(|_| AtomicU64::new(0)).collect(),
             slots: (0..SLOTS).map(|_| Mutex::default()).collect(),
             secrets: RapidSecrets::seed(u64::from_le_bytes(seed)),
         }
@@ -150,7 +163,7 @@ impl Default for RecentRequests {
 
 impl RecentRequests {
     /// What `seen` derives to: remembered if the very same request came lately, else
-    /// computed by `derive` and remembered.
+    /// computed by `derive`, and remembered if it comes a second time.
     pub(crate) fn derive(&self, seen: &Seen<'_>, derive: impl FnOnce() -> Derived) -> Derived {
         // Only JSON bodies are worth it: their canonical form is what is skipped.
         if !seen.content_type.is_some_and(is_json)
@@ -164,6 +177,13 @@ impl RecentRequests {
         let quick = hash(seen.body)
             ^ hash(seen.scope).rotate_left(21)
             ^ hash(seen.target.as_bytes()).rotate_left(42);
+        // Read and written plainly: two threads noting one place at once only cost a
+        // derivation more.
+        let sighting = &self.sightings[(quick % SIGHTINGS as u64) as usize];
+        if sighting.load(Ordering::Relaxed) != quick {
+            sighting.store(quick, Ordering::Relaxed);
+            return derive();
+        }
         let slot = &self.slots[(quick % SLOTS as u64) as usize];
         if let Some(remembered) = &*slot.lock().unwrap_or_else(PoisonError::into_inner) {
             if remembered.is(quick, seen) {
@@ -224,19 +244,40 @@ mod tests {
     }
 
     #[test]
-    fn a_request_seen_again_is_not_derived_again() {
+    fn a_request_seen_again_is_remembered_and_not_derived_a_third_time() {
         let recent = RecentRequests::default();
         let made = Cell::new(0);
         let json = json();
         let request = seen(b"s1", Some(&json), br#"{"to":"a@example.com"}"#);
         let first = derive(&recent, &request, &made);
-        let again = derive(&recent, &request, &made);
-        let third = derive(&recent, &request, &made);
-        assert_eq!(first.printed.fingerprint, again.printed.fingerprint);
-        let first = first.key.unwrap();
-        assert_eq!(again.key.unwrap(), first);
-        assert_eq!(third.key.unwrap(), first);
         assert_eq!(made.get(), 1);
+        let again = derive(&recent, &request, &made);
+        assert_eq!(made.get(), 2, "remembered at its second sighting");
+        let third = derive(&recent, &request, &made);
+        let fourth = derive(&recent, &request, &made);
+        assert_eq!(made.get(), 2, "found from then on");
+        // The counted derivations give the `made`th key: the found ones are the second's.
+        assert_eq!(first.key.unwrap(), IntentKey::from_bytes([1; 32]));
+        let again = again.key.unwrap();
+        assert_eq!(third.key.unwrap(), again);
+        assert_eq!(fourth.key.unwrap(), again);
+    }
+
+    #[test]
+    fn a_request_seen_once_is_not_copied_into_a_slot() {
+        let recent = RecentRequests::default();
+        let made = Cell::new(0);
+        let json = json();
+        for n in 0..3 * SLOTS {
+            let body = format!(r#"{{"n":{n}}}"#);
+            derive(&recent, &seen(b"s1", Some(&json), body.as_bytes()), &made);
+        }
+        let held = recent
+            .slots
+            .iter()
+            .filter(|slot| slot.lock().unwrap().is_some())
+            .count();
+        assert_eq!(held, 0);
     }
 
     #[test]
@@ -246,6 +287,8 @@ mod tests {
         let (json, json_ld) = (json(), HeaderValue::from_static("application/ld+json"));
         let body: &[u8] = br#"{"a":1}"#;
         let base = seen(b"s1", Some(&json), body);
+        // Seen twice: remembered, so that a request that differs must not be answered from it.
+        derive(&recent, &base, &made);
         derive(&recent, &base, &made);
         let others = [
             Seen {
