@@ -75,30 +75,16 @@ struct Lease {
 }
 
 enum Settled {
-    /// A record, encoded, and what it is charged.
-    Completed(Kept, u32, Duration),
-    Failed(Arc<Tombstone>, Duration),
+    Completed(Kept),
+    Failed(Arc<Tombstone>),
 }
 
-impl Settled {
-    fn completed(record: &Record, ttl: Duration) -> Self {
-        let weight = u32::try_from(record.weight() + 32).unwrap_or(u32::MAX);
-        Self::Completed(Kept::new(record), weight, ttl)
-    }
+/// What the table charges for a tombstone, its key included.
+const TOMBSTONE_WEIGHT: u32 = 400 + 32;
 
-    /// What the cache charges for the value, its key included.
-    fn weight(&self) -> u32 {
-        match self {
-            Self::Completed(_, weight, _) => *weight,
-            Self::Failed(..) => 400 + 32,
-        }
-    }
-
-    fn ttl(&self) -> Duration {
-        match self {
-            Self::Completed(_, _, ttl) | Self::Failed(_, ttl) => *ttl,
-        }
-    }
+/// What the table charges for a record, its key included.
+fn record_weight(record: &Record) -> u32 {
+    u32::try_from(record.weight() + 32).unwrap_or(u32::MAX)
 }
 
 /// Builds a [`MemoryStore`].
@@ -199,8 +185,8 @@ impl MemoryStore {
     fn settled_entry(&self, key: &IntentKey, now: LeaseClock) -> Option<Entry> {
         let mut table = self.settled_table();
         table.get(key, || now).map(|settled| match settled {
-            Settled::Completed(kept, ..) => Entry::Completed(kept.record()),
-            Settled::Failed(tombstone, _) => Entry::Failed(Arc::clone(tombstone)),
+            Settled::Completed(kept) => Entry::Completed(kept.record()),
+            Settled::Failed(tombstone) => Entry::Failed(Arc::clone(tombstone)),
         })
     }
 
@@ -227,7 +213,14 @@ impl MemoryStore {
     /// claim lock, so no claim ever sees neither. A kept record counts against its share, and
     /// the table evicts what its share or the budget has no room for; the evictions are
     /// counted and logged outside the locks.
-    fn settle(&self, key: &IntentKey, token: &OwnerToken, outcome: Settled) -> Fence {
+    fn settle(
+        &self,
+        key: &IntentKey,
+        token: &OwnerToken,
+        outcome: Settled,
+        weight: u32,
+        ttl: Duration,
+    ) -> Fence {
         let mut evicted = table::Evictions::new();
         let mut kept_bytes = None;
         let fence = self.fenced(key, token, |running| {
@@ -237,8 +230,6 @@ impl MemoryStore {
             };
             // Tombstones count too: a caller whose calls all fail must not fill the budget at
             // the others' expense.
-            let weight = u64::from(outcome.weight());
-            let ttl = outcome.ttl();
             let mut table = self.settled_table();
             evicted = table.insert(*key, outcome, weight, lease.share, ttl, LeaseClock::now());
             kept_bytes = Some(table.bytes());
@@ -310,9 +301,12 @@ impl Store for MemoryStore {
         retention: Duration,
     ) -> Result<Fence, StoreError> {
         // Encoded here, and the record as built let go while it is still in cache.
-        let settled = Settled::completed(&record, retention);
+        let (settled, weight) = (
+            Settled::Completed(Kept::new(&record)),
+            record_weight(&record),
+        );
         drop(record);
-        Ok(self.settle(key, token, settled))
+        Ok(self.settle(key, token, settled, weight, retention))
     }
 
     async fn release(
@@ -322,7 +316,8 @@ impl Store for MemoryStore {
         tombstone: Arc<Tombstone>,
         ttl: Duration,
     ) -> Result<Fence, StoreError> {
-        Ok(self.settle(key, token, Settled::Failed(tombstone, ttl)))
+        let settled = Settled::Failed(tombstone);
+        Ok(self.settle(key, token, settled, TOMBSTONE_WEIGHT, ttl))
     }
 
     async fn extend(
@@ -345,8 +340,8 @@ impl Store for MemoryStore {
     fn cached(&self, key: &IntentKey) -> Option<Arc<Record>> {
         let mut table = self.settled_table();
         match table.get(key, LeaseClock::now)? {
-            Settled::Completed(kept, ..) => Some(kept.record()),
-            Settled::Failed(..) => None,
+            Settled::Completed(kept) => Some(kept.record()),
+            Settled::Failed(_) => None,
         }
     }
 

@@ -13,13 +13,12 @@
 //! one is evicted for.
 
 use std::collections::HashMap;
-use std::hash::BuildHasher;
 use std::time::Duration;
 
-use hashbrown::HashTable;
 use smallvec::SmallVec;
 use tokio::time::Instant;
 
+use self::index::Index;
 use super::Settled;
 use crate::key::{IntentKey, KeyHasher, ScopeHash};
 
@@ -45,28 +44,36 @@ pub(super) struct Evicted {
     pub(super) cause: Cause,
 }
 
+/// One kept value and its places in the three orders, in two cache lines: the first holds
+/// what an insert and an eviction touch on a value's neighbours (the key, the links, the
+/// accounts), the second what they touch on the value itself. Under a flood at the budget
+/// every insert evicts the oldest value and relinks the next oldest, all of it memory the
+/// cache has let go: the fewer lines they span, the fewer misses a first execution waits on.
+#[repr(C, align(64))]
 struct Node {
     key: IntentKey,
-    /// `None` once the slot is free.
-    value: Option<Settled>,
-    weight: u64,
-    share: ScopeHash,
-    expires: Instant,
     /// Towards the more recently used, and the less.
     newer: u32,
     older: u32,
     /// The same within the share, by when the value was kept.
     share_newer: u32,
     share_older: u32,
-    /// How long it is kept, and its neighbours among the values kept as long.
-    ttl: Duration,
+    /// The same among the values kept as long, which expire in that order.
     ttl_newer: u32,
     ttl_older: u32,
+    weight: u32,
+    /// Its share's place in `Table::shares`.
+    share: u32,
+    expires: Instant,
+    /// How long it is kept, in nanoseconds: the lifetime it is listed in.
+    ttl: u64,
+    /// `None` once the node is free.
+    value: Option<Settled>,
 }
 
 /// One share's values, newest and oldest, and what they weigh.
-#[derive(Clone, Copy)]
 struct Share {
+    scope: ScopeHash,
     newest: u32,
     oldest: u32,
     bytes: u64,
@@ -76,7 +83,7 @@ struct Share {
 /// The values kept for one length of time, newest and oldest: they expire oldest first.
 #[derive(Clone, Copy)]
 struct Lifetime {
-    ttl: Duration,
+    ttl: u64,
     newest: u32,
     oldest: u32,
 }
@@ -85,16 +92,18 @@ struct Lifetime {
 pub(super) struct Table {
     max_bytes: u64,
     per_share: u64,
-    /// Each value's node, found by its key's hash: four bytes a value, so that under a flood
-    /// the index of a full budget stays in a core's cache where a map of keys (36 bytes a
-    /// value) was a miss on every lookup and every eviction. The key is read from the node.
-    index: HashTable<u32>,
-    hasher: KeyHasher,
+    /// Each value's node, found by its key's hash: eight bytes a value, where a map of keys
+    /// held 36; the key is read from the node.
+    index: Index,
     nodes: Vec<Node>,
     free: Vec<u32>,
     newest: u32,
     oldest: u32,
-    shares: HashMap<ScopeHash, Share, KeyHasher>,
+    /// Each share's place in `shares`, found once per insert; a node names its share by that
+    /// place, so that unlinking one hashes nothing.
+    share_places: HashMap<ScopeHash, u32, KeyHasher>,
+    shares: Vec<Share>,
+    free_shares: Vec<u32>,
     /// One per length of time values are kept for: under a layer, as many as its settings
     /// name (retentions and the failure time), a handful. Every insert visits each of them for
     /// what has expired anyway, so a vector searched in order costs no more than that, and
@@ -108,13 +117,14 @@ impl Table {
         Self {
             max_bytes,
             per_share,
-            index: HashTable::new(),
-            hasher: KeyHasher::new(),
+            index: Index::new(),
             nodes: Vec::new(),
             free: Vec::new(),
             newest: NIL,
             oldest: NIL,
-            shares: HashMap::with_hasher(KeyHasher::new()),
+            share_places: HashMap::with_hasher(KeyHasher::new()),
+            shares: Vec::new(),
+            free_shares: Vec::new(),
             lifetimes: Vec::new(),
             bytes: 0,
         }
@@ -155,7 +165,7 @@ impl Table {
         &mut self,
         key: IntentKey,
         value: Settled,
-        weight: u64,
+        weight: u32,
         share: ScopeHash,
         ttl: Duration,
         now: Instant,
@@ -164,19 +174,21 @@ impl Table {
         if let Some(at) = self.find(&key) {
             self.unlink(at);
         }
+        let ttl_ns = u64::try_from(ttl.as_nanos()).unwrap_or(u64::MAX);
+        let place = self.share_place(share);
         let node = Node {
             key,
-            value: Some(value),
-            weight,
-            share,
-            expires: now + ttl,
             newer: NIL,
             older: NIL,
             share_newer: NIL,
             share_older: NIL,
-            ttl,
             ttl_newer: NIL,
             ttl_older: NIL,
+            weight,
+            share: place,
+            expires: now + ttl,
+            ttl: ttl_ns,
+            value: Some(value),
         };
         let at = match self.free.pop() {
             Some(at) => {
@@ -188,16 +200,14 @@ impl Table {
                 (self.nodes.len() - 1) as u32
             }
         };
-        let (hasher, nodes) = (&self.hasher, &self.nodes);
-        self.index.insert_unique(hasher.hash_one(key), at, |&slot| {
-            hasher.hash_one(nodes[slot as usize].key)
-        });
+        let hash = self.index.hash(&key);
+        self.index.insert(hash, at);
         self.attach_newest(at);
-        let lifetime = match self.lifetimes.iter().position(|l| l.ttl == ttl) {
+        let lifetime = match self.lifetimes.iter().position(|l| l.ttl == ttl_ns) {
             Some(found) => &mut self.lifetimes[found],
             None => {
                 self.lifetimes.push(Lifetime {
-                    ttl,
+                    ttl: ttl_ns,
                     newest: NIL,
                     oldest: NIL,
                 });
@@ -212,26 +222,22 @@ impl Table {
             self.nodes[previous as usize].ttl_newer = at;
             self.nodes[at as usize].ttl_older = previous;
         }
-        let held = self.shares.entry(share).or_insert(Share {
-            newest: NIL,
-            oldest: NIL,
-            bytes: 0,
-            live: 0,
-        });
+        let held = &mut self.shares[place as usize];
         let previous = held.newest;
         held.newest = at;
         if previous == NIL {
             held.oldest = at;
         }
-        held.bytes += weight;
+        held.bytes += u64::from(weight);
         held.live += 1;
         if previous != NIL {
             self.nodes[previous as usize].share_newer = at;
             self.nodes[at as usize].share_older = previous;
         }
-        self.bytes += weight;
+        self.bytes += u64::from(weight);
         let mut evicted = Evictions::new();
-        while let Some(held) = self.shares.get(&share).copied() {
+        loop {
+            let held = &self.shares[place as usize];
             if held.bytes <= self.per_share || held.live <= 1 {
                 break;
             }
@@ -251,13 +257,37 @@ impl Table {
         }
     }
 
+    /// The place of `scope`'s share, made if it holds nothing yet.
+    fn share_place(&mut self, scope: ScopeHash) -> u32 {
+        if let Some(&place) = self.share_places.get(&scope) {
+            return place;
+        }
+        let share = Share {
+            scope,
+            newest: NIL,
+            oldest: NIL,
+            bytes: 0,
+            live: 0,
+        };
+        let place = match self.free_shares.pop() {
+            Some(place) => {
+                self.shares[place as usize] = share;
+                place
+            }
+            None => {
+                self.shares.push(share);
+                (self.shares.len() - 1) as u32
+            }
+        };
+        self.share_places.insert(scope, place);
+        place
+    }
+
     /// The node holding `key`, if any.
     fn find(&self, key: &IntentKey) -> Option<u32> {
         let nodes = &self.nodes;
-        let found = self.index.find(self.hasher.hash_one(key), |&at| {
-            nodes[at as usize].key == *key
-        });
-        found.copied()
+        let hash = self.index.hash(key);
+        self.index.find(hash, |at| nodes[at as usize].key == *key)
     }
 
     /// Drops every value that has expired by `now`.
@@ -290,7 +320,7 @@ impl Table {
     fn unlink(&mut self, at: u32) {
         self.detach(at);
         let node = &self.nodes[at as usize];
-        let (key, share, weight) = (node.key, node.share, node.weight);
+        let (key, place, weight) = (node.key, node.share, u64::from(node.weight));
         let (share_newer, share_older) = (node.share_newer, node.share_older);
         let (ttl, ttl_newer, ttl_older) = (node.ttl, node.ttl_newer, node.ttl_older);
         if ttl_newer != NIL {
@@ -317,27 +347,23 @@ impl Table {
         if share_older != NIL {
             self.nodes[share_older as usize].share_newer = share_newer;
         }
-        if let Some(held) = self.shares.get_mut(&share) {
-            if held.newest == at {
-                held.newest = share_older;
-            }
-            if held.oldest == at {
-                held.oldest = share_newer;
-            }
-            held.bytes -= weight;
-            held.live -= 1;
-            if held.live == 0 {
-                self.shares.remove(&share);
-            }
+        let held = &mut self.shares[place as usize];
+        if held.newest == at {
+            held.newest = share_older;
+        }
+        if held.oldest == at {
+            held.oldest = share_newer;
+        }
+        held.bytes -= weight;
+        held.live -= 1;
+        if held.live == 0 {
+            self.share_places.remove(&held.scope);
+            self.free_shares.push(place);
         }
         self.bytes -= weight;
-        // Found by its slot, not its key: the slot's entry is compared, not its node.
-        if let Ok(entry) = self
-            .index
-            .find_entry(self.hasher.hash_one(key), |&slot| slot == at)
-        {
-            entry.remove();
-        }
+        // Found by its hash and its node: the entry is compared, not the node's key.
+        let hash = self.index.hash(&key);
+        self.index.remove(hash, at);
         // The slot is reused by a later value; what it held is let go now.
         let node = &mut self.nodes[at as usize];
         node.value = None;
@@ -383,5 +409,6 @@ impl Table {
     }
 }
 
+mod index;
 #[cfg(test)]
 mod tests;

@@ -19,7 +19,7 @@ fn value() -> Settled {
         crate::store::ReleaseCause::Panic,
         None,
     );
-    Settled::Failed(Arc::new(tombstone), Duration::from_secs(60))
+    Settled::Failed(Arc::new(tombstone))
 }
 
 const HOUR: Duration = Duration::from_secs(3600);
@@ -162,7 +162,7 @@ enum Step {
         head: u8,
         tail: u16,
         share: u8,
-        weight: u64,
+        weight: u32,
     },
     Get {
         head: u8,
@@ -177,7 +177,7 @@ enum Step {
 fn step() -> impl proptest::strategy::Strategy<Value = Step> {
     use proptest::prelude::*;
     prop_oneof![
-        4 => (0..4u8, 0..600u16, 0..3u8, 1..200u64)
+        4 => (0..4u8, 0..600u16, 0..3u8, 1..200u32)
             .prop_map(|(head, tail, share, weight)| Step::Insert { head, tail, share, weight }),
         2 => (0..4u8, 0..600u16).prop_map(|(head, tail)| Step::Get { head, tail }),
         1 => (0..4u8, 0..600u16).prop_map(|(head, tail)| Step::Remove { head, tail }),
@@ -202,7 +202,7 @@ proptest::proptest! {
                 Step::Insert { head, tail, share, weight } => {
                     let key = key_of(head, tail);
                     let share = ScopeHash::of(&[share]);
-                    held.insert(key, weight);
+                    held.insert(key, u64::from(weight));
                     for gone in table.insert(key, value(), weight, share, HOUR, now) {
                         proptest::prop_assert_ne!(gone.key, key, "the value just kept");
                         proptest::prop_assert!(held.remove(&gone.key).is_some());
@@ -226,4 +226,10 @@ proptest::proptest! {
             proptest::prop_assert!(table.get(&key, || now).is_some());
         }
     }
+}
+
+#[test]
+fn a_node_spans_two_cache_lines_aligned() {
+    assert_eq!(std::mem::size_of::<Node>(), 128);
+    assert_eq!(std::mem::align_of::<Node>(), 64);
 }
