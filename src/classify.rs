@@ -76,11 +76,13 @@ impl DefaultClassify {
             .filter_map(|v| v.to_str().ok())
             .flat_map(|v| v.split(','))
             .any(|directive| directive.trim().eq_ignore_ascii_case("no-store"));
-        let inner_layer = headers.contains_key(&crate::headers::INTENT);
-        match (no_store, status.is_client_error() || inner_layer) {
-            (false, _) => Verdict::Keep,
-            (true, false) => Verdict::KeepStatus,
-            (true, true) => Verdict::Release(ReleaseCause::NoStore),
+        if !no_store {
+            return Verdict::Keep;
+        }
+        if status.is_client_error() || headers.contains_key(&crate::headers::INTENT) {
+            Verdict::Release(ReleaseCause::NoStore)
+        } else {
+            Verdict::KeepStatus
         }
     }
 }
