@@ -47,7 +47,10 @@ where
                 .unwrap_or(Verdict::Unknown),
         )
     };
-    let (status, wait) = (parts.status, retry_after_s(&parts.headers));
+    // The wait a tool asks for matters only to a retry of an attempt that is released.
+    let released = matches!(judged, Judged::Verdict(Verdict::Release(_)));
+    let wait = released.then(|| retry_after_s(&parts.headers)).flatten();
+    let status = parts.status;
     let answered = |stored, answer| Answered {
         judged,
         stored,
