@@ -37,8 +37,9 @@ const SLOTS: usize = 256;
 const SIGHTINGS: usize = 4096;
 /// Largest body remembered.
 pub(crate) const MAX_REMEMBERED: usize = 4096;
-/// Largest scope, target and explicit key remembered, together: with the body's bound, the
-/// table holds at most `SLOTS` times 5 KiB.
+/// Largest scope, method, target, explicit key and content type remembered, together: with
+/// the body's bound, the table holds at most `SLOTS` times 5 KiB, whatever headers a caller
+/// sends.
 const MAX_REMEMBERED_HEAD: usize = 1024;
 
 /// Every part of a request that its intent is derived from.
@@ -168,7 +169,11 @@ impl RecentRequests {
         // Only JSON bodies are worth it: their canonical form is what is skipped.
         if !seen.content_type.is_some_and(is_json)
             || seen.body.len() > MAX_REMEMBERED
-            || seen.scope.len() + seen.target.len() + seen.explicit.map_or(0, <[u8]>::len)
+            || seen.scope.len()
+                + seen.method.len()
+                + seen.target.len()
+                + seen.explicit.map_or(0, <[u8]>::len)
+                + seen.content_type.map_or(0, HeaderValue::len)
                 > MAX_REMEMBERED_HEAD
         {
             return derive();
@@ -340,6 +345,30 @@ mod tests {
             seen(b"s1", None, b"{}"),
             seen(b"s1", Some(&json), &large),
             seen(&long_scope, Some(&json), b"{}"),
+        ];
+        for request in &requests {
+            let made = Cell::new(0);
+            for _ in 0..3 {
+                derive(&recent, request, &made);
+            }
+            assert_eq!(made.get(), 3);
+        }
+    }
+
+    #[test]
+    fn a_content_type_or_method_past_the_head_limit_is_not_remembered() {
+        // A caller could otherwise make every slot keep a long header, past the table's bound.
+        let recent = RecentRequests::default();
+        let padded = format!("application/json; x={}", "y".repeat(MAX_REMEMBERED_HEAD));
+        let long_type = HeaderValue::from_str(&padded).unwrap();
+        let long_method = "P".repeat(MAX_REMEMBERED_HEAD + 1);
+        let json = json();
+        let requests = [
+            seen(b"s1", Some(&long_type), b"{}"),
+            Seen {
+                method: &long_method,
+                ..seen(b"s1", Some(&json), b"{}")
+            },
         ];
         for request in &requests {
             let made = Cell::new(0);
