@@ -277,7 +277,8 @@ impl<St> IdempotencyLayer<St> {
     }
 
     /// How long completed outcomes are kept for replay (default 24 h). It should exceed the
-    /// longest time clients keep retrying.
+    /// longest time clients keep retrying. The shipped stores keep nothing past a hundred
+    /// years: a longer time, up to `Duration::MAX`, is taken as that.
     pub fn retention(self, retention: Duration) -> Self {
         self.set(|s| s.paths.default_retention = retention)
     }

@@ -161,6 +161,27 @@ async fn records_expire_after_the_retention() {
     assert_eq!(counts.get("echo"), 2);
 }
 
+#[tokio::test]
+async fn times_past_the_clocks_reach_keep_records_and_failures_as_long_as_the_store_can() {
+    let layer = IdempotencyLayer::new()
+        .retention(Duration::MAX)
+        .lease(Duration::MAX)
+        .failure_ttl(Duration::MAX);
+    let (client, counts) = start(layer).await;
+    assert_eq!(
+        client.post("/tools/echo", "s", "{}").await.status,
+        StatusCode::CREATED
+    );
+    assert!(client.post("/tools/echo", "s", "{}").await.replayed());
+    assert_eq!(counts.get("echo"), 1);
+    let failed = client.post("/tools/status/503", "s", "{}").await;
+    assert_eq!(failed.status, StatusCode::SERVICE_UNAVAILABLE);
+    let status = client
+        .get(&format!("/_idempotency/{}", failed.intent()), Some("s"))
+        .await;
+    assert_eq!(status.json()["outcome"], "failed");
+}
+
 /// An answer that says the action may have run, that it will not run again, and that a
 /// retry is not safe.
 fn assert_may_have_run(answer: &support::Answer) {

@@ -156,6 +156,32 @@ async fn intents_spread_over_every_cluster_node() {
     }
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn times_past_the_clocks_reach_keep_records_and_failures_as_long_as_redis_can() {
+    let server = RedisServer::start();
+    let counts = Counts::default();
+    let forever = |layer: IdempotencyLayer<Tiered>| {
+        layer
+            .retention(Duration::MAX)
+            .lease(Duration::MAX)
+            .failure_ttl(Duration::MAX)
+    };
+    let a = instance(single(&server).await, &counts, forever).await;
+    let b = instance(single(&server).await, &counts, forever).await;
+    assert_eq!(
+        a.post("/tools/echo", "s", "{}").await.status,
+        StatusCode::CREATED
+    );
+    assert!(b.post("/tools/echo", "s", "{}").await.replayed());
+    assert_eq!(counts.get("echo"), 1);
+    let failed = a.post("/tools/status/503", "s", "{}").await;
+    assert_eq!(failed.status, StatusCode::SERVICE_UNAVAILABLE);
+    let status = b
+        .get(&format!("/_idempotency/{}", failed.intent()), Some("s"))
+        .await;
+    assert_eq!(status.json()["outcome"], "failed");
+}
+
 #[tokio::test]
 async fn round_trips_are_two_per_execution_one_per_remote_replay_none_per_local_replay() {
     let server = RedisServer::start();

@@ -299,7 +299,11 @@ impl RedisStore {
 
 /// A time as the scripts' `PX` argument: whole milliseconds, at least one (zero is refused).
 fn millis_arg(duration: Duration) -> String {
-    duration.as_millis().max(1).to_string()
+    duration
+        .min(super::LONGEST_KEPT)
+        .as_millis()
+        .max(1)
+        .to_string()
 }
 
 fn decode(value: Vec<u8>) -> Result<Stored, StoreError> {

@@ -43,9 +43,8 @@ impl Expiry<IntentKey, Arc<Record>> for UntilExpiry {
         record: &Arc<Record>,
         _: Instant,
     ) -> Option<Duration> {
-        Some(Duration::from_millis(
-            record.expires_at_ms.saturating_sub(now_ms()),
-        ))
+        let left = Duration::from_millis(record.expires_at_ms.saturating_sub(now_ms()));
+        Some(left.min(super::LONGEST_KEPT))
     }
 }
 

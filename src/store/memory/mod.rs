@@ -67,6 +67,12 @@ struct Inner {
     evictions: AtomicU64,
 }
 
+/// `now` and `kept` later, or [`LONGEST_KEPT`](super::LONGEST_KEPT) later if `kept` is
+/// longer: adding `Duration::MAX` to a clock would panic.
+fn until(now: LeaseClock, kept: Duration) -> LeaseClock {
+    now + kept.min(super::LONGEST_KEPT)
+}
+
 struct Lease {
     token: OwnerToken,
     expires: LeaseClock,
@@ -281,7 +287,7 @@ impl Store for MemoryStore {
             *key,
             Lease {
                 token,
-                expires: now + request.lease,
+                expires: until(now, request.lease),
                 info: RunningInfo {
                     started_at_ms: request.started_at_ms,
                     scope: request.scope,
@@ -328,7 +334,7 @@ impl Store for MemoryStore {
     ) -> Result<Fence, StoreError> {
         Ok(self.fenced(key, token, |running| {
             if let Some(held) = running.get_mut(key) {
-                held.expires = LeaseClock::now() + lease;
+                held.expires = until(LeaseClock::now(), lease);
             }
         }))
     }

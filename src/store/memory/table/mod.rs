@@ -186,7 +186,7 @@ impl Table {
             ttl_older: NIL,
             weight,
             share: place,
-            expires: now + ttl,
+            expires: super::until(now, ttl),
             ttl: ttl_ns,
             value: Some(value),
         };
