@@ -10,8 +10,8 @@
 //! the explicit key, the content type and the body, copied into buffers the slot keeps from
 //! request to request, so that after warm-up a miss allocates nothing) beside what it derived
 //! to. A hit is confirmed by comparing every part, so two requests that merely collide on that
-//! hash are never confused. A duplicate sent beside a first call, or a client's retry, finds
-//! the first call's derivation there.
+//! hash are never confused. A client's retries, and a model's repeats of its call, find their
+//! derivation there.
 //!
 //! A request is remembered from its second sighting on: the first is only noted, as its quick
 //! hash in a small array of tags that stays in cache. Almost every request is a first
