@@ -160,7 +160,8 @@ impl Table {
 
     /// Keeps `value` for `ttl`, counted against `share`, replacing what `key` held. Returns
     /// the values evicted for room: the share's own oldest first while it is past its part
-    /// (never the value just kept), then the least recently used while the whole is full.
+    /// (never the value just kept), then the least recently used while the whole is full (the
+    /// value just kept too, last, if it alone weighs more than the whole budget).
     pub(super) fn insert(
         &mut self,
         key: IntentKey,
