@@ -168,18 +168,7 @@ async fn times_past_the_clocks_reach_keep_records_and_failures_as_long_as_the_st
         .lease(Duration::MAX)
         .failure_ttl(Duration::MAX);
     let (client, counts) = start(layer).await;
-    assert_eq!(
-        client.post("/tools/echo", "s", "{}").await.status,
-        StatusCode::CREATED
-    );
-    assert!(client.post("/tools/echo", "s", "{}").await.replayed());
-    assert_eq!(counts.get("echo"), 1);
-    let failed = client.post("/tools/status/503", "s", "{}").await;
-    assert_eq!(failed.status, StatusCode::SERVICE_UNAVAILABLE);
-    let status = client
-        .get(&format!("/_idempotency/{}", failed.intent()), Some("s"))
-        .await;
-    assert_eq!(status.json()["outcome"], "failed");
+    support::assert_replayed_and_failure_shown(&client, &client, &counts).await;
 }
 
 /// An answer that says the action may have run, that it will not run again, and that a

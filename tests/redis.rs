@@ -168,18 +168,7 @@ async fn times_past_the_clocks_reach_keep_records_and_failures_as_long_as_redis_
     };
     let a = instance(single(&server).await, &counts, forever).await;
     let b = instance(single(&server).await, &counts, forever).await;
-    assert_eq!(
-        a.post("/tools/echo", "s", "{}").await.status,
-        StatusCode::CREATED
-    );
-    assert!(b.post("/tools/echo", "s", "{}").await.replayed());
-    assert_eq!(counts.get("echo"), 1);
-    let failed = a.post("/tools/status/503", "s", "{}").await;
-    assert_eq!(failed.status, StatusCode::SERVICE_UNAVAILABLE);
-    let status = b
-        .get(&format!("/_idempotency/{}", failed.intent()), Some("s"))
-        .await;
-    assert_eq!(status.json()["outcome"], "failed");
+    support::assert_replayed_and_failure_shown(&a, &b, &counts).await;
 }
 
 #[tokio::test]

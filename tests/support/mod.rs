@@ -282,6 +282,24 @@ fn convert(headers: &reqwest::header::HeaderMap) -> HeaderMap {
 }
 
 pub mod faulty;
+/// Runs a call through `first` and its repeat through `second` (the same instance or
+/// another), then a call that fails with 503 through `first`, whose attempt `second` looks up
+/// on the status path: the repeat is replayed, the tool ran once, and the failure shows.
+pub async fn assert_replayed_and_failure_shown(first: &Client, second: &Client, counts: &Counts) {
+    assert_eq!(
+        first.post("/tools/echo", "s", "{}").await.status,
+        StatusCode::CREATED
+    );
+    assert!(second.post("/tools/echo", "s", "{}").await.replayed());
+    assert_eq!(counts.get("echo"), 1);
+    let failed = first.post("/tools/status/503", "s", "{}").await;
+    assert_eq!(failed.status, StatusCode::SERVICE_UNAVAILABLE);
+    let status = second
+        .get(&format!("/_idempotency/{}", failed.intent()), Some("s"))
+        .await;
+    assert_eq!(status.json()["outcome"], "failed");
+}
+
 pub mod gateway;
 #[cfg(feature = "redis")]
 pub mod redis_server;
