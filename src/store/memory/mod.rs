@@ -188,9 +188,10 @@ impl MemoryStore {
         })
     }
 
-    fn settled_entry(&self, key: &IntentKey, now: LeaseClock) -> Option<Entry> {
+    /// What the table holds for `key`; the clock is read only if it holds something.
+    fn settled_entry(&self, key: &IntentKey, now: impl FnOnce() -> LeaseClock) -> Option<Entry> {
         let mut table = self.settled_table();
-        table.get(key, || now).map(|settled| match settled {
+        table.get(key, now).map(|settled| match settled {
             Settled::Completed(kept) => Entry::Completed(kept.record()),
             Settled::Failed(tombstone) => Entry::Failed(Arc::clone(tombstone)),
         })
@@ -278,7 +279,7 @@ impl Store for MemoryStore {
                 return Ok(Claim::Running(lease.info));
             }
         }
-        if let Some(Entry::Completed(record)) = self.settled_entry(key, now) {
+        if let Some(Entry::Completed(record)) = self.settled_entry(key, || now) {
             running.remove(key);
             return Ok(Claim::Completed(record));
         }
@@ -344,10 +345,9 @@ impl Store for MemoryStore {
     }
 
     fn cached(&self, key: &IntentKey) -> Option<Arc<Record>> {
-        let mut table = self.settled_table();
-        match table.get(key, LeaseClock::now)? {
-            Settled::Completed(kept) => Some(kept.record()),
-            Settled::Failed(_) => None,
+        match self.settled_entry(key, LeaseClock::now)? {
+            Entry::Completed(record) => Some(record),
+            _ => None,
         }
     }
 
@@ -361,7 +361,7 @@ impl Store for MemoryStore {
                 }
             }
         }
-        Ok(self.settled_entry(key, now))
+        Ok(self.settled_entry(key, || now))
     }
 }
 
