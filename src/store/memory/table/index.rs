@@ -67,12 +67,10 @@ impl Index {
         if (self.len + 1) * 2 > self.entries.len() {
             self.grow();
         }
-        let mask = self.mask();
-        let mut at = hash as usize & mask;
-        while self.entries[at] != 0 {
-            at = (at + 1) & mask;
-        }
-        self.entries[at] = (u64::from(hash) << 32) | (u64::from(node) + 1);
+        put(
+            &mut self.entries,
+            (u64::from(hash) << 32) | (u64::from(node) + 1),
+        );
         self.len += 1;
     }
 
@@ -114,15 +112,20 @@ impl Index {
     fn grow(&mut self) {
         let doubled = vec![0; self.entries.len() * 2].into_boxed_slice();
         let old = std::mem::replace(&mut self.entries, doubled);
-        let mask = self.mask();
         for entry in old.iter().copied().filter(|&entry| entry != 0) {
-            let mut at = (entry >> 32) as usize & mask;
-            while self.entries[at] != 0 {
-                at = (at + 1) & mask;
-            }
-            self.entries[at] = entry;
+            put(&mut self.entries, entry);
         }
     }
+}
+
+/// Writes `entry` in the first empty place from its home on; there must be one.
+fn put(entries: &mut [Entry], entry: Entry) {
+    let mask = entries.len() - 1;
+    let mut at = (entry >> 32) as usize & mask;
+    while entries[at] != 0 {
+        at = (at + 1) & mask;
+    }
+    entries[at] = entry;
 }
 
 #[cfg(test)]

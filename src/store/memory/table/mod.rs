@@ -191,16 +191,7 @@ impl Table {
             ttl: ttl_ns,
             value: Some(value),
         };
-        let at = match self.free.pop() {
-            Some(at) => {
-                self.nodes[at as usize] = node;
-                at
-            }
-            None => {
-                self.nodes.push(node);
-                (self.nodes.len() - 1) as u32
-            }
-        };
+        let at = place_in(&mut self.nodes, &mut self.free, node);
         let hash = self.index.hash(&key);
         self.index.insert(hash, at);
         self.attach_newest(at);
@@ -270,16 +261,7 @@ impl Table {
             bytes: 0,
             live: 0,
         };
-        let place = match self.free_shares.pop() {
-            Some(place) => {
-                self.shares[place as usize] = share;
-                place
-            }
-            None => {
-                self.shares.push(share);
-                (self.shares.len() - 1) as u32
-            }
-        };
+        let place = place_in(&mut self.shares, &mut self.free_shares, share);
         self.share_places.insert(scope, place);
         place
     }
@@ -407,6 +389,24 @@ impl Table {
             previous => self.nodes[previous as usize].newer = at,
         }
         self.newest = at;
+    }
+}
+
+/// Puts `item` in a place of `items` that `free` lists, or at the end; returns its place.
+///
+/// A free list by hand rather than the `slab` crate, whose places are `usize` where the links
+/// between nodes are `u32`, and whose entries wrap each node in an enum of their own around
+/// the two cache lines it is laid out in.
+fn place_in<T>(items: &mut Vec<T>, free: &mut Vec<u32>, item: T) -> u32 {
+    match free.pop() {
+        Some(place) => {
+            items[place as usize] = item;
+            place
+        }
+        None => {
+            items.push(item);
+            (items.len() - 1) as u32
+        }
     }
 }
 
