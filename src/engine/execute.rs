@@ -81,7 +81,7 @@ where
         } = recorder.plan(Some(ended));
         if engine.store.answers_at_once() {
             let written = answered_at_once(recorder.attempt(&write));
-            if let Some(retrying) = after.written(written, &recorder, write, settled) {
+            if let Some(retrying) = after.written(written, || recorder.to_owned(), write, settled) {
                 detach(engine, retrying);
             }
             return Started::Answered(answer);
@@ -100,7 +100,7 @@ where
             .as_mut()
             .poll(&mut Context::from_waker(Waker::noop()));
         if let Poll::Ready((owned, write, written)) = polled {
-            if let Some(retrying) = after.written(written, &owned.recorder(), write, settled) {
+            if let Some(retrying) = after.written(written, move || owned, write, settled) {
                 detach(engine, retrying);
             }
             return Started::Answered(answer);
@@ -158,7 +158,7 @@ async fn finish<St: Store, A, E>(
     first: oneshot::Sender<FirstOutcome<A, E>>,
     answer: FirstOutcome<A, E>,
 ) {
-    let retrying = after.written(written, &owned.recorder(), write, settled);
+    let retrying = after.written(written, move || owned, write, settled);
     // The caller may have had its answer already (202) or gone away: either is fine.
     let _ = first.send(answer);
     if let Some(retrying) = retrying {
@@ -176,11 +176,12 @@ struct Settle {
 impl Settle {
     /// Tells the waiters; the first caller is told next, by the caller. A write the store
     /// refused is retried by the future returned, while every caller waiting here has the
-    /// outcome, and repeats in this process are answered from the slot.
+    /// outcome, and repeats in this process are answered from the slot. `owned` gives the
+    /// retry its recorder, made only if the write was refused.
     fn written<St: Store>(
         self,
         written: Result<(), StoreError>,
-        recorder: &Recorder<'_, St>,
+        owned: impl FnOnce() -> Owned<St>,
         write: Write,
         settled: Settled,
     ) -> Option<impl Future<Output = ()> + Send + 'static> {
@@ -190,7 +191,7 @@ impl Settle {
             return None;
         }
         lead.publish(settled.clone());
-        let owned = recorder.to_owned();
+        let owned = owned();
         Some(async move {
             let _reservation = _reservation;
             owned.recorder().keep_trying(write).await;
