@@ -30,8 +30,8 @@ use crate::key::{is_json, BodyFingerprint, IntentKey, ScopeHash};
 
 /// Slots in the table: few enough that the table stays in a core's cache, where copying a
 /// request into its slot costs little (four times as many made every first execution pay for
-/// writing to memory the cache had let go), and enough for the duplicates sent beside a call
-/// and the retries that follow it soon.
+/// writing to memory the cache had let go), and enough for the repeats and retries that
+/// follow a call soon.
 const SLOTS: usize = 256;
 /// Quick hashes of requests seen once lately: 32 KiB, which stays in a core's cache.
 const SIGHTINGS: usize = 4096;
