@@ -5,9 +5,12 @@
 # stores, and behind `digest`, a layer that only reads the body, canonicalises and hashes it and
 # passes the request on (the floor of a layer that keys by content, over the same HTTP); driven
 # by wrk on loopback with ~1 KiB JSON bodies: first executions (every request a new intent and
-# key) and replays (one intent). The modes take turns round by round; a row is the median of
-# the rounds and its ratio the median of each round's ratio to bare in that round. Pinned: the
-# server on one core, wrk on the other; unpinned: both anywhere.
+# key) and replays (one intent). The modes take turns round by round, each round starting from
+# the next; a row is the median of the rounds and its ratio the median of each round's ratio
+# to bare in that round. Pinned: the server on one core, wrk on the other; unpinned: both
+# anywhere. Beside each rate, the server's CPU time a request (user and kernel, read from
+# /proc): on a shared machine, time its core lost to other tenants slows the rate but is not
+# counted there, so the ratios by CPU move less from round to round.
 #
 # Last, the floor in process: canonicalising and hashing the same body, and the ratio a layer
 # that did only that would reach on the pinned bare app if its time simply added to bare's
@@ -16,6 +19,7 @@
 #
 #   bash benches/http_load.sh                        # 3 rounds of 4 s, 16 connections
 #   ROUNDS=5 DURATION=8 bash benches/http_load.sh
+#   RESULTS=rounds.txt bash benches/http_load.sh      # also keeps each round's figures
 #
 # Needs wrk and taskset (apt-get install wrk util-linux).
 set -euo pipefail
@@ -39,7 +43,18 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# One round of one mode: "round placement mode workload req/s" lines, one per workload. Run in
+# The server's CPU time so far, user and kernel, in clock ticks: what it spent, whatever share
+# of the core the machine's other tenants took meanwhile.
+ticks_per_second=$(getconf CLK_TCK)
+cpu_ticks() { # pid
+  local stat
+  stat=$(< "/proc/$1/stat")
+  # The fields after the command's name, which is in parentheses: utime and stime are the
+  # 12th and 13th of them.
+  awk '{ print $12 + $13 }' <<< "${stat##*) }"
+}
+
+# One round of one mode: "round placement mode workload req/s cpu-µs-per-request" lines, one per workload. Run in
 # this shell, not a pipeline's, so that the cleanup trap knows the server.
 run() { # round, placement, mode
   local round=$1 placement=$2 mode=$3 serve=() load=()
@@ -54,24 +69,32 @@ run() { # round, placement, mode
   checked_load "${load[@]}" wrk -t1 -c1 -d1s -s benches/peer/replay.lua "$url" > /dev/null
   checked_load "${load[@]}" wrk -t1 -c"$CONNECTIONS" -d1s -s benches/peer/replay.lua "$url" > /dev/null
   for workload in first_execution replay; do
-    local rps
-    rps=$(checked_load "${load[@]}" wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" -s "benches/peer/$workload.lua" "$url" \
-      | awk '/Requests\/sec/ { print $2 }')
-    echo "$round $placement $mode $workload $rps"
+    local before after report rps requests
+    before=$(cpu_ticks "$server")
+    report=$(checked_load "${load[@]}" wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" -s "benches/peer/$workload.lua" "$url")
+    after=$(cpu_ticks "$server")
+    rps=$(awk '/Requests\/sec/ { print $2 }' <<< "$report")
+    requests=$(awk '/ requests in / { print $1 }' <<< "$report")
+    echo "$round $placement $mode $workload $rps $(awk -v t=$((after - before)) -v hz="$ticks_per_second" -v n="$requests" \
+      'BEGIN { printf "%.3f", t / hz * 1e6 / n }')"
   done
   kill "$server"; wait "$server" 2>/dev/null || true; server=""
 }
 
+modes=(bare digest ours peer)
 results="$work/results"
 : > "$results"
 for round in $(seq 1 "$ROUNDS"); do
   for placement in pinned unpinned; do
-    for mode in bare digest ours peer; do
-      run "$round" "$placement" "$mode" >> "$results"
+    # Each round starts from the next mode, so that no mode always runs at the same point of
+    # a round.
+    for turn in 0 1 2 3; do
+      run "$round" "$placement" "${modes[(round + turn) % 4]}" >> "$results"
     done
   done
   echo "round $round of $ROUNDS done" >&2
 done
+[ -n "${RESULTS:-}" ] && cp "$results" "$RESULTS"
 floor_us=$("$app" floor)
 flood=$("$app" flood)
 
@@ -89,25 +112,33 @@ awk -v floor_us="$floor_us" '
     for (i = 2; i <= n; i++) { if (a[i] < lo) lo = a[i]; if (a[i] > hi) hi = a[i] }
     return sprintf("%.2f–%.2f", lo, hi)
   }
-  { rps[$2, $3, $4, $1] = $5; rounds[$1] = 1; seen[$2, $3, $4] = 1 }
+  { rps[$2, $3, $4, $1] = $5; cpu[$2, $3, $4, $1] = $6; rounds[$1] = 1; seen[$2, $3, $4] = 1 }
   END {
-    printf "| %-8s | %-6s | %-15s | %9s | %15s | %15s |\n", "placement", "mode", "workload", "req/s", "vs bare", "vs peer"
-    printf "| %-8s | %-6s | %-15s | %9s | %15s | %15s |\n", "---", "---", "---", "---:", "---:", "---:"
+    printf "| %-8s | %-6s | %-15s | %9s | %15s | %15s | %10s | %15s | %15s |\n", "placement", "mode", "workload", "req/s", "vs bare", "vs peer", "CPU µs/req", "by CPU vs bare", "by CPU vs peer"
+    printf "| %-8s | %-6s | %-15s | %9s | %15s | %15s | %10s | %15s | %15s |\n", "---", "---", "---", "---:", "---:", "---:", "---:", "---:", "---:"
     split("pinned unpinned", places, " "); split("bare digest ours peer", modes, " "); split("first_execution replay", loads, " ")
     for (p = 1; p <= 2; p++) for (w = 1; w <= 2; w++) for (m = 1; m <= 4; m++) {
       key = places[p] SUBSEP modes[m] SUBSEP loads[w]
       if (!(key in seen)) continue
-      all = ""; vs_bare = ""; vs_peer = ""
+      all = ""; vs_bare = ""; vs_peer = ""; spent = ""; cpu_bare = ""; cpu_peer = ""
       for (r in rounds) {
         v = rps[places[p], modes[m], loads[w], r]; b = rps[places[p], "bare", loads[w], r]
         q = rps[places[p], "peer", loads[w], r]
         all = all " " v
         if (b > 0) vs_bare = vs_bare " " v / b
         if (q > 0 && b > 0) vs_peer = vs_peer " " (v / b) / (q / b)
+        # By CPU, a ratio is the CPU time a request of the other over that of this one: above 1, this
+        # one spends less.
+        c = cpu[places[p], modes[m], loads[w], r]; cb = cpu[places[p], "bare", loads[w], r]
+        cq = cpu[places[p], "peer", loads[w], r]
+        spent = spent " " c
+        if (c > 0) { cpu_bare = cpu_bare " " cb / c; cpu_peer = cpu_peer " " cq / c }
       }
       bare_cell = sprintf("%.2f× (%s)", median(vs_bare), range(vs_bare))
       peer_cell = modes[m] == "ours" ? sprintf("%.2f× (%s)", median(vs_peer), range(vs_peer)) : "-"
-      printf "| %-8s | %-6s | %-15s | %9.0f | %15s | %15s |\n", places[p], modes[m], loads[w], median(all), bare_cell, peer_cell
+      cpu_bare_cell = sprintf("%.2f× (%s)", median(cpu_bare), range(cpu_bare))
+      cpu_peer_cell = modes[m] == "ours" ? sprintf("%.2f× (%s)", median(cpu_peer), range(cpu_peer)) : "-"
+      printf "| %-8s | %-6s | %-15s | %9.0f | %15s | %15s | %10.2f | %15s | %15s |\n", places[p], modes[m], loads[w], median(all), bare_cell, peer_cell, median(spent), cpu_bare_cell, cpu_peer_cell
       if (places[p] == "pinned" && modes[m] == "bare" && loads[w] == "first_execution") bare_rps = median(all)
     }
     bare_us = 1e6 / bare_rps
