@@ -54,8 +54,8 @@ cpu_ticks() { # pid
   awk '{ print $12 + $13 }' <<< "${stat##*) }"
 }
 
-# One round of one mode: "round placement mode workload req/s cpu-µs-per-request" lines, one per workload. Run in
-# this shell, not a pipeline's, so that the cleanup trap knows the server.
+# One round of one mode: "round placement mode workload req/s cpu-µs-a-request" lines, one per
+# workload. Run in this shell, not a pipeline's, so that the cleanup trap knows the server.
 run() { # round, placement, mode
   local round=$1 placement=$2 mode=$3 serve=() load=()
   if [ "$placement" = pinned ]; then serve=(taskset -c 0); load=(taskset -c 1); fi
@@ -69,14 +69,15 @@ run() { # round, placement, mode
   checked_load "${load[@]}" wrk -t1 -c1 -d1s -s benches/peer/replay.lua "$url" > /dev/null
   checked_load "${load[@]}" wrk -t1 -c"$CONNECTIONS" -d1s -s benches/peer/replay.lua "$url" > /dev/null
   for workload in first_execution replay; do
-    local before after report rps requests
+    local before after report rps requests cpu_us
     before=$(cpu_ticks "$server")
     report=$(checked_load "${load[@]}" wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" -s "benches/peer/$workload.lua" "$url")
     after=$(cpu_ticks "$server")
     rps=$(awk '/Requests\/sec/ { print $2 }' <<< "$report")
     requests=$(awk '/ requests in / { print $1 }' <<< "$report")
-    echo "$round $placement $mode $workload $rps $(awk -v t=$((after - before)) -v hz="$ticks_per_second" -v n="$requests" \
-      'BEGIN { printf "%.3f", t / hz * 1e6 / n }')"
+    cpu_us=$(awk -v t=$((after - before)) -v hz="$ticks_per_second" -v n="$requests" \
+      'BEGIN { printf "%.3f", t / hz * 1e6 / n }')
+    echo "$round $placement $mode $workload $rps $cpu_us"
   done
   kill "$server"; wait "$server" 2>/dev/null || true; server=""
 }
@@ -94,7 +95,7 @@ for round in $(seq 1 "$ROUNDS"); do
   done
   echo "round $round of $ROUNDS done" >&2
 done
-[ -n "${RESULTS:-}" ] && cp "$results" "$RESULTS"
+if [ -n "${RESULTS:-}" ]; then cp "$results" "$RESULTS"; fi
 floor_us=$("$app" floor)
 flood=$("$app" flood)
 
@@ -127,8 +128,8 @@ awk -v floor_us="$floor_us" '
         all = all " " v
         if (b > 0) vs_bare = vs_bare " " v / b
         if (q > 0 && b > 0) vs_peer = vs_peer " " (v / b) / (q / b)
-        # By CPU, a ratio is the CPU time a request of the other over that of this one: above 1, this
-        # one spends less.
+        # By CPU, a ratio is the CPU time a request of the other over that of this one:
+        # above 1, this one spends less.
         c = cpu[places[p], modes[m], loads[w], r]; cb = cpu[places[p], "bare", loads[w], r]
         cq = cpu[places[p], "peer", loads[w], r]
         spent = spent " " c
