@@ -45,6 +45,11 @@ impl Index {
 
     /// The node placed by `hash` that `is` accepts.
     pub(super) fn find(&self, hash: u32, is: impl Fn(u32) -> bool) -> Option<u32> {
+        self.position(hash, is).map(|at| node_of(self.entries[at]))
+    }
+
+    /// Where the entry placed by `hash` whose node `is` accepts lies.
+    fn position(&self, hash: u32, is: impl Fn(u32) -> bool) -> Option<usize> {
         let mask = self.mask();
         let mut at = hash as usize & mask;
         loop {
@@ -52,11 +57,8 @@ impl Index {
             if entry == 0 {
                 return None;
             }
-            if (entry >> 32) as u32 == hash {
-                let node = (entry as u32) - 1;
-                if is(node) {
-                    return Some(node);
-                }
+            if hash_of(entry) == hash && is(node_of(entry)) {
+                return Some(at);
             }
             at = (at + 1) & mask;
         }
@@ -67,35 +69,25 @@ impl Index {
         if (self.len + 1) * 2 > self.entries.len() {
             self.grow();
         }
-        put(
-            &mut self.entries,
-            (u64::from(hash) << 32) | (u64::from(node) + 1),
-        );
+        put(&mut self.entries, entry(hash, node));
         self.len += 1;
     }
 
     /// Takes out the entry of `node`, placed by `hash`, if there is one.
     pub(super) fn remove(&mut self, hash: u32, node: u32) {
+        let Some(mut hole) = self.position(hash, |placed| placed == node) else {
+            return;
+        };
         let mask = self.mask();
-        let wanted = (u64::from(hash) << 32) | (u64::from(node) + 1);
-        let mut at = hash as usize & mask;
-        loop {
-            match self.entries[at] {
-                0 => return,
-                entry if entry == wanted => break,
-                _ => at = (at + 1) & mask,
-            }
-        }
         // Shifted back: each entry after the hole that may move into it (its home is not
         // between the hole and itself) moves, so that every run stays unbroken.
-        let mut hole = at;
         let mut next = (hole + 1) & mask;
         loop {
             let entry = self.entries[next];
             if entry == 0 {
                 break;
             }
-            let home = (entry >> 32) as usize & mask;
+            let home = hash_of(entry) as usize & mask;
             let distance_to_home = next.wrapping_sub(home) & mask;
             let distance_to_hole = next.wrapping_sub(hole) & mask;
             if distance_to_home >= distance_to_hole {
@@ -118,10 +110,25 @@ impl Index {
     }
 }
 
+/// The entry of `node`, placed by `hash`.
+fn entry(hash: u32, node: u32) -> Entry {
+    (u64::from(hash) << 32) | (u64::from(node) + 1)
+}
+
+/// The hash an entry was placed by.
+fn hash_of(entry: Entry) -> u32 {
+    (entry >> 32) as u32
+}
+
+/// The node an entry names; not of the empty entry.
+fn node_of(entry: Entry) -> u32 {
+    entry as u32 - 1
+}
+
 /// Writes `entry` in the first empty place from its home on; there must be one.
 fn put(entries: &mut [Entry], entry: Entry) {
     let mask = entries.len() - 1;
-    let mut at = (entry >> 32) as usize & mask;
+    let mut at = hash_of(entry) as usize & mask;
     while entries[at] != 0 {
         at = (at + 1) & mask;
     }
