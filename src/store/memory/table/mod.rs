@@ -172,7 +172,9 @@ impl Table {
         now: Instant,
     ) -> Evictions {
         self.drop_expired(now);
-        if let Some(at) = self.find(&key) {
+        // Hashed once: to find what the key held, then to place it.
+        let hash = self.index.hash(&key);
+        if let Some(at) = self.find_hashed(hash, &key) {
             self.unlink(at);
         }
         let ttl_ns = u64::try_from(ttl.as_nanos()).unwrap_or(u64::MAX);
@@ -192,7 +194,6 @@ impl Table {
             value: Some(value),
         };
         let at = place_in(&mut self.nodes, &mut self.free, node);
-        let hash = self.index.hash(&key);
         self.index.insert(hash, at);
         self.attach_newest(at);
         let lifetime = match self.lifetimes.iter().position(|l| l.ttl == ttl_ns) {
@@ -268,8 +269,12 @@ impl Table {
 
     /// The node holding `key`, if any.
     fn find(&self, key: &IntentKey) -> Option<u32> {
+        self.find_hashed(self.index.hash(key), key)
+    }
+
+    /// The node holding `key`, whose hash is `hash`, if any.
+    fn find_hashed(&self, hash: u32, key: &IntentKey) -> Option<u32> {
         let nodes = &self.nodes;
-        let hash = self.index.hash(key);
         self.index.find(hash, |at| nodes[at as usize].key == *key)
     }
 
