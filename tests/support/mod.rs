@@ -281,7 +281,6 @@ fn convert(headers: &reqwest::header::HeaderMap) -> HeaderMap {
     out
 }
 
-pub mod faulty;
 /// Runs a call through `first` and its repeat through `second` (the same instance or
 /// another), then a call that fails with 503 through `first`, whose attempt `second` looks up
 /// on the status path: the repeat is replayed, the tool ran once, and the failure shows.
@@ -300,6 +299,7 @@ pub async fn assert_replayed_and_failure_shown(first: &Client, second: &Client, 
     assert_eq!(status.json()["outcome"], "failed");
 }
 
+pub mod faulty;
 pub mod gateway;
 #[cfg(feature = "redis")]
 pub mod redis_server;
