@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use axum::http::StatusCode;
 use support::start;
-use tower_idempotency::IdempotencyLayer;
+use tower_idempotency::store::{Entry, MemoryStore, Store};
+use tower_idempotency::{IdempotencyLayer, IntentKey};
 
 #[tokio::test]
 async fn a_success_is_kept_and_replayed_byte_for_byte() {
@@ -169,6 +170,21 @@ async fn times_past_the_clocks_reach_keep_records_and_failures_as_long_as_the_st
         .failure_ttl(Duration::MAX);
     let (client, counts) = start(layer).await;
     support::assert_replayed_and_failure_shown(&client, &client, &counts).await;
+}
+
+#[tokio::test]
+async fn a_retention_too_long_to_count_in_milliseconds_keeps_the_record_to_the_end_of_time() {
+    // 2^64 + 384 milliseconds: one that wrapped around would keep it for 384.
+    let retention = Duration::from_millis(u64::MAX) + Duration::from_millis(385);
+    let store = MemoryStore::new();
+    let layer = IdempotencyLayer::with_store(store.clone()).retention(retention);
+    let (client, _) = start(layer).await;
+    let answer = client.post("/tools/echo", "s", "{}").await;
+    let key: IntentKey = answer.intent().parse().unwrap();
+    let Ok(Some(Entry::Completed(record))) = store.get(&key).await else {
+        panic!("the record is kept");
+    };
+    assert_eq!(record.expires_at_ms, u64::MAX);
 }
 
 /// An answer that says the action may have run, that it will not run again, and that a
