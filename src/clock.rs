@@ -6,7 +6,7 @@
 //! moves together, and a wall clock that jumps does not make a lease lapse early.
 
 use std::sync::OnceLock;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use tokio::time::Instant;
 
@@ -23,6 +23,12 @@ pub(crate) fn now_ms() -> u64 {
     wall_ms.saturating_add(passed.as_millis() as u64)
 }
 
+/// `duration` in whole milliseconds, or `u64::MAX` for a duration longer than that counts:
+/// a cast would wrap around to a short time.
+pub(crate) fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
 /// Whole seconds since `since_ms` (zero if that is later than now).
 pub(crate) fn seconds_since(since_ms: u64) -> u64 {
     now_ms().saturating_sub(since_ms) / 1000
@@ -31,7 +37,6 @@ pub(crate) fn seconds_since(since_ms: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
 
     #[tokio::test(start_paused = true)]
     async fn the_clock_moves_with_tokio_time() {

@@ -7,7 +7,7 @@ use std::time::Duration;
 use super::inflight::Settled;
 use super::{Answered, Engine, Failure, Intent, Judged, Outcome, Produced};
 use crate::classify::Verdict;
-use crate::clock::now_ms;
+use crate::clock::{millis, now_ms};
 use crate::store::{
     Fence, KeptResponse, Omission, OwnerToken, Record, ReleaseCause, Store, StoreError, Tombstone,
 };
@@ -172,7 +172,7 @@ impl<St: Store> Recorder<'_, St> {
             fingerprint: self.intent.fingerprint,
             started_at_ms: self.started_at_ms,
             completed_at_ms,
-            expires_at_ms: completed_at_ms.saturating_add(self.intent.retention.as_millis() as u64),
+            expires_at_ms: completed_at_ms.saturating_add(millis(self.intent.retention)),
             response,
             dialect: self.intent.dialect,
         })

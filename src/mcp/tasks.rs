@@ -9,7 +9,7 @@ use serde_json::{json, Map, Value};
 
 use super::answers;
 use super::envelope::TaskQuery;
-use crate::clock::now_ms;
+use crate::clock::{millis, now_ms};
 use crate::engine::{Engine, Failure, Seen};
 use crate::key::{IntentKey, ScopeHash};
 use crate::store::{KeptResponse, Omission, Record, Store};
@@ -70,7 +70,6 @@ pub(crate) struct TaskView {
 
 impl TaskView {
     fn to_value(&self) -> Value {
-        let millis = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
         json!({
             "taskId": self.key.to_hex(),
             "status": self.status.as_str(),

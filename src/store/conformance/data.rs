@@ -7,7 +7,7 @@ use bytes::Bytes;
 use http::header::{CONTENT_TYPE, SET_COOKIE};
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 
-use crate::clock::now_ms;
+use crate::clock::{millis, now_ms};
 use crate::key::{Fingerprint, IntentKey, ScopeHash};
 use crate::store::{
     Claim, ClaimRequest, Dialect, Entry, KeptResponse, OwnerToken, Record, ReleaseCause,
@@ -58,10 +58,6 @@ pub(super) fn rival(first: &ClaimRequest) -> ClaimRequest {
         started_at_ms: first.started_at_ms + 1,
         ..request(HELD)
     }
-}
-
-pub(super) fn millis(duration: Duration) -> u64 {
-    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// The record of `owner`'s execution, kept for `retention` from now.
