@@ -17,10 +17,10 @@ static ANCHOR: OnceLock<(u64, Instant)> = OnceLock::new();
 pub(crate) fn now_ms() -> u64 {
     let (wall_ms, at) = *ANCHOR.get_or_init(|| {
         let wall = SystemTime::now().duration_since(UNIX_EPOCH);
-        (wall.map_or(0, |d| d.as_millis() as u64), Instant::now())
+        (wall.map_or(0, millis), Instant::now())
     });
     let passed = Instant::now().saturating_duration_since(at);
-    wall_ms.saturating_add(passed.as_millis() as u64)
+    wall_ms.saturating_add(millis(passed))
 }
 
 /// `duration` in whole milliseconds, or `u64::MAX` for a duration longer than that counts:
