@@ -19,6 +19,7 @@ fn emit_at(tree: &Tree<'_>, place: Place, kinds: NumberKinds, out: &mut impl Sin
             // Trees are built only from finite values, so this cannot fail.
             let _ = write_double(*value, kinds, out);
         }
+        Node::Decimal(literal) => out.put(literal.as_bytes()),
         Node::String(text) => write_text(text, out),
         Node::Array { .. } => {
             out.put(b"[");

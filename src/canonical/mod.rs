@@ -49,6 +49,9 @@ pub(crate) enum Node<'a> {
     /// An integer literal, exactly as written.
     Integer(Cow<'a, str>),
     Double(f64),
+    /// A number with a fraction whose literal is already what RFC 8785 prints for it (see
+    /// [`number::is_canonical_decimal`]), kept as written.
+    Decimal(&'a str),
     String(Text<'a>),
     /// Its items follow it on the tape, up to `end`.
     Array {

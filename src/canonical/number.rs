@@ -64,6 +64,42 @@ pub(super) fn write_double(
     Ok(())
 }
 
+/// Most significant digits a decimal may have and still be the only one of its length or
+/// shorter that rounds to its double: any two decimals of at most 15 significant digits round
+/// to two doubles (IEEE 754 binary64 carries 15.95 decimal digits).
+const UNIQUE_DIGITS: usize = 15;
+/// Most zeros between the point and the first significant digit that ECMAScript still prints
+/// in plain notation: `0.000001` stays, `0.0000001` is `1e-7`.
+const MOST_LEADING_ZEROS: usize = 5;
+
+/// Whether a number literal with a fraction is already in the form RFC 8785 prints for its
+/// double, so that parsing and printing it again would give back the same text: no exponent,
+/// at most 15 significant digits, a fraction that does not end in 0, and no more leading
+/// zeros than ECMAScript prints in plain notation. Its double is then the nearest to it, no
+/// shorter decimal rounds to the same double (it would have at most 15 digits too), and
+/// ECMAScript writes its digits with the point where the literal has it. Everything else goes
+/// through the double.
+pub(super) fn is_canonical_decimal(literal: &str) -> bool {
+    let unsigned = literal.strip_prefix('-').unwrap_or(literal);
+    let Some((whole, fraction)) = unsigned.split_once('.') else {
+        return false;
+    };
+    let plain = |digits: &str| digits.bytes().all(|b| b.is_ascii_digit());
+    if !plain(whole) || !plain(fraction) || !fraction.ends_with(|c: char| c != '0') {
+        return false;
+    }
+    let significant = if whole == "0" {
+        let leading_zeros = fraction.len() - fraction.trim_start_matches('0').len();
+        if leading_zeros > MOST_LEADING_ZEROS {
+            return false;
+        }
+        fraction.len() - leading_zeros
+    } else {
+        whole.len() + fraction.len()
+    };
+    significant <= UNIQUE_DIGITS
+}
+
 /// Parses the text of a number literal that has a fraction or an exponent.
 pub(super) fn parse_double(literal: &str) -> Result<f64, CanonicalError> {
     let value: f64 = literal
@@ -142,6 +178,54 @@ mod tests {
         let mut out = Vec::new();
         write_integer("-0", NumberKinds::Distinct, &mut out);
         assert_eq!(out, b"-0");
+    }
+
+    #[test]
+    fn decimals_printed_otherwise_go_through_the_double() {
+        for literal in [
+            "1.10",
+            "1.0",
+            "0.0",
+            "-0.0",
+            "0.0000001",
+            "1e5",
+            "1.5e3",
+            "0.1234567890123456",
+            "1234567890.123456",
+            "12",
+        ] {
+            assert!(!is_canonical_decimal(literal), "{literal}");
+        }
+        for literal in [
+            "1.5",
+            "-0.25",
+            "0.000001",
+            "123456789012.345",
+            "0.100000000000001",
+        ] {
+            assert!(is_canonical_decimal(literal), "{literal}");
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(4096))]
+
+        /// A literal kept as written is exactly what parsing it and printing its double gives,
+        /// whether the kinds stay apart or merge.
+        #[test]
+        fn a_decimal_kept_as_written_prints_as_its_double_does(
+            negative in proptest::bool::ANY,
+            whole in "(0|[1-9][0-9]{0,16})",
+            fraction in "[0-9]{0,17}[1-9]",
+        ) {
+            let sign = if negative { "-" } else { "" };
+            let literal = format!("{sign}{whole}.{fraction}");
+            if is_canonical_decimal(&literal) {
+                let value = parse_double(&literal).unwrap();
+                proptest::prop_assert_eq!(double_as(value, NumberKinds::Distinct), literal.clone());
+                proptest::prop_assert_eq!(double_as(value, NumberKinds::Merged), literal);
+            }
+        }
     }
 
     #[test]

@@ -7,7 +7,7 @@
 
 use std::borrow::Cow;
 
-use super::number::parse_double;
+use super::number::{is_canonical_decimal, parse_double};
 use super::scan::plain_run;
 use super::tree::{Builder, Place, Tree, ROOT};
 use super::{CanonicalError, Node, Text};
@@ -194,6 +194,8 @@ impl<'a> Parser<'a> {
         let literal = &self.text[start..self.pos];
         if integer {
             Ok(Node::Integer(Cow::Borrowed(literal)))
+        } else if is_canonical_decimal(literal) {
+            Ok(Node::Decimal(literal))
         } else {
             Ok(Node::Double(parse_double(literal)?))
         }

@@ -4,6 +4,7 @@ use std::borrow::Cow;
 
 use serde_json::{Map, Number, Value};
 
+use super::number::parse_double;
 use super::tree::Builder;
 use super::{CanonicalError, Node, Place, Text, Tree, ROOT};
 
@@ -30,9 +31,8 @@ fn value_at(tree: &Tree<'_>, place: Place) -> Result<Value, CanonicalError> {
                 return Err(CanonicalError::NumberOutOfRange);
             }
         }
-        Node::Double(d) => {
-            Value::Number(Number::from_f64(*d).ok_or(CanonicalError::NumberOutOfRange)?)
-        }
+        Node::Double(d) => double(*d)?,
+        Node::Decimal(literal) => double(parse_double(literal)?)?,
         Node::String(s) => Value::String(s.as_str().to_owned()),
         Node::Array { .. } => Value::Array(
             tree.children(place)
@@ -50,6 +50,12 @@ fn value_at(tree: &Tree<'_>, place: Place) -> Result<Value, CanonicalError> {
         // Never met: children left out are skipped, and no pointer names the root.
         Node::Removed { .. } => Value::Null,
     })
+}
+
+fn double(value: f64) -> Result<Value, CanonicalError> {
+    Ok(Value::Number(
+        Number::from_f64(value).ok_or(CanonicalError::NumberOutOfRange)?,
+    ))
 }
 
 /// Converts a `Value` back into a tree, borrowing its strings.
