@@ -12,6 +12,12 @@ pub(crate) fn utf16_cmp(a: &str, b: &str) -> Ordering {
     let Some(mut at) = first_difference else {
         return a.len().cmp(&b.len());
     };
+    // Where either differing byte is ASCII, it starts a character below U+0080 on its side,
+    // so the bytes order the two in UTF-16 as well (most member names are ASCII).
+    let (x, y) = (a.as_bytes()[at], b.as_bytes()[at]);
+    if x.is_ascii() || y.is_ascii() {
+        return x.cmp(&y);
+    }
     while !a.is_char_boundary(at) {
         at -= 1;
     }
