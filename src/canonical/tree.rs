@@ -62,10 +62,10 @@ pub(crate) const ROOT: Place = 0;
 /// met with room for as many entries as its size would allow.
 const MOST_RESERVED: usize = 4096;
 
-/// Bytes of JSON text reserved for per value: a little under what tool arguments take (12 to
-/// 16 bytes a value in the nested records measured), so that the tape of most documents never
-/// grows, since each growth copies every entry so far. Reserving costs little more than it
-/// would for fewer: only the entries written are touched.
+/// How many bytes of JSON text one reserved entry stands for: a little under what tool
+/// arguments take (about 13 bytes a value in the nested records benchmarked), so that the tape
+/// of most documents never grows, each growth copying every entry so far. Reserving more costs
+/// little: only the entries written are touched.
 const BYTES_PER_VALUE: usize = 8;
 
 impl<'a> Tree<'a> {

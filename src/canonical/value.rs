@@ -52,6 +52,7 @@ fn value_at(tree: &Tree<'_>, place: Place) -> Result<Value, CanonicalError> {
     })
 }
 
+/// A finite double as a JSON number.
 fn double(value: f64) -> Result<Value, CanonicalError> {
     Ok(Value::Number(
         Number::from_f64(value).ok_or(CanonicalError::NumberOutOfRange)?,
