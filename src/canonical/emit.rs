@@ -8,26 +8,17 @@ pub(crate) fn emit(tree: &Tree<'_>, kinds: NumberKinds, out: &mut impl Sink) {
     emit_at(tree, ROOT, kinds, out);
 }
 
-/// Writes the value at `place` of `tree`. Doubles in a tree are finite by construction.
+/// Writes the value at `place` of `tree`: a container's contents in a loop of its own, in
+/// which each value that holds none is written in place, so that only containers cost a call.
 fn emit_at(tree: &Tree<'_>, place: Place, kinds: NumberKinds, out: &mut impl Sink) {
     match tree.node(place) {
-        Node::Null => out.put(b"null"),
-        Node::Bool(true) => out.put(b"true"),
-        Node::Bool(false) => out.put(b"false"),
-        Node::Integer(digits) => write_integer(digits, kinds, out),
-        Node::Double(value) => {
-            // Trees are built only from finite values, so this cannot fail.
-            let _ = write_double(*value, kinds, out);
-        }
-        Node::Decimal(literal) => out.put(literal.as_bytes()),
-        Node::String(text) => write_text(text, out),
         Node::Array { .. } => {
             out.put(b"[");
             for (i, item) in tree.children(place).enumerate() {
                 if i > 0 {
                     out.put(b",");
                 }
-                emit_at(tree, item, kinds, out);
+                emit_item(tree, item, kinds, out);
             }
             out.put(b"]");
         }
@@ -41,12 +32,40 @@ fn emit_at(tree: &Tree<'_>, place: Place, kinds: NumberKinds, out: &mut impl Sin
                     write_text(name, out);
                 }
                 out.put(b":");
-                emit_at(tree, member, kinds, out);
+                emit_item(tree, member, kinds, out);
             }
             out.put(b"}");
         }
-        // Never met: children left out are skipped, and no pointer names the root.
-        Node::Removed { .. } => {}
+        scalar => emit_scalar(scalar, kinds, out),
+    }
+}
+
+/// Writes a container's item: in place if it holds no values, else through [`emit_at`].
+#[inline(always)]
+fn emit_item(tree: &Tree<'_>, place: Place, kinds: NumberKinds, out: &mut impl Sink) {
+    match tree.node(place) {
+        Node::Array { .. } | Node::Object(_) => emit_at(tree, place, kinds, out),
+        scalar => emit_scalar(scalar, kinds, out),
+    }
+}
+
+/// Writes a value that holds no values. Doubles in a tree are finite by construction.
+#[inline(always)]
+fn emit_scalar(node: &Node<'_>, kinds: NumberKinds, out: &mut impl Sink) {
+    match node {
+        Node::Null => out.put(b"null"),
+        Node::Bool(true) => out.put(b"true"),
+        Node::Bool(false) => out.put(b"false"),
+        Node::Integer(digits) => write_integer(digits, kinds, out),
+        Node::Double(value) => {
+            // Trees are built only from finite values, so this cannot fail.
+            let _ = write_double(*value, kinds, out);
+        }
+        Node::Decimal(literal) => out.put(literal.as_bytes()),
+        Node::String(text) => write_text(text, out),
+        // Containers are written by `emit_at`; children left out are skipped, and no pointer
+        // names the root.
+        Node::Array { .. } | Node::Object(_) | Node::Removed { .. } => {}
     }
 }
 
