@@ -8,45 +8,31 @@ pub(crate) fn emit(tree: &Tree<'_>, kinds: NumberKinds, out: &mut impl Sink) {
     emit_at(tree, ROOT, kinds, out);
 }
 
-/// Writes the value at `place` of `tree`: a container's contents in a loop of its own, in
-/// which each value that holds none is written in place, so that only containers cost a call.
+/// Writes the value at `place` of `tree`. Inlined into the container loops, so that a value
+/// that holds none is written in place and only containers cost a call.
+#[inline(always)]
 fn emit_at(tree: &Tree<'_>, place: Place, kinds: NumberKinds, out: &mut impl Sink) {
     match tree.node(place) {
-        Node::Array { .. } => {
-            out.put(b"[");
-            for (i, item) in tree.children(place).enumerate() {
-                if i > 0 {
-                    out.put(b",");
-                }
-                emit_item(tree, item, kinds, out);
-            }
-            out.put(b"]");
-        }
-        Node::Object(_) => {
-            out.put(b"{");
-            for (i, member) in tree.children(place).enumerate() {
-                if i > 0 {
-                    out.put(b",");
-                }
-                if let Some(name) = tree.name(member) {
-                    write_text(name, out);
-                }
-                out.put(b":");
-                emit_item(tree, member, kinds, out);
-            }
-            out.put(b"}");
-        }
+        Node::Array { .. } | Node::Object(_) => emit_container(tree, place, kinds, out),
         scalar => emit_scalar(scalar, kinds, out),
     }
 }
 
-/// Writes a container's item: in place if it holds no values, else through [`emit_at`].
-#[inline(always)]
-fn emit_item(tree: &Tree<'_>, place: Place, kinds: NumberKinds, out: &mut impl Sink) {
-    match tree.node(place) {
-        Node::Array { .. } | Node::Object(_) => emit_at(tree, place, kinds, out),
-        scalar => emit_scalar(scalar, kinds, out),
+/// Writes the array or object at `place` of `tree` and its contents.
+fn emit_container(tree: &Tree<'_>, place: Place, kinds: NumberKinds, out: &mut impl Sink) {
+    let object = matches!(tree.node(place), Node::Object(_));
+    out.put(if object { b"{" } else { b"[" });
+    for (i, item) in tree.children(place).enumerate() {
+        if i > 0 {
+            out.put(b",");
+        }
+        if let Some(name) = tree.name(item) {
+            write_text(name, out);
+            out.put(b":");
+        }
+        emit_at(tree, item, kinds, out);
     }
+    out.put(if object { b"}" } else { b"]" });
 }
 
 /// Writes a value that holds no values. Doubles in a tree are finite by construction.
@@ -63,8 +49,8 @@ fn emit_scalar(node: &Node<'_>, kinds: NumberKinds, out: &mut impl Sink) {
         }
         Node::Decimal(literal) => out.put(literal.as_bytes()),
         Node::String(text) => write_text(text, out),
-        // Containers are written by `emit_at`; children left out are skipped, and no pointer
-        // names the root.
+        // Containers are written by `emit_container`; children left out are skipped, and no
+        // pointer names the root.
         Node::Array { .. } | Node::Object(_) | Node::Removed { .. } => {}
     }
 }
