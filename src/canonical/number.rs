@@ -72,8 +72,8 @@ const UNIQUE_DIGITS: usize = 15;
 /// in plain notation: `0.000001` stays, `0.0000001` is `1e-7`.
 const MOST_LEADING_ZEROS: usize = 5;
 
-/// Whether a number literal with a fraction is already in the form RFC 8785 prints for its
-/// double, so that parsing and printing it again would give back the same text: no exponent,
+/// Whether a JSON number literal with a fraction, as the parser accepted it (so with no
+/// leading zero), is already in the form RFC 8785 prints for its double, so that parsing and printing it again would give back the same text: no exponent,
 /// at most 15 significant digits, a fraction that does not end in 0, and no more leading
 /// zeros than ECMAScript prints in plain notation. Its double is then the nearest to it, no
 /// shorter decimal rounds to the same double (it would have at most 15 digits too), and
