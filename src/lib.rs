@@ -37,9 +37,19 @@
 //!     );
 //! ```
 //!
-//! In front of an MCP server (Streamable HTTP), [`IdempotencyLayer::mcp`] (feature `mcp`) keys
-//! `tools/call` requests by session, tool and arguments and answers in JSON-RPC terms; see
-//! [`mcp`].
+#![cfg_attr(
+    feature = "mcp",
+    doc = "In front of an MCP server (Streamable HTTP), [`IdempotencyLayer::mcp`] (feature \
+           `mcp`) keys `tools/call` requests by session, tool and arguments and answers in \
+           JSON-RPC terms; see [`mcp`].\n"
+)]
+// Without the feature there is nothing to link to: the same sentence, unlinked.
+#![cfg_attr(
+    not(feature = "mcp"),
+    doc = "In front of an MCP server (Streamable HTTP), `IdempotencyLayer::mcp` (feature `mcp`) \
+           keys `tools/call` requests by session, tool and arguments and answers in JSON-RPC \
+           terms; see the `mcp` module.\n"
+)]
 //!
 //! The same layer stacks in a `tower::ServiceBuilder` and under plain hyper (wrap the
 //! incoming body in [`RequestBody`]). Outcomes live in a [`store::Store`]: the in-process
