@@ -34,10 +34,12 @@ impl HashingSink {
         self.filled = 0;
     }
 
-    /// The digest of everything put in.
-    pub(crate) fn finish(mut self) -> [u8; 32] {
+    /// The digest of everything put in; the sink then starts again, empty and untagged.
+    ///
+    /// Borrowed rather than taken: taking the sink (over 600 bytes) copied it into the call.
+    pub(crate) fn finish(&mut self) -> [u8; 32] {
         self.flush();
-        self.hasher.finalize().into()
+        self.hasher.finalize_reset().into()
     }
 }
 
