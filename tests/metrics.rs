@@ -232,3 +232,49 @@ async fn evictions_are_counted_by_their_cause() {
         "every eviction counted once"
     );
 }
+
+fn gauge(snapshot: &Snapshot, name: &str) -> f64 {
+    let values: Vec<f64> = matching(snapshot, name, &[])
+        .map(|value| match value {
+            DebugValue::Gauge(v) => v.into_inner(),
+            other => panic!("{name} is not a gauge: {other:?}"),
+        })
+        .collect();
+    assert_eq!(values.len(), 1, "one {name} series: {snapshot:?}");
+    values[0]
+}
+
+#[tokio::test]
+async fn the_memory_store_bytes_gauge_follows_what_it_keeps_up_to_its_budget() {
+    let recorder = DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    let _local = metrics::set_default_local_recorder(&recorder);
+    let budget = 8 * 1024;
+    let store = tower_idempotency::store::MemoryStore::builder()
+        .max_bytes(budget)
+        .max_bytes_per_scope(budget)
+        .build();
+    let layer = IdempotencyLayer::with_store(store.clone());
+    let (client, _) = start(layer).await;
+
+    client.post("/tools/raw", "s", r#"{"n":0}"#).await;
+    let kept_one = store.weighted_size();
+    assert!(kept_one > 0);
+    let snapshot = snapshotter.snapshot().into_vec();
+    assert_eq!(
+        gauge(&snapshot, "idempotency_memory_store_bytes"),
+        kept_one as f64
+    );
+
+    // Past the budget: the gauge follows the evictions down to what is kept.
+    for n in 1..40 {
+        client
+            .post("/tools/raw", "s", &format!(r#"{{"n":{n}}}"#))
+            .await;
+    }
+    assert!(store.evictions() > 0, "the budget was passed");
+    let snapshot = snapshotter.snapshot().into_vec();
+    let kept = gauge(&snapshot, "idempotency_memory_store_bytes");
+    assert_eq!(kept, store.weighted_size() as f64);
+    assert!(kept <= budget as f64, "{kept} kept against {budget}");
+}
