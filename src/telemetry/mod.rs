@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use http::StatusCode;
-use metrics::{counter, histogram, Counter, Histogram};
+use metrics::{counter, histogram, Counter, Gauge, Histogram};
 
 use crate::key::IntentKey;
 
@@ -142,20 +142,39 @@ impl StoreCallMetrics {
     }
 }
 
-/// Bytes the memory store charges to kept records, after a write.
-pub(crate) fn memory_store_bytes(bytes: u64) {
-    metrics::gauge!("idempotency_memory_store_bytes").set(bytes as f64);
+/// The memory store's series, registered once, at its first write: at the budget every first
+/// execution sets the gauge and counts an eviction, and a `gauge!` or `counter!` at each call
+/// looks its series up again in the recorder's registry (a hash and a lock, under an
+/// exporter). Like the per-operation handles, they go to the recorder in place at that first
+/// write.
+pub(crate) struct MemoryStoreMetrics {
+    bytes: Gauge,
+    over_budget: Counter,
+    over_share: Counter,
 }
 
-/// An unexpired record evicted for room: over the whole budget (`budget`), or over its
-/// share's part of it (`scope_share`).
-pub(crate) fn evicted(over_share: bool) {
-    // Literal labels: a key built from a variable would allocate its label list each time,
-    // and at the budget every first execution evicts a record.
-    if over_share {
-        counter!("idempotency_evictions_total", "cause" => "scope_share").increment(1);
-    } else {
-        counter!("idempotency_evictions_total", "cause" => "budget").increment(1);
+impl MemoryStoreMetrics {
+    pub(crate) fn new() -> Self {
+        Self {
+            bytes: metrics::gauge!("idempotency_memory_store_bytes"),
+            over_budget: counter!("idempotency_evictions_total", "cause" => "budget"),
+            over_share: counter!("idempotency_evictions_total", "cause" => "scope_share"),
+        }
+    }
+
+    /// Bytes the store charges to kept records, after a write.
+    pub(crate) fn kept(&self, bytes: u64) {
+        self.bytes.set(bytes as f64);
+    }
+
+    /// An unexpired record evicted for room: over the whole budget (`budget`), or over its
+    /// share's part of it (`scope_share`).
+    pub(crate) fn evicted(&self, over_share: bool) {
+        if over_share {
+            self.over_share.increment(1);
+        } else {
+            self.over_budget.increment(1);
+        }
     }
 }
 

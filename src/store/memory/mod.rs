@@ -5,7 +5,7 @@ mod table;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::Duration;
 
 // Leases and retention run on the layer's clock (Tokio's), so that a test that pauses time can
@@ -19,6 +19,7 @@ use super::{
     Tombstone,
 };
 use crate::key::{IntentKey, KeyHasher, ScopeHash};
+use crate::telemetry::MemoryStoreMetrics;
 
 /// Default byte budget of the settled-record cache: 64 MiB.
 pub(crate) const DEFAULT_MAX_BYTES: u64 = 64 * 1024 * 1024;
@@ -65,6 +66,8 @@ struct Inner {
     running: Mutex<HashMap<IntentKey, Lease, KeyHasher>>,
     settled: Mutex<Table>,
     evictions: AtomicU64,
+    /// Registered at the first write.
+    metrics: OnceLock<MemoryStoreMetrics>,
 }
 
 /// `now` and `kept` later, or [`LONGEST_KEPT`](super::LONGEST_KEPT) later if `kept` is
@@ -126,6 +129,7 @@ impl MemoryStoreBuilder {
                 running: Mutex::new(HashMap::with_hasher(KeyHasher::new())),
                 settled: Mutex::new(Table::new(self.max_bytes, per_share)),
                 evictions: AtomicU64::new(0),
+                metrics: OnceLock::new(),
             }),
         }
     }
@@ -241,8 +245,9 @@ impl MemoryStore {
             evicted = table.insert(*key, outcome, weight, lease.share, ttl, LeaseClock::now());
             kept_bytes = Some(table.bytes());
         });
+        let metrics = self.inner.metrics.get_or_init(MemoryStoreMetrics::new);
         if let Some(bytes) = kept_bytes {
-            crate::telemetry::memory_store_bytes(bytes);
+            metrics.kept(bytes);
         }
         // Counted and logged outside the locks; what is dropped here is only let go.
         for gone in evicted {
@@ -260,7 +265,7 @@ impl MemoryStore {
                      records were evicted, and a repeat of those calls would run again"
                 }
             };
-            crate::telemetry::evicted(gone.cause == Cause::Share);
+            metrics.evicted(gone.cause == Cause::Share);
             // Logged at the 1st, 2nd, 4th, 8th... eviction: loud, never a flood.
             if count.is_power_of_two() {
                 tracing::warn!(intent = %gone.key.short(), evicted = count, "{warning}");
