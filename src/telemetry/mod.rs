@@ -142,11 +142,10 @@ impl StoreCallMetrics {
     }
 }
 
-/// The memory store's series, registered once, at its first write: at the budget every first
-/// execution sets the gauge and counts an eviction, and a `gauge!` or `counter!` at each call
-/// looks its series up again in the recorder's registry (a hash and a lock, under an
-/// exporter). Like the per-operation handles, they go to the recorder in place at that first
-/// write.
+/// The memory store's series, registered once, when the store is built, as a layer's store-call
+/// series are when it is: at the budget every first execution sets the gauge and counts an
+/// eviction, and a `gauge!` or `counter!` at each call looks its series up again in the
+/// recorder's registry (a hash and a lock, under an exporter).
 pub(crate) struct MemoryStoreMetrics {
     bytes: Gauge,
     over_budget: Counter,

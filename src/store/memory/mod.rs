@@ -5,7 +5,7 @@ mod table;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 // Leases and retention run on the layer's clock (Tokio's), so that a test that pauses time can
@@ -66,8 +66,7 @@ struct Inner {
     running: Mutex<HashMap<IntentKey, Lease, KeyHasher>>,
     settled: Mutex<Table>,
     evictions: AtomicU64,
-    /// Registered at the first write.
-    metrics: OnceLock<MemoryStoreMetrics>,
+    metrics: MemoryStoreMetrics,
 }
 
 /// `now` and `kept` later, or [`LONGEST_KEPT`](super::LONGEST_KEPT) later if `kept` is
@@ -129,7 +128,7 @@ impl MemoryStoreBuilder {
                 running: Mutex::new(HashMap::with_hasher(KeyHasher::new())),
                 settled: Mutex::new(Table::new(self.max_bytes, per_share)),
                 evictions: AtomicU64::new(0),
-                metrics: OnceLock::new(),
+                metrics: MemoryStoreMetrics::new(),
             }),
         }
     }
@@ -245,9 +244,8 @@ impl MemoryStore {
             evicted = table.insert(*key, outcome, weight, lease.share, ttl, LeaseClock::now());
             kept_bytes = Some(table.bytes());
         });
-        let metrics = self.inner.metrics.get_or_init(MemoryStoreMetrics::new);
         if let Some(bytes) = kept_bytes {
-            metrics.kept(bytes);
+            self.inner.metrics.kept(bytes);
         }
         // Counted and logged outside the locks; what is dropped here is only let go.
         for gone in evicted {
@@ -265,7 +263,7 @@ impl MemoryStore {
                      records were evicted, and a repeat of those calls would run again"
                 }
             };
-            metrics.evicted(gone.cause == Cause::Share);
+            self.inner.metrics.evicted(gone.cause == Cause::Share);
             // Logged at the 1st, 2nd, 4th, 8th... eviction: loud, never a flood.
             if count.is_power_of_two() {
                 tracing::warn!(intent = %gone.key.short(), evicted = count, "{warning}");
