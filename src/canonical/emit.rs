@@ -55,6 +55,9 @@ fn emit_scalar(node: &Node<'_>, kinds: NumberKinds, out: &mut impl Sink) {
     }
 }
 
+/// Inlined into the container's loop, with the sink's copy: a call for every name and string
+/// cost about 4% of a fingerprint.
+#[inline(always)]
 fn write_text(text: &Text<'_>, out: &mut impl Sink) {
     match text {
         Text::Quoted(quoted) => out.put(quoted.as_bytes()),

@@ -11,6 +11,9 @@ const CONTROL_CHARACTER: CanonicalError = CanonicalError::Syntax("control charac
 /// [`SHORT_RUN`] bytes are read a word at a time, which finds the end before `memchr`'s
 /// vector loop would have started. What is longer goes to `memchr`, whose control check has
 /// no early exit so that it vectorises too: long text is most of a tool call's bytes.
+/// Inlined into the parser, which calls it for every name and string: a call of its own,
+/// saving registers and returning its result through memory, took about 3% of a fingerprint.
+#[inline(always)]
 pub(super) fn plain_run(bytes: &[u8]) -> Result<usize, CanonicalError> {
     let head = bytes.len().min(SHORT_RUN);
     let mut at = 0;
