@@ -34,6 +34,20 @@ impl HashingSink {
         self.filled = 0;
     }
 
+    /// Hashes what the buffer holds, then `bytes`: once every few hundred bytes, so kept out of
+    /// line, where it does not weigh on the writer's loops that inline [`Sink::put`].
+    #[cold]
+    #[inline(never)]
+    fn put_past_the_buffer(&mut self, bytes: &[u8]) {
+        self.flush();
+        if bytes.len() >= BLOCK {
+            self.hasher.update(bytes);
+        } else {
+            self.buffer[..bytes.len()].copy_from_slice(bytes);
+            self.filled = bytes.len();
+        }
+    }
+
     /// The digest of everything put in; the sink then starts again, empty and untagged.
     ///
     /// Borrowed rather than taken: taking the sink (over 600 bytes) copied it into the call.
@@ -52,22 +66,6 @@ impl Sink for HashingSink {
             return;
         }
         self.put_past_the_buffer(bytes);
-    }
-}
-
-impl HashingSink {
-    /// Hashes what the buffer holds, then `bytes`: once every few hundred bytes, so kept out of
-    /// line, where it does not weigh on the writer's loops that inline [`Sink::put`].
-    #[cold]
-    #[inline(never)]
-    fn put_past_the_buffer(&mut self, bytes: &[u8]) {
-        self.flush();
-        if bytes.len() >= BLOCK {
-            self.hasher.update(bytes);
-        } else {
-            self.buffer[..bytes.len()].copy_from_slice(bytes);
-            self.filled = bytes.len();
-        }
     }
 }
 

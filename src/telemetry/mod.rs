@@ -166,14 +166,15 @@ impl MemoryStoreMetrics {
         self.bytes.set(bytes as f64);
     }
 
-    /// An unexpired record evicted for room: over the whole budget (`budget`), or over its
-    /// share's part of it (`scope_share`).
-    pub(crate) fn evicted(&self, over_share: bool) {
-        if over_share {
-            self.over_share.increment(1);
-        } else {
-            self.over_budget.increment(1);
-        }
+    /// An unexpired record evicted for room over the whole budget (`cause="budget"`).
+    pub(crate) fn evicted_over_budget(&self) {
+        self.over_budget.increment(1);
+    }
+
+    /// An unexpired record evicted for room over its share's part of the budget
+    /// (`cause="scope_share"`).
+    pub(crate) fn evicted_over_share(&self) {
+        self.over_share.increment(1);
     }
 }
 

@@ -253,17 +253,19 @@ impl MemoryStore {
                 continue;
             };
             let count = self.inner.evictions.fetch_add(1, Ordering::Relaxed) + 1;
+            let metrics = &self.inner.metrics;
             let warning = match gone.cause {
                 Cause::Budget => {
+                    metrics.evicted_over_budget();
                     "unexpired idempotency records were evicted: the memory store's byte budget \
                      is too small, and a repeat of these calls would run again"
                 }
                 Cause::Share => {
+                    metrics.evicted_over_share();
                     "one scope went past its part of the memory store's budget: its own oldest \
                      records were evicted, and a repeat of those calls would run again"
                 }
             };
-            self.inner.metrics.evicted(gone.cause == Cause::Share);
             // Logged at the 1st, 2nd, 4th, 8th... eviction: loud, never a flood.
             if count.is_power_of_two() {
                 tracing::warn!(intent = %gone.key.short(), evicted = count, "{warning}");
