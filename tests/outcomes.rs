@@ -173,6 +173,26 @@ async fn times_past_the_clocks_reach_keep_records_and_failures_as_long_as_the_st
 }
 
 #[tokio::test]
+async fn a_deadline_and_bounds_past_the_clocks_reach_wait_for_a_slow_tool() {
+    // "Always wait": the caller and a duplicate sent beside it wait for the one execution, whose
+    // lease is renewed while it runs.
+    let layer = IdempotencyLayer::new()
+        .deadline(Duration::MAX)
+        .max_execution(Duration::MAX)
+        .lease(Duration::MAX);
+    let (client, counts) = start(layer).await;
+    let body = r#"{"delay_ms":300}"#;
+    let (first, duplicate) = tokio::join!(client.post("/tools/echo", "s", body), async {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        client.post("/tools/echo", "s", body).await
+    });
+    assert_eq!(first.status, StatusCode::CREATED);
+    assert_eq!(duplicate.status, StatusCode::CREATED);
+    assert!(duplicate.replayed());
+    assert_eq!(counts.get("echo"), 1);
+}
+
+#[tokio::test]
 async fn a_retention_too_long_to_count_in_milliseconds_keeps_the_record_to_the_end_of_time() {
     // 2^64 + 384 milliseconds: one that wrapped around would keep it for 384.
     let retention = Duration::from_millis(u64::MAX) + Duration::from_millis(385);
