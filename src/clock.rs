@@ -29,6 +29,16 @@ pub(crate) fn millis(duration: Duration) -> u64 {
     u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
 
+/// The farthest a time is set from now: a longer one (`Duration::MAX`, "always wait", "keep
+/// forever") is taken as this, a hundred years, which every clock and server the layer uses can
+/// count to. Adding a longer one to a clock would panic.
+pub(crate) const FARTHEST: Duration = Duration::from_secs(100 * 365 * 24 * 60 * 60);
+
+/// `wait` after `at`, or [`FARTHEST`] after it if `wait` is longer.
+pub(crate) fn later(at: Instant, wait: Duration) -> Instant {
+    at + wait.min(FARTHEST)
+}
+
 /// Whole seconds since `since_ms` (zero if that is later than now).
 pub(crate) fn seconds_since(since_ms: u64) -> u64 {
     now_ms().saturating_sub(since_ms) / 1000

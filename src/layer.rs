@@ -266,7 +266,8 @@ impl<St> IdempotencyLayer<St> {
     }
 
     /// How long a caller waits before it gets 202 "in progress" (default 25 s). Zero answers
-    /// 202 at once: the explicitly asynchronous tool.
+    /// 202 at once: the explicitly asynchronous tool. A time past a hundred years, up to
+    /// `Duration::MAX` ("always wait"), is taken as that.
     pub fn deadline(self, deadline: Duration) -> Self {
         self.set(|s| s.paths.default_deadline = deadline)
     }

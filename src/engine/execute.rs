@@ -212,7 +212,8 @@ async fn keep_lease_while<St: Store, F: Future>(
     // The renewals are a future of their own, polled beside the work, so that a slow store
     // call never pauses the action.
     let renewals = async {
-        let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+        let first = crate::clock::later(tokio::time::Instant::now(), period);
+        let mut ticks = tokio::time::interval_at(first, period);
         loop {
             ticks.tick().await;
             match engine.store.extend(&intent.key, token, lease).await {

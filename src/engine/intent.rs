@@ -128,7 +128,7 @@ pub(crate) fn derive<St>(
         share: scope.share(scope_hash),
         fingerprint: printed.fingerprint,
         explicit: source,
-        deadline: Instant::now() + deadline,
+        deadline: crate::clock::later(Instant::now(), deadline),
         asynchronous: deadline.is_zero(),
         retention,
         max_execution: settings.paths.max_execution(path),

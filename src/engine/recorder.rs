@@ -276,7 +276,7 @@ impl<St: Store> Recorder<'_, St> {
     /// Retries a refused release until it is written or the lease, no longer renewed, has
     /// lapsed by itself: either way the intent is free for a retry then.
     async fn keep_releasing(&self, tombstone: Arc<Tombstone>) {
-        let lapsed = tokio::time::Instant::now() + self.engine.settings.lease;
+        let lapsed = crate::clock::later(tokio::time::Instant::now(), self.engine.settings.lease);
         let mut backoff = Duration::from_millis(50);
         while tokio::time::Instant::now() < lapsed {
             tokio::time::sleep(backoff.min(lapsed - tokio::time::Instant::now())).await;

@@ -126,7 +126,7 @@ pub(crate) async fn answer<St: Store>(
         return Some(TaskAnswer::Message(unknown_task(&query.id)));
     };
     let scope = ScopeHash::of(&scope);
-    let give_up = tokio::time::Instant::now() + wait;
+    let give_up = crate::clock::later(tokio::time::Instant::now(), wait);
     let mut pause = Duration::from_millis(10);
     loop {
         let seen = match engine.seen(&key, &scope).await {

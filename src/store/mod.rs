@@ -27,9 +27,8 @@ use std::time::Duration;
 use crate::key::{Fingerprint, IntentKey, ScopeHash};
 
 /// The longest the stores here keep a lease, a record or a tombstone: a longer time (a layer
-/// told to keep records "forever", `Duration::MAX`) is taken as this, a hundred years, which
-/// every clock and server they use can count to.
-pub(crate) const LONGEST_KEPT: Duration = Duration::from_secs(100 * 365 * 24 * 60 * 60);
+/// told to keep records "forever", `Duration::MAX`) is taken as this, a hundred years.
+pub(crate) const LONGEST_KEPT: Duration = crate::clock::FARTHEST;
 
 pub use codec::DecodeError;
 pub use memory::{MemoryStore, MemoryStoreBuilder};

@@ -72,7 +72,7 @@ struct Inner {
 /// `now` and `kept` later, or [`LONGEST_KEPT`](super::LONGEST_KEPT) later if `kept` is
 /// longer: adding `Duration::MAX` to a clock would panic.
 fn until(now: LeaseClock, kept: Duration) -> LeaseClock {
-    now + kept.min(super::LONGEST_KEPT)
+    crate::clock::later(now, kept)
 }
 
 struct Lease {
