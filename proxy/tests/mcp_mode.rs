@@ -262,3 +262,28 @@ async fn a_tool_the_server_lists_as_read_only_passes_through_and_runs_each_time(
     }
     assert_eq!(support::stats(&upstream.url()).await["search"], 2);
 }
+
+#[tokio::test]
+async fn an_mcp_call_without_a_session_is_forwarded_unprotected_where_missing_scopes_pass() {
+    let upstream = Upstream::tools(0);
+    let config =
+        "[scope]\nmissing = \"pass\"\n\n[[routes]]\nprefix = \"/tools/mcp\"\nmode = \"mcp\"\n";
+    let (proxy, _config) = support::proxy_with_config(&upstream.url(), config);
+    let call = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"send_email","arguments":{"to":"ada@example.com"}}}"#;
+    for _ in 0..2 {
+        let answer = support::answer(
+            support::client()
+                .post(format!("{}/tools/mcp", proxy.url))
+                .header("content-type", "application/json")
+                .header("accept", "application/json, text/event-stream")
+                .body(call),
+        )
+        .await;
+        assert!(
+            !answer.body.contains("not executed"),
+            "refused by the layer: {answer:?}"
+        );
+    }
+    // Each call reached the server, unprotected, as the HTTP routes' do.
+    assert_eq!(support::stats(&upstream.url()).await["mcp"], 2);
+}
