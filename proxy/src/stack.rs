@@ -127,17 +127,23 @@ fn http_scope<St: Store>(config: &Config, layer: IdempotencyLayer<St>) -> Idempo
             .narrow_scope_by(session),
         None => layer.scope_header(session),
     };
-    match config.scope.missing {
-        MissingScope::Refuse => layer,
-        MissingScope::Pass => layer.pass_through_without_scope(),
-    }
+    when_missing(config, layer)
 }
 
 /// MCP routes: the `Mcp-Session-Id` session, under the principal where one is configured.
 fn mcp_scope<St: Store>(config: &Config, layer: IdempotencyLayer<St>) -> IdempotencyLayer<St> {
-    match &config.scope.principal_header {
+    let layer = match &config.scope.principal_header {
         Some(principal) => layer.scope_header(principal.clone()),
         None => layer,
+    };
+    when_missing(config, layer)
+}
+
+/// What every route does with a request that has no scope.
+fn when_missing<St: Store>(config: &Config, layer: IdempotencyLayer<St>) -> IdempotencyLayer<St> {
+    match config.scope.missing {
+        MissingScope::Refuse => layer,
+        MissingScope::Pass => layer.pass_through_without_scope(),
     }
 }
 
