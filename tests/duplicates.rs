@@ -174,6 +174,25 @@ async fn a_normalizer_merges_what_the_application_deems_equal() {
 }
 
 #[tokio::test]
+async fn a_body_the_normalizer_cannot_be_given_still_leaves_its_ignored_fields_out() {
+    // An integer past 64 bits cannot cross into a `serde_json::Value` exactly: the hook is
+    // skipped for it, and a retry with a new call id is still the same intent.
+    let layer = IdempotencyLayer::new()
+        .normalize(|_| {})
+        .ignore_field("/tool_call_id");
+    let (client, counts) = start(layer).await;
+    let body = |call| format!(r#"{{"n":123456789012345678901234567890,"tool_call_id":"{call}"}}"#);
+    client.post("/tools/raw", "s", &body("call_a")).await;
+    let retry = client.post("/tools/raw", "s", &body("call_b")).await;
+    assert!(retry.replayed());
+    assert_eq!(counts.get("raw"), 1);
+    // Another number is another intent.
+    let other = r#"{"n":123456789012345678901234567891,"tool_call_id":"call_c"}"#;
+    assert!(!client.post("/tools/raw", "s", other).await.replayed());
+    assert_eq!(counts.get("raw"), 2);
+}
+
+#[tokio::test]
 async fn safe_methods_and_excluded_paths_pass_through() {
     let (client, counts) = start(IdempotencyLayer::new().exclude("/internal")).await;
     for _ in 0..2 {
