@@ -227,8 +227,9 @@ impl<St> IdempotencyLayer<St> {
     /// for the same body every time: a repeat of a recent body's exact bytes reuses that
     /// body's fingerprint without calling it again.
     ///
-    /// A body holding an integer that no 64-bit type can hold is then fingerprinted by its
-    /// raw bytes, since it cannot cross into a `serde_json::Value` exactly.
+    /// A body holding an integer that no 64-bit type can hold (or `-0`) cannot cross into a
+    /// `serde_json::Value` exactly: it is fingerprinted without the hook, its ignored fields
+    /// and key field still left out.
     pub fn normalize<F>(self, normalize: F) -> Self
     where
         F: Fn(&mut serde_json::Value) + Send + Sync + 'static,

@@ -178,18 +178,20 @@ impl FingerprintRules {
         let fingerprint = match &self.normalizer {
             None => self.canonical_without_ignored(tree, essence),
             Some(normalize) => {
-                let Ok(mut value) = to_value(&tree) else {
-                    return raw();
-                };
-                if let Err(panicked) = guarded("normalize", || normalize(&mut value)) {
-                    return BodyFingerprint {
-                        unkeyable: Some(Unkeyable::Panicked(panicked)),
-                        ..raw()
-                    };
+                // An integer past 64 bits (or `-0`) has no exact `serde_json::Value`: such a
+                // body is keyed without the hook, its fields to leave out still left out.
+                let mut value = to_value(&tree).ok();
+                if let Some(value) = &mut value {
+                    if let Err(panicked) = guarded("normalize", || normalize(value)) {
+                        return BodyFingerprint {
+                            unkeyable: Some(Unkeyable::Panicked(panicked)),
+                            ..raw()
+                        };
+                    }
                 }
-                match from_value(&value) {
-                    Ok(tree) => self.canonical_without_ignored(tree, essence),
-                    Err(_) => return raw(),
+                match value.as_ref().map(from_value) {
+                    Some(Ok(normalized)) => self.canonical_without_ignored(normalized, essence),
+                    _ => self.canonical_without_ignored(tree, essence),
                 }
             }
         };
@@ -422,9 +424,13 @@ mod tests {
             print(&rules, r#"{"to":"A@B.C"}"#),
             print(&rules, r#"{"to":"a@b.c"}"#)
         );
-        // An integer no 64-bit type holds cannot cross into serde_json exactly: raw, not merged.
+        // An integer no 64-bit type holds cannot cross into serde_json: keyed without the hook.
         let big = print(&rules, r#"{"n":123456789012345678901234567890}"#);
-        assert_eq!(big.kind(), FingerprintKind::Raw);
+        assert_eq!(big.kind(), FingerprintKind::Canonical);
+        assert_eq!(
+            big,
+            print(&rules, r#"{ "n": 123456789012345678901234567890 }"#)
+        );
     }
 
     #[test]
