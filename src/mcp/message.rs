@@ -229,6 +229,16 @@ mod tests {
         assert!(found.is_err());
     }
 
+    #[tokio::test]
+    async fn an_event_stream_past_its_bound_is_an_answer_too_large_to_read() {
+        // Notifications, each within the bound, until the stream passes four times it: the
+        // tool is answering, so it ran.
+        let note = "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\"}\n\n";
+        let body = Full::new(Bytes::from(note.repeat(8)));
+        let found = read_answer(&headers("text/event-stream"), body, &json!(7), note.len()).await;
+        assert_eq!(found, Err(Unreadable::TooLarge));
+    }
+
     #[test]
     fn json_is_written_unless_only_an_event_stream_is_accepted() {
         assert_eq!(Form::of(&HeaderMap::new()), Form::Json);
