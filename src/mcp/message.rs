@@ -6,7 +6,7 @@ use bytes::Bytes;
 use futures_util::StreamExt;
 use http::{header, HeaderMap, HeaderValue, Response};
 use http_body::Body;
-use http_body_util::{BodyExt, Limited};
+use http_body_util::{BodyExt, LengthLimitError, Limited};
 use serde_json::Value;
 use sse_stream::{Sse, SseStream};
 
@@ -107,6 +107,13 @@ impl std::error::Error for BodyError {
     }
 }
 
+/// Whether the SSE reader's body error is the stream passing its bound.
+fn is_past_the_bound(error: &BoxError) -> bool {
+    error
+        .downcast_ref::<BodyError>()
+        .is_some_and(|error| error.0.is::<LengthLimitError>())
+}
+
 /// Reads the answer to the request `id` from a response body, up to `limit` bytes (for a
 /// stream, per event). An SSE stream is read only up to that answer: progress notifications
 /// before it are dropped, and a stream the server keeps open afterwards is let go.
@@ -134,6 +141,10 @@ where
                 if let Err(error) = event {
                     let broke_off = "the event stream broke off";
                     return Err(match &error {
+                        // Past its bound the server was still answering: the tool ran.
+                        sse_stream::Error::Body(error) if is_past_the_bound(error) => {
+                            Unreadable::TooLarge
+                        }
                         sse_stream::Error::Body(error) => Unreadable::broken(error, broke_off),
                         _ => Unreadable::Other(broke_off),
                     });
@@ -155,9 +166,7 @@ where
     }
     let bytes = match Limited::new(body, limit).collect().await {
         Ok(collected) => collected.to_bytes(),
-        Err(error) if error.is::<http_body_util::LengthLimitError>() => {
-            return Err(Unreadable::TooLarge)
-        }
+        Err(error) if error.is::<LengthLimitError>() => return Err(Unreadable::TooLarge),
         Err(error) => return Err(Unreadable::broken(&error, "the answer could not be read")),
     };
     match serde_json::from_slice::<Value>(&bytes) {
