@@ -329,6 +329,38 @@ mod faults_in_user_code_and_stores {
         // have been asked once.
         assert_eq!(calls.of(Call::Complete), 2);
     }
+
+    #[tokio::test]
+    async fn a_caller_that_leaves_while_its_claim_is_out_leaves_no_lease_behind() {
+        // The claim is taken at once and answered late; its caller gives up in between.
+        let late = Plan {
+            call: Call::Claim,
+            ordinal: 0,
+            fault: Fault::AnswerLate(Duration::from_millis(500)),
+            every: false,
+        };
+        let store = FaultyStore::new(MemoryStore::new(), Some(late));
+        let layer = IdempotencyLayer::with_store(store).deadline(Duration::from_secs(1));
+        let (client, counts) = start(layer).await;
+        let impatient = reqwest::Client::builder()
+            .timeout(Duration::from_millis(100))
+            .build()
+            .unwrap();
+        let gone = impatient
+            .post(format!("{}/tools/echo", client.base))
+            .header("x-session-id", "s")
+            .header("content-type", "application/json")
+            .body("{}")
+            .send()
+            .await;
+        assert!(gone.is_err(), "the client gave up");
+        tokio::time::sleep(Duration::from_millis(700)).await;
+        // Nothing ran under the lease it left, and the lease was given back: the retry runs.
+        let retry = client.post("/tools/echo", "s", "{}").await;
+        assert_eq!(retry.status, StatusCode::CREATED, "{:?}", retry.body);
+        assert!(!retry.replayed());
+        assert_eq!(counts.get("echo"), 1);
+    }
 }
 
 mod a_wait_elsewhere {

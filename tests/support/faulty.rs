@@ -45,6 +45,8 @@ pub enum Fault {
     Hang(Duration),
     /// Answers late, but answers.
     Delay(Duration),
+    /// Reaches the inner store, then answers this much later: the effect happened at once.
+    AnswerLate(Duration),
     /// Panics, as a custom store with a bug would.
     Panic,
 }
@@ -142,6 +144,11 @@ async fn faulted<T>(
         Some(Fault::Delay(how_long)) => {
             tokio::time::sleep(how_long).await;
             call.await
+        }
+        Some(Fault::AnswerLate(how_long)) => {
+            let answer = call.await;
+            tokio::time::sleep(how_long).await;
+            answer
         }
         Some(Fault::Panic) => panic!("injected panic in a store call"),
     }
