@@ -54,7 +54,10 @@ where
     let claimed = {
         // In a block: the request is not kept across the waits after the claim.
         let claim = leading.claim_request(engine, intent);
-        engine.store.claim(&intent.key, &claim).await
+        let out = ClaimOut::new(engine, &intent.key, leading.token);
+        let claimed = engine.store.claim(&intent.key, &claim).await;
+        out.answered();
+        claimed
     };
     let next = after_claim(engine, work, intent, leading, claimed);
     proceed(engine, intent, next).await
@@ -299,8 +302,8 @@ where
     })
 }
 
-/// Gives back, in the background, a lease that a failed claim may have taken under `token`.
-/// Nothing ran under it; if the store stays down, the lease lapses by itself.
+/// Gives back, in the background, a lease that a failed or abandoned claim may have taken
+/// under `token`. Nothing ran under it; if the store stays down, the lease lapses by itself.
 fn give_back<St: Store>(engine: &Arc<Engine<St>>, key: &IntentKey, token: OwnerToken) {
     let tracker = engine.runtime.detached.tracker().clone();
     let engine = Arc::clone(engine);
@@ -310,6 +313,41 @@ fn give_back<St: Store>(engine: &Arc<Engine<St>>, key: &IntentKey, token: OwnerT
             tracing::debug!(%error, "giving back a failed claim's lease failed; it will lapse");
         }
     });
+}
+
+/// A claim sent and not answered yet. A caller that goes away meanwhile (its client
+/// disconnected) drops it so, and the lease the claim may have taken, under which nothing
+/// will run, is given back.
+struct ClaimOut<'a, St: Store> {
+    engine: &'a Arc<Engine<St>>,
+    key: &'a IntentKey,
+    token: Option<OwnerToken>,
+}
+
+impl<'a, St: Store> ClaimOut<'a, St> {
+    fn new(engine: &'a Arc<Engine<St>>, key: &'a IntentKey, token: OwnerToken) -> Self {
+        Self {
+            engine,
+            key,
+            token: Some(token),
+        }
+    }
+
+    /// The store answered: what its answer leaves to do is the caller's.
+    fn answered(mut self) {
+        self.token = None;
+    }
+}
+
+impl<St: Store> Drop for ClaimOut<'_, St> {
+    fn drop(&mut self) {
+        // Outside a runtime (one shutting down) nothing can be spawned: the lease lapses.
+        if let Some(token) = self.token.take() {
+            if tokio::runtime::Handle::try_current().is_ok() {
+                give_back(self.engine, self.key, token);
+            }
+        }
+    }
 }
 
 /// No room for another execution: a completed or running intent is still answered, since
