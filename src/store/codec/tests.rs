@@ -185,3 +185,38 @@ fn unknown_extensions_are_skipped() {
         "a cut extension is damage"
     );
 }
+
+#[test]
+fn a_record_of_more_headers_than_a_map_holds_is_an_error_not_a_panic() {
+    let (scope, fingerprint) = identity();
+    let record = Record {
+        scope,
+        fingerprint,
+        started_at_ms: 1,
+        completed_at_ms: 2,
+        expires_at_ms: 3,
+        response: KeptResponse::Full(StoredResponse {
+            status: StatusCode::OK,
+            headers: HeaderMap::new(),
+            body: Bytes::new(),
+        }),
+        dialect: Dialect::Http,
+    };
+    let empty = encode_record(&record);
+    // The version, the kind, the identity and three times, then the response's tag, its
+    // status and its count of headers.
+    let count_at = 1 + 1 + 32 + 33 + 3 * 8 + 1 + 2;
+    assert_eq!(empty[count_at - 3], b'F');
+    let many = 40_000u32;
+    let mut crafted = empty[..count_at].to_vec();
+    crafted.extend_from_slice(&many.to_be_bytes());
+    for n in 0..many {
+        let name = format!("x-{n}");
+        crafted.extend_from_slice(&(name.len() as u16).to_be_bytes());
+        crafted.extend_from_slice(name.as_bytes());
+        crafted.extend_from_slice(&1u32.to_be_bytes());
+        crafted.push(b'v');
+    }
+    crafted.extend_from_slice(&empty[count_at + 4..]);
+    assert!(decode(Bytes::from(crafted)).is_err());
+}
