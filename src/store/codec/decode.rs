@@ -108,7 +108,10 @@ pub(crate) fn decode(bytes: Bytes) -> Result<Stored, DecodeError> {
                         let value_len = r.u32()? as usize;
                         let value = HeaderValue::from_maybe_shared(r.take(value_len)?)
                             .map_err(|_| DecodeError("header value"))?;
-                        headers.append(name, value);
+                        // A map holds at most 32 768 names: past them, an error, not a panic.
+                        headers
+                            .try_append(name, value)
+                            .map_err(|_| DecodeError("too many headers"))?;
                     }
                     let body_len = r.u32()? as usize;
                     let body = r.take(body_len)?;
