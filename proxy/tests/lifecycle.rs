@@ -139,6 +139,49 @@ async fn sigterm_lets_the_execution_in_flight_finish_and_record_before_exiting()
     assert_eq!(stats(&upstream.url()).await["send_email"], 1);
 }
 
+#[tokio::test]
+async fn sigterm_waits_for_an_execution_that_starts_after_it_from_a_request_in_flight() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    let redis = RedisServer::start();
+    let upstream = Upstream::tools(0);
+    let (url, redis_url) = (upstream.url(), redis.url());
+    let start = |deadline: &str| {
+        Proxy::in_front_of(&url, &["--redis-url", &redis_url, "--deadline", deadline])
+    };
+    let mut first = start("200ms");
+    let slow = r#"{"to":"ada@example.com","delay_ms":1500}"#;
+    // A client still sending its body when the signal comes: nothing runs yet.
+    let address = first.url.trim_start_matches("http://").to_owned();
+    let mut stream = tokio::net::TcpStream::connect(&address).await.unwrap();
+    let head = format!(
+        "POST /tools/send_email HTTP/1.1\r\nhost: {address}\r\nx-session-id: s1\r\n\
+         content-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+        slow.len()
+    );
+    stream.write_all(head.as_bytes()).await.unwrap();
+    stream.write_all(&slow.as_bytes()[..10]).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    first.terminate();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    stream.write_all(&slow.as_bytes()[10..]).await.unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).await.unwrap();
+    assert!(answer.starts_with("HTTP/1.1 202"), "{answer}");
+    // The execution it started runs to its end and is recorded before the exit.
+    let (code, stderr) = first.wait_exit(Duration::from_secs(20));
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stderr.contains("shutdown: 0 execution(s) left unfinished"),
+        "{stderr}"
+    );
+    let second = start("5s");
+    let replay = post(&second.url, "/tools/send_email", Some("s1"), slow).await;
+    assert_eq!(replay.status, 200, "{replay:?}");
+    assert!(replay.replayed());
+    assert_eq!(stats(&upstream.url()).await["send_email"], 1);
+}
+
 #[test]
 fn with_log_format_json_every_log_line_is_a_json_object() {
     let upstream = Upstream::tools(0);
