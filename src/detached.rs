@@ -48,6 +48,8 @@ impl DetachedExecutions {
     /// period, less a margin), and returns how many were still running then: those are cut
     /// off when the process exits, their leases lapse, and another instance may run them
     /// again. Each one left is counted (`idempotency_shutdown_unfinished_total`) and logged.
+    /// Call it once the server's connections are done (axum's graceful shutdown has
+    /// returned): a request still in flight may start an execution after the signal.
     ///
     /// ```no_run
     /// # async fn serve() {

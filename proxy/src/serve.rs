@@ -138,11 +138,13 @@ async fn serve<St: Store>(
     drop(listener);
     let grace = config.shutdown_grace;
     tracing::info!(grace_s = grace.as_secs(), "shutting down");
-    // Both within the one grace: an open stream must not take the executions' time.
-    let (connections, unfinished) = tokio::join!(
-        tokio::time::timeout(grace, graceful.shutdown()),
-        built.detached.wait_for(grace),
-    );
+    // The executions are waited for once the connections are done: a request still in flight
+    // (its body still arriving) may start one after the signal. Both within the one grace;
+    // the executions run on meanwhile, so an open stream takes none of their time.
+    let ends = tokio::time::Instant::now() + grace;
+    let connections = tokio::time::timeout_at(ends, graceful.shutdown()).await;
+    let left = ends.saturating_duration_since(tokio::time::Instant::now());
+    let unfinished = built.detached.wait_for(left).await;
     if connections.is_err() {
         tracing::warn!("connections still open at the end of the grace period");
     }
