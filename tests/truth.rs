@@ -217,3 +217,25 @@ async fn past_max_execution_the_action_is_recorded_as_may_have_run_and_never_run
         .await;
     assert_eq!(fast.status, StatusCode::OK);
 }
+
+#[tokio::test]
+async fn an_answer_of_a_layer_behind_this_one_is_never_called_a_failure() {
+    // Behind this layer, another that tells its caller "in progress" after 100 ms: an answer
+    // this layer does not keep, and one that says nothing failed.
+    let counts = support::Counts::default();
+    let behind = IdempotencyLayer::new().deadline(Duration::from_millis(100));
+    let app = support::tools(counts.clone())
+        .layer(behind)
+        .layer(IdempotencyLayer::new());
+    let client = Client::new(support::serve(app).await);
+    let first = client.post("/tools/echo", "s", r#"{"delay_ms":400}"#).await;
+    assert_eq!(first.status, StatusCode::ACCEPTED);
+    let status = status_of(&client, &first).await;
+    says(
+        &status,
+        "unknown",
+        false,
+        "The last attempt of this action was answered with status 202",
+    );
+    assert!(!detail(&status).contains("failed"), "{}", detail(&status));
+}
