@@ -21,11 +21,22 @@ pub(crate) fn failure_told(failure: Failure, subject: &str) -> (&'static str, bo
             );
             ("failed", true, text)
         }
-        Failure::Status(status, _) => {
+        Failure::Status(status, _) if status.is_server_error() || status.is_informational() => {
             let code = status.as_u16();
             let text =
                 format!("{subject} failed with status {code} and its result was not kept. {again}");
             ("failed", true, text)
+        }
+        // A success or a redirect a rule released (another idempotency layer's own answer,
+        // say): nothing failed, and what became of the action is not known here.
+        Failure::Status(status, _) => {
+            let code = status.as_u16();
+            let text = format!(
+                "{subject} was answered with status {code}, an answer that was not kept, so \
+                 whether it took effect is not known here. Check whether it did before calling \
+                 again: calling again with the same arguments passes it on to the tool again."
+            );
+            ("unknown", false, text)
         }
         Failure::Error => {
             let text = format!(
