@@ -46,16 +46,9 @@ async fn two_hundred_concurrent_identical_calls_execute_once() {
 #[tokio::test]
 async fn a_client_that_disconnects_does_not_cancel_the_execution() {
     let (client, counts) = start(IdempotencyLayer::new()).await;
-    let impatient = reqwest::Client::builder()
-        .timeout(Duration::from_millis(100))
-        .build()
-        .unwrap();
-    let gone = impatient
-        .post(format!("{}/tools/echo", client.base))
-        .header("x-session-id", "s")
-        .header("content-type", "application/json")
-        .body(r#"{"delay_ms":400}"#)
-        .send()
+    let patience = Duration::from_millis(100);
+    let gone = client
+        .post_giving_up("/tools/echo", "s", r#"{"delay_ms":400}"#, patience)
         .await;
     assert!(gone.is_err(), "the client gave up");
     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -228,18 +221,11 @@ async fn detached_executions_can_be_awaited_at_shutdown() {
 async fn a_duplicate_that_disconnects_while_waiting_changes_nothing() {
     let (client, counts) = start(IdempotencyLayer::new()).await;
     let body = r#"{"delay_ms":400}"#;
-    let impatient = reqwest::Client::builder()
-        .timeout(Duration::from_millis(100))
-        .build()
-        .unwrap();
     let (first, gone) = tokio::join!(client.post("/tools/echo", "s", body), async {
         tokio::time::sleep(Duration::from_millis(50)).await;
-        impatient
-            .post(format!("{}/tools/echo", client.base))
-            .header("x-session-id", "s")
-            .header("content-type", "application/json")
-            .body(body)
-            .send()
+        let patience = Duration::from_millis(100);
+        client
+            .post_giving_up("/tools/echo", "s", body, patience)
             .await
     });
     assert!(gone.is_err(), "the duplicate gave up while it waited");

@@ -342,16 +342,9 @@ mod faults_in_user_code_and_stores {
         let store = FaultyStore::new(MemoryStore::new(), Some(late));
         let layer = IdempotencyLayer::with_store(store).deadline(Duration::from_secs(1));
         let (client, counts) = start(layer).await;
-        let impatient = reqwest::Client::builder()
-            .timeout(Duration::from_millis(100))
-            .build()
-            .unwrap();
-        let gone = impatient
-            .post(format!("{}/tools/echo", client.base))
-            .header("x-session-id", "s")
-            .header("content-type", "application/json")
-            .body("{}")
-            .send()
+        let patience = Duration::from_millis(100);
+        let gone = client
+            .post_giving_up("/tools/echo", "s", "{}", patience)
             .await;
         assert!(gone.is_err(), "the client gave up");
         tokio::time::sleep(Duration::from_millis(700)).await;

@@ -250,6 +250,28 @@ impl Client {
     }
 
     /// POSTs JSON text as `session`.
+    /// POSTs `json` to `path` in `session` as a client that gives up after `patience`: its
+    /// error if it gave up.
+    pub async fn post_giving_up(
+        &self,
+        path: &str,
+        session: &str,
+        json: &str,
+        patience: Duration,
+    ) -> Result<reqwest::Response, reqwest::Error> {
+        let impatient = reqwest::Client::builder()
+            .timeout(patience)
+            .build()
+            .unwrap();
+        impatient
+            .post(format!("{}{path}", self.base))
+            .header("x-session-id", session)
+            .header("content-type", "application/json")
+            .body(json.to_owned())
+            .send()
+            .await
+    }
+
     pub async fn post(&self, path: &str, session: &str, json: &str) -> Answer {
         self.send(
             self.http

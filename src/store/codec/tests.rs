@@ -13,6 +13,24 @@ fn identity() -> (ScopeHash, Fingerprint) {
     )
 }
 
+/// A record of a full response, kept at times 1, 2 and 3.
+fn full_record(status: StatusCode, headers: HeaderMap, body: Bytes) -> Record {
+    let (scope, fingerprint) = identity();
+    Record {
+        scope,
+        fingerprint,
+        started_at_ms: 1,
+        completed_at_ms: 2,
+        expires_at_ms: 3,
+        response: KeptResponse::Full(StoredResponse {
+            status,
+            headers,
+            body,
+        }),
+        dialect: Dialect::Http,
+    }
+}
+
 #[test]
 fn records_round_trip() {
     let (scope, fingerprint) = identity();
@@ -20,19 +38,8 @@ fn records_round_trip() {
     headers.insert("content-type", HeaderValue::from_static("application/json"));
     headers.append("set-cookie", HeaderValue::from_static("a=1"));
     headers.append("set-cookie", HeaderValue::from_static("b=2"));
-    let record = Record {
-        scope,
-        fingerprint,
-        started_at_ms: 1,
-        completed_at_ms: 2,
-        expires_at_ms: 3,
-        response: KeptResponse::Full(StoredResponse {
-            status: StatusCode::CREATED,
-            headers: headers.clone(),
-            body: Bytes::from_static(b"{\"id\":1}"),
-        }),
-        dialect: Dialect::Http,
-    };
+    let body = Bytes::from_static(b"{\"id\":1}");
+    let record = full_record(StatusCode::CREATED, headers.clone(), body);
     let encoded = encode_record(&record);
     assert_eq!(encoded.len(), encoded_record_len(&record));
     assert_eq!(
@@ -188,20 +195,7 @@ fn unknown_extensions_are_skipped() {
 
 #[test]
 fn a_record_of_more_headers_than_a_map_holds_is_an_error_not_a_panic() {
-    let (scope, fingerprint) = identity();
-    let record = Record {
-        scope,
-        fingerprint,
-        started_at_ms: 1,
-        completed_at_ms: 2,
-        expires_at_ms: 3,
-        response: KeptResponse::Full(StoredResponse {
-            status: StatusCode::OK,
-            headers: HeaderMap::new(),
-            body: Bytes::new(),
-        }),
-        dialect: Dialect::Http,
-    };
+    let record = full_record(StatusCode::OK, HeaderMap::new(), Bytes::new());
     let empty = encode_record(&record);
     // The version, the kind, the identity and three times, then the response's tag, its
     // status and its count of headers.
