@@ -274,6 +274,21 @@ mod tests {
         );
     }
 
+    #[tokio::test]
+    async fn an_event_stream_the_layer_cannot_read_is_kept_as_may_have_run() {
+        // A field the reader does not know, before the answer: the server has the call.
+        let stream = "x-trace: 1\ndata: {\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{}}\n\n";
+        let mut response = Response::new(http_body_util::Full::new(Bytes::from(stream)));
+        response.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/event-stream"),
+        );
+        let Produced::Answered(answered) = read(response, &json!(3), 1024).await else {
+            panic!("an answer");
+        };
+        assert_eq!(answered.judged, Judged::Interrupted, "kept, never released");
+    }
+
     #[test]
     fn results_and_deterministic_refusals_are_kept_internal_errors_released() {
         let kept = [
