@@ -67,6 +67,9 @@ pub(crate) enum Unreadable {
     /// The body broke off with an [`Interrupted`](crate::Interrupted): the answer was lost
     /// after the request reached the server.
     Interrupted,
+    /// The event stream held a line its reader rejects (a field it does not know, say),
+    /// where the answer may have been: the server has the call, and may have run it.
+    Unparsable,
     /// The body ended, broke off otherwise, or held no answer to the request: why.
     Other(&'static str),
 }
@@ -77,6 +80,7 @@ impl Unreadable {
         match self {
             Self::TooLarge => "an answer larger than the layer reads",
             Self::Interrupted => "the answer was lost after the request reached the server",
+            Self::Unparsable => "the server's event stream could not be read",
             Self::Other(why) => why,
         }
     }
@@ -139,14 +143,16 @@ where
             }) = event
             else {
                 if let Err(error) = event {
-                    let broke_off = "the event stream broke off";
                     return Err(match &error {
                         // Past its bound the server was still answering: the tool ran.
                         sse_stream::Error::Body(error) if is_past_the_bound(error) => {
                             Unreadable::TooLarge
                         }
-                        sse_stream::Error::Body(error) => Unreadable::broken(error, broke_off),
-                        _ => Unreadable::Other(broke_off),
+                        sse_stream::Error::Body(error) => {
+                            Unreadable::broken(error, "the event stream broke off")
+                        }
+                        // The reader gives up on the rest of what it was given with it.
+                        _ => Unreadable::Unparsable,
                     });
                 }
                 continue;

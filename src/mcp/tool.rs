@@ -101,7 +101,9 @@ where
         // The tool answered, too much to read: it ran, and a repeat must not run it again.
         Err(Unreadable::TooLarge) => (Verdict::Keep, too_large(id, ceiling)),
         // It broke off after it began.
-        Err(Unreadable::Interrupted) => return Produced::Answered(lost(id, parts.status)),
+        Err(Unreadable::Interrupted | Unreadable::Unparsable) => {
+            return Produced::Answered(lost(id, parts.status))
+        }
         Err(unreadable) => (
             Verdict::Release(ReleaseCause::ResponseBody),
             unanswered(id, unreadable),
@@ -173,8 +175,8 @@ fn lost(id: &Value, status: StatusCode) -> Answered<ServerAnswer> {
 /// the tool ran is unknown, and it is kept so.
 fn interrupted(id: &Value) -> Value {
     let message = "This action may have run: its request reached the server, but no complete \
-                   answer came back (the connection broke, or the answer did not come in \
-                   time), so whether it took effect is not known. Calling again with the same \
+                   answer came back (the connection broke, the answer could not be read, or it \
+                   did not come in time), so whether it took effect is not known. Calling again with the same \
                    arguments will not run it: check its effect first.";
     let data = json!({ "outcome": "unknown", "retryable": false });
     answers::error(id, answers::INTERNAL_ERROR, message, Some(data))
