@@ -284,3 +284,37 @@ async fn the_memory_store_bytes_gauge_follows_what_it_keeps_up_to_its_budget() {
     assert_eq!(kept, store.weighted_size() as f64);
     assert!(kept <= budget as f64, "{kept} kept against {budget}");
 }
+
+#[tokio::test]
+async fn a_claim_given_back_is_timed_as_an_abandon_not_as_an_extend() {
+    use support::faulty::{Call, Fault, FaultyStore, Plan};
+    use tower_idempotency::store::MemoryStore;
+    let recorder = DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    let _local = metrics::set_default_local_recorder(&recorder);
+    // The claim reaches the store and its answer is lost: the lease it took is given back.
+    let lost = Plan {
+        call: Call::Claim,
+        ordinal: 0,
+        fault: Fault::FailAfter,
+        every: false,
+    };
+    let store = FaultyStore::new(MemoryStore::new(), Some(lost));
+    let (client, _) = start(IdempotencyLayer::with_store(store)).await;
+    assert_eq!(client.post("/tools/echo", "s", "{}").await.status, 503);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let snapshot = snapshotter.snapshot().into_vec();
+    let timed = |call| {
+        matching(
+            &snapshot,
+            "idempotency_store_duration_seconds",
+            &[("call", call)],
+        )
+        .map(|value| match value {
+            DebugValue::Histogram(values) => values.len(),
+            _ => 0,
+        })
+        .sum::<usize>()
+    };
+    assert_eq!((timed("abandon"), timed("extend")), (1, 0));
+}
