@@ -22,6 +22,7 @@ pub(crate) struct StoreMetrics {
     complete: StoreCallMetrics,
     release: StoreCallMetrics,
     extend: StoreCallMetrics,
+    abandon: StoreCallMetrics,
     get: StoreCallMetrics,
 }
 
@@ -32,6 +33,7 @@ impl Default for StoreMetrics {
             complete: StoreCallMetrics::new("complete"),
             release: StoreCallMetrics::new("release"),
             extend: StoreCallMetrics::new("extend"),
+            abandon: StoreCallMetrics::new("abandon"),
             get: StoreCallMetrics::new("get"),
         }
     }
@@ -133,7 +135,7 @@ impl<St: Store> Store for Observed<St> {
     }
 
     async fn abandon(&self, key: &IntentKey, token: &OwnerToken) -> Result<Fence, StoreError> {
-        self.measured(&self.metrics.extend, self.store.abandon(key, token))
+        self.measured(&self.metrics.abandon, self.store.abandon(key, token))
             .await
     }
 
