@@ -18,6 +18,7 @@ use super::{
     Claim, ClaimRequest, Entry, Fence, OwnerToken, Record, RunningInfo, Store, StoreError,
     Tombstone,
 };
+use crate::clock::later;
 use crate::key::{IntentKey, KeyHasher, ScopeHash};
 use crate::telemetry::MemoryStoreMetrics;
 
@@ -67,12 +68,6 @@ struct Inner {
     settled: Mutex<Table>,
     evictions: AtomicU64,
     metrics: MemoryStoreMetrics,
-}
-
-/// `now` and `kept` later, or [`LONGEST_KEPT`](super::LONGEST_KEPT) later if `kept` is
-/// longer: adding `Duration::MAX` to a clock would panic.
-fn until(now: LeaseClock, kept: Duration) -> LeaseClock {
-    crate::clock::later(now, kept)
 }
 
 struct Lease {
@@ -293,7 +288,7 @@ impl Store for MemoryStore {
             *key,
             Lease {
                 token,
-                expires: until(now, request.lease),
+                expires: later(now, request.lease),
                 info: RunningInfo {
                     started_at_ms: request.started_at_ms,
                     scope: request.scope,
@@ -340,7 +335,7 @@ impl Store for MemoryStore {
     ) -> Result<Fence, StoreError> {
         Ok(self.fenced(key, token, |running| {
             if let Some(held) = running.get_mut(key) {
-                held.expires = until(LeaseClock::now(), lease);
+                held.expires = later(LeaseClock::now(), lease);
             }
         }))
     }

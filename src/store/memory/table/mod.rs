@@ -189,7 +189,7 @@ impl Table {
             ttl_older: NIL,
             weight,
             share: place,
-            expires: super::until(now, ttl),
+            expires: crate::clock::later(now, ttl),
             ttl: ttl_ns,
             value: Some(value),
         };
