@@ -10,7 +10,12 @@
 # to bare in that round. Pinned: the server on one core, wrk on the other; unpinned: both
 # anywhere. Beside each rate, the server's CPU time a request (user and kernel, read from
 # /proc): on a shared machine, time its core lost to other tenants slows the rate but is not
-# counted there, so the ratios by CPU move less from round to round.
+# counted there, so the ratios by CPU move less from round to round. Beside those, how often a
+# request woke wrk (its voluntary context switches a request): a server that answers one
+# request at a time wakes a reader on the same host for each answer, and where an idle core
+# halts (most VMs) each wake-up costs the server an interrupt the hypervisor delivers.
+# `ours-unbatched` is this crate's layer with `no_answer_batching()`, which hands each answer
+# on as soon as it is decided, rather than after the runtime's other ready requests.
 #
 # Last, the floor in process: canonicalising and hashing the same body, and the ratio a layer
 # that did only that would reach on the pinned bare app if its time simply added to bare's
@@ -21,7 +26,7 @@
 #   ROUNDS=5 DURATION=8 bash benches/http_load.sh
 #   RESULTS=rounds.txt bash benches/http_load.sh      # also keeps each round's figures
 #
-# Needs wrk and taskset (apt-get install wrk util-linux).
+# Needs wrk, taskset and GNU time (apt-get install wrk util-linux time).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . benches/lib.sh
@@ -31,6 +36,7 @@ DURATION=${DURATION:-4}
 CONNECTIONS=${CONNECTIONS:-16}
 command -v wrk >/dev/null || { echo "wrk is needed: apt-get install wrk" >&2; exit 1; }
 command -v taskset >/dev/null || { echo "taskset is needed: apt-get install util-linux" >&2; exit 1; }
+[ -x /usr/bin/time ] || { echo "GNU time is needed: apt-get install time" >&2; exit 1; }
 
 # The peer crate declares a newer Rust than this crate; it builds with the one here.
 (cd benches/peer && cargo build --release --ignore-rust-version --target-dir ../../target/peer) >&2
@@ -54,7 +60,8 @@ cpu_ticks() { # pid
   awk '{ print $12 + $13 }' <<< "${stat##*) }"
 }
 
-# One round of one mode: "round placement mode workload req/s cpu-µs-a-request" lines, one per
+# One round of one mode: "round placement mode workload req/s cpu-µs-a-request
+# wrk-wake-ups-a-request" lines, one per
 # workload. Run in this shell, not a pipeline's, so that the cleanup trap knows the server.
 run() { # round, placement, mode
   local round=$1 placement=$2 mode=$3 serve=() load=()
@@ -71,26 +78,28 @@ run() { # round, placement, mode
   for workload in first_execution replay; do
     local before after report rps requests cpu_us
     before=$(cpu_ticks "$server")
-    report=$(checked_load "${load[@]}" wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" -s "benches/peer/$workload.lua" "$url")
+    report=$(checked_load "${load[@]}" /usr/bin/time -o "$work/wrk.time" -f %w \
+      wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" -s "benches/peer/$workload.lua" "$url")
     after=$(cpu_ticks "$server")
     rps=$(awk '/Requests\/sec/ { print $2 }' <<< "$report")
     requests=$(awk '/ requests in / { print $1 }' <<< "$report")
     cpu_us=$(awk -v t=$((after - before)) -v hz="$ticks_per_second" -v n="$requests" \
       'BEGIN { printf "%.3f", t / hz * 1e6 / n }')
-    echo "$round $placement $mode $workload $rps $cpu_us"
+    wakes=$(awk -v w="$(tail -n 1 "$work/wrk.time")" -v n="$requests" 'BEGIN { printf "%.3f", w / n }')
+    echo "$round $placement $mode $workload $rps $cpu_us $wakes"
   done
   kill "$server"; wait "$server" 2>/dev/null || true; server=""
 }
 
-modes=(bare digest ours peer)
+modes=(bare digest ours ours-unbatched peer)
 results="$work/results"
 : > "$results"
 for round in $(seq 1 "$ROUNDS"); do
   for placement in pinned unpinned; do
     # Each round starts from the next mode, so that no mode always runs at the same point of
     # a round.
-    for turn in 0 1 2 3; do
-      run "$round" "$placement" "${modes[(round + turn) % 4]}" >> "$results"
+    for turn in "${!modes[@]}"; do
+      run "$round" "$placement" "${modes[(round + turn) % ${#modes[@]}]}" >> "$results"
     done
   done
   echo "round $round of $ROUNDS done" >&2
@@ -113,15 +122,16 @@ awk -v floor_us="$floor_us" '
     for (i = 2; i <= n; i++) { if (a[i] < lo) lo = a[i]; if (a[i] > hi) hi = a[i] }
     return sprintf("%.2f–%.2f", lo, hi)
   }
-  { rps[$2, $3, $4, $1] = $5; cpu[$2, $3, $4, $1] = $6; rounds[$1] = 1; seen[$2, $3, $4] = 1 }
+  { rps[$2, $3, $4, $1] = $5; cpu[$2, $3, $4, $1] = $6; woke[$2, $3, $4, $1] = $7; rounds[$1] = 1; seen[$2, $3, $4] = 1 }
   END {
-    printf "| %-8s | %-6s | %-15s | %9s | %15s | %15s | %10s | %15s | %15s |\n", "placement", "mode", "workload", "req/s", "vs bare", "vs peer", "CPU µs/req", "by CPU vs bare", "by CPU vs peer"
-    printf "| %-8s | %-6s | %-15s | %9s | %15s | %15s | %10s | %15s | %15s |\n", "---", "---", "---", "---:", "---:", "---:", "---:", "---:", "---:"
-    split("pinned unpinned", places, " "); split("bare digest ours peer", modes, " "); split("first_execution replay", loads, " ")
-    for (p = 1; p <= 2; p++) for (w = 1; w <= 2; w++) for (m = 1; m <= 4; m++) {
+    printf "| %-8s | %-14s | %-15s | %9s | %15s | %15s | %10s | %15s | %15s | %12s |\n", "placement", "mode", "workload", "req/s", "vs bare", "vs peer", "CPU µs/req", "by CPU vs bare", "by CPU vs peer", "wrk woken/req"
+    printf "| %-8s | %-14s | %-15s | %9s | %15s | %15s | %10s | %15s | %15s | %12s |\n", "---", "---", "---", "---:", "---:", "---:", "---:", "---:", "---:", "---:"
+    split("pinned unpinned", places, " "); split("first_execution replay", loads, " ")
+    n_modes = split("bare digest ours ours-unbatched peer", modes, " ")
+    for (p = 1; p <= 2; p++) for (w = 1; w <= 2; w++) for (m = 1; m <= n_modes; m++) {
       key = places[p] SUBSEP modes[m] SUBSEP loads[w]
       if (!(key in seen)) continue
-      all = ""; vs_bare = ""; vs_peer = ""; spent = ""; cpu_bare = ""; cpu_peer = ""
+      all = ""; vs_bare = ""; vs_peer = ""; spent = ""; cpu_bare = ""; cpu_peer = ""; wakes = ""
       for (r in rounds) {
         v = rps[places[p], modes[m], loads[w], r]; b = rps[places[p], "bare", loads[w], r]
         q = rps[places[p], "peer", loads[w], r]
@@ -133,13 +143,15 @@ awk -v floor_us="$floor_us" '
         c = cpu[places[p], modes[m], loads[w], r]; cb = cpu[places[p], "bare", loads[w], r]
         cq = cpu[places[p], "peer", loads[w], r]
         spent = spent " " c
+        wakes = wakes " " woke[places[p], modes[m], loads[w], r]
         if (c > 0) { cpu_bare = cpu_bare " " cb / c; cpu_peer = cpu_peer " " cq / c }
       }
       bare_cell = sprintf("%.2f× (%s)", median(vs_bare), range(vs_bare))
-      peer_cell = modes[m] == "ours" ? sprintf("%.2f× (%s)", median(vs_peer), range(vs_peer)) : "-"
+      layer = modes[m] ~ /^ours/
+      peer_cell = layer ? sprintf("%.2f× (%s)", median(vs_peer), range(vs_peer)) : "-"
       cpu_bare_cell = sprintf("%.2f× (%s)", median(cpu_bare), range(cpu_bare))
-      cpu_peer_cell = modes[m] == "ours" ? sprintf("%.2f× (%s)", median(cpu_peer), range(cpu_peer)) : "-"
-      printf "| %-8s | %-6s | %-15s | %9.0f | %15s | %15s | %10.2f | %15s | %15s |\n", places[p], modes[m], loads[w], median(all), bare_cell, peer_cell, median(spent), cpu_bare_cell, cpu_peer_cell
+      cpu_peer_cell = layer ? sprintf("%.2f× (%s)", median(cpu_peer), range(cpu_peer)) : "-"
+      printf "| %-8s | %-14s | %-15s | %9.0f | %15s | %15s | %10.2f | %15s | %15s | %12.3f |\n", places[p], modes[m], loads[w], median(all), bare_cell, peer_cell, median(spent), cpu_bare_cell, cpu_peer_cell, median(wakes)
       if (places[p] == "pinned" && modes[m] == "bare" && loads[w] == "first_execution") bare_rps = median(all)
     }
     bare_us = 1e6 / bare_rps

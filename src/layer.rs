@@ -400,6 +400,16 @@ impl<St> IdempotencyLayer<St> {
     pub fn max_detached(self, max: usize) -> Self {
         self.set(|s| s.max_detached = max)
     }
+
+    /// Hands each answer to the server as soon as it is decided. By default the layer first
+    /// yields once to the runtime, so that the answers of requests that arrived together are
+    /// written together and a reader on the same host is woken once for several (on a VM
+    /// whose idle cores halt, that wake-up costs more than the layer's own work). The outcome
+    /// is recorded before the yield either way; turn batching off where one more poll of each
+    /// request's future matters more than the wake-ups.
+    pub fn no_answer_batching(self) -> Self {
+        self.set(|s| s.batch_answers = false)
+    }
 }
 
 pub(crate) fn parse_pointer(pointer: &str) -> JsonPointer {

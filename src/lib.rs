@@ -83,6 +83,7 @@ mod settings;
 pub mod store;
 mod telemetry;
 mod told;
+mod turn;
 
 pub use body::{RequestBody, ResponseBody};
 pub use classify::{Classify, DefaultClassify, Verdict};

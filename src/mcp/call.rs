@@ -18,6 +18,7 @@ use crate::bounds::{Bufferable, Keepable, Tool};
 use crate::engine::{self, Begun, Decided, Scoped};
 use crate::store::{Dialect, Store};
 use crate::telemetry::{self, Op};
+use crate::turn;
 
 /// Writes the operation label of a tool call: `tools/call NAME` for names that look like tool
 /// names, so that a client cannot grow the label set at will.
@@ -116,15 +117,19 @@ impl<St: Store> Endpoint<St> {
                 .await
                 .map(|(intent, outcome)| Decided::Keyed { intent, outcome }),
         };
-        let _entered = span.enter();
-        match decided {
-            Ok(decided) => Ok(self.finish(&op, started, &rendering, form, decided)),
-            Err(error) => {
-                engine::record::<()>(&op, None);
-                telemetry::answered(&op, None, started);
-                Err(error)
+        let answered = {
+            let _entered = span.enter();
+            match decided {
+                Ok(decided) => Ok(self.finish(&op, started, &rendering, form, decided)),
+                Err(error) => {
+                    engine::record::<()>(&op, None);
+                    telemetry::answered(&op, None, started);
+                    Err(error)
+                }
             }
-        }
+        };
+        turn::after_others(settings.batch_answers).await;
+        answered
     }
 
     /// Records what the engine decided and renders it.

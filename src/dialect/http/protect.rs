@@ -16,6 +16,7 @@ use crate::engine::{self, Begun, Call, Decided, Engine, Scoped};
 use crate::settings::Settings;
 use crate::store::Store;
 use crate::telemetry::{self, Op};
+use crate::turn;
 
 type Answered<B, E> = Result<Response<ResponseBody<B>>, E>;
 
@@ -100,13 +101,17 @@ where
         let execution = match span.in_scope(|| engine.begin(parts, bytes, &scope, &op, call, work))
         {
             Begun::Decided(decided) => {
-                return finish(settings, &op, &span, started, Went::Decided(decided));
+                let answered = finish(settings, &op, &span, started, Went::Decided(decided));
+                turn::after_others(settings.batch_answers).await;
+                return answered;
             }
             Begun::Running(execution) => execution,
         };
         let executed = execution.instrument(span.clone()).await;
         let decided = executed.map(|(intent, outcome)| Decided::Keyed { intent, outcome });
-        finish(settings, &op, &span, started, Went::Decided(decided))
+        let answered = finish(settings, &op, &span, started, Went::Decided(decided));
+        turn::after_others(settings.batch_answers).await;
+        answered
     }
 }
 
