@@ -111,7 +111,7 @@ flood=$("$app" flood)
 echo
 echo "wrk, $ROUNDS rounds of ${DURATION}s per row, $CONNECTIONS connections, ~1 KiB JSON bodies, loopback"
 echo
-awk -v floor_us="$floor_us" '
+awk -v floor_us="$floor_us" -v mode_list="${modes[*]}" '
   function median(list, n,    i, j, t, a) {
     n = split(list, a, " ")
     for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
@@ -127,7 +127,7 @@ awk -v floor_us="$floor_us" '
     printf "| %-8s | %-14s | %-15s | %9s | %15s | %15s | %10s | %15s | %15s | %12s |\n", "placement", "mode", "workload", "req/s", "vs bare", "vs peer", "CPU µs/req", "by CPU vs bare", "by CPU vs peer", "wrk woken/req"
     printf "| %-8s | %-14s | %-15s | %9s | %15s | %15s | %10s | %15s | %15s | %12s |\n", "---", "---", "---", "---:", "---:", "---:", "---:", "---:", "---:", "---:"
     split("pinned unpinned", places, " "); split("first_execution replay", loads, " ")
-    n_modes = split("bare digest ours ours-unbatched peer", modes, " ")
+    n_modes = split(mode_list, modes, " ")
     for (p = 1; p <= 2; p++) for (w = 1; w <= 2; w++) for (m = 1; m <= n_modes; m++) {
       key = places[p] SUBSEP modes[m] SUBSEP loads[w]
       if (!(key in seen)) continue

@@ -3,8 +3,8 @@
 //! memory store, or behind a layer that only reads, canonicalises and hashes the body (the
 //! least a layer that keys by content does, measured over the same HTTP); `ours-unbatched` is
 //! this crate's layer with `no_answer_batching()`, handing each answer on as soon as it is
-//! decided: `idempotency-peer-bench <bare|ours|ours-unbatched|peer|digest> <addr>`. `idempotency-peer-bench
-//! floor` prints the microseconds that canonicalising and hashing one of the load's bodies
+//! decided: `idempotency-peer-bench <bare|ours|ours-unbatched|peer|digest> <addr>`.
+//! `idempotency-peer-bench floor` prints the microseconds that canonicalising and hashing one of the load's bodies
 //! takes in process: the least a layer that keys by content must spend on it.
 //! `idempotency-peer-bench flood` sends 300 000 new intents over 1 000 scopes through this
 //! crate's layer in process and prints what its memory store keeps and the process's resident
