@@ -65,51 +65,64 @@ where
     let scoped = span.in_scope(|| engine::scoped(settings, scope, &op));
     async move {
         let settings = &engine.settings;
-        let scope = match scoped {
-            Scoped::Protect(scope) => scope,
-            Scoped::PassThrough => {
-                // Boxed: a path off the common one, whose future would widen every request's.
-                let passing = Box::pin(inner.call(Request::from_parts(parts, body)));
-                let response = passing.instrument(span.clone()).await;
-                let went = Went::Past(response.map(|r| r.map(ResponseBody::inner)));
-                return finish(settings, &op, &span, started, went);
-            }
-            Scoped::Refuse(refusal) => {
-                let went = Went::Decided(Ok(Decided::Refused(refusal)));
-                return finish(settings, &op, &span, started, went);
+        // In a block of its own, so that nothing it held is kept across the last wait.
+        let answered = {
+            // What the body's wait holds (the scope) is not kept across the execution's.
+            let execution = {
+                let scope = match scoped {
+                    Scoped::Protect(scope) => scope,
+                    Scoped::PassThrough => {
+                        // Boxed: a path off the common one, whose future would widen every
+                        // request's.
+                        let passing = Box::pin(inner.call(Request::from_parts(parts, body)));
+                        let response = passing.instrument(span.clone()).await;
+                        let went = Went::Past(response.map(|r| r.map(ResponseBody::inner)));
+                        return finish(settings, &op, &span, started, went);
+                    }
+                    Scoped::Refuse(refusal) => {
+                        let went = Went::Decided(Ok(Decided::Refused(refusal)));
+                        return finish(settings, &op, &span, started, went);
+                    }
+                };
+                let bytes = match read_body(body, &parts.headers, settings.body_limit).await {
+                    Ok(bytes) => bytes,
+                    Err(refusal) => {
+                        let went = Went::Decided(Ok(Decided::Refused(refusal)));
+                        return finish(settings, &op, &span, started, went);
+                    }
+                };
+                let limit = settings.response_limit;
+                let rule = Arc::clone(&settings.classify);
+                let work = move |parts, bytes| async move {
+                    let response = inner
+                        .call(Request::from_parts(parts, B::from(bytes)))
+                        .await?;
+                    Ok(read(response, limit, &rule).await)
+                };
+                let call = Call::default();
+                // Decided at once, or the execution to wait for: matched as the block's value, so
+                // that what `begin` returned is not kept across either wait.
+                match span.in_scope(|| engine.begin(parts, bytes, &scope, &op, call, work)) {
+                    Begun::Decided(decided) => Err(finish(
+                        settings,
+                        &op,
+                        &span,
+                        started,
+                        Went::Decided(decided),
+                    )),
+                    Begun::Running(execution) => Ok(execution),
+                }
+            };
+            match execution {
+                Err(answered) => answered,
+                Ok(execution) => {
+                    let executed = execution.instrument(span.clone()).await;
+                    let decided =
+                        executed.map(|(intent, outcome)| Decided::Keyed { intent, outcome });
+                    finish(settings, &op, &span, started, Went::Decided(decided))
+                }
             }
         };
-        let bytes = match read_body(body, &parts.headers, settings.body_limit).await {
-            Ok(bytes) => bytes,
-            Err(refusal) => {
-                let went = Went::Decided(Ok(Decided::Refused(refusal)));
-                return finish(settings, &op, &span, started, went);
-            }
-        };
-        let limit = settings.response_limit;
-        let rule = Arc::clone(&settings.classify);
-        let work = move |parts, bytes| async move {
-            let response = inner
-                .call(Request::from_parts(parts, B::from(bytes)))
-                .await?;
-            Ok(read(response, limit, &rule).await)
-        };
-        let call = Call::default();
-        // Awaited only when the intent runs: the wait holds one box, not the steps before it
-        // (matched in a statement of its own, so that what `begin` returned is not kept across
-        // the wait).
-        let execution = match span.in_scope(|| engine.begin(parts, bytes, &scope, &op, call, work))
-        {
-            Begun::Decided(decided) => {
-                let answered = finish(settings, &op, &span, started, Went::Decided(decided));
-                turn::after_others(settings.batch_answers).await;
-                return answered;
-            }
-            Begun::Running(execution) => execution,
-        };
-        let executed = execution.instrument(span.clone()).await;
-        let decided = executed.map(|(intent, outcome)| Decided::Keyed { intent, outcome });
-        let answered = finish(settings, &op, &span, started, Went::Decided(decided));
         turn::after_others(settings.batch_answers).await;
         answered
     }
