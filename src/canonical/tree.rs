@@ -6,6 +6,8 @@
 //! its members are in canonical order, in a second buffer of places. Leaving a value out marks
 //! it removed in place.
 
+use std::cell::Cell;
+
 use super::order::utf16_cmp;
 use super::{CanonicalError, Node, Text};
 
@@ -56,6 +58,44 @@ pub(crate) struct Tree<'a> {
 
 /// The root's place.
 pub(crate) const ROOT: Place = 0;
+
+/// The most entries a thread keeps for its next document (56 KiB, and 8 KiB of member places):
+/// room for bodies of about 8 KiB, more than tool arguments usually take.
+const MOST_KEPT: usize = 1024;
+
+thread_local! {
+    /// The buffers of the last tree dropped on this thread, emptied, for the next document:
+    /// a ~1 KiB body's tape is about 7 KiB, past the sizes the allocator keeps at hand for
+    /// reuse, and taking it from the allocator and giving it back cost every request more
+    /// than reading this. A tape of more than [`MOST_KEPT`] entries is let go.
+    static SPARE: Cell<(Vec<Entry<'static>>, Vec<Place>)> =
+        const { Cell::new((Vec::new(), Vec::new())) };
+}
+
+/// `tape`, emptied, as a buffer of entries borrowing for another lifetime: its allocation is
+/// kept, since collecting a vector's own iterator into a vector of a type of the same layout
+/// reuses the allocation in place. The entries borrow their text, so a spare tape must be
+/// emptied and re-typed for each document.
+fn retyped<'b>(mut tape: Vec<Entry<'_>>) -> Vec<Entry<'b>> {
+    tape.clear();
+    tape.into_iter()
+        .map(|_| unreachable!("the tape was emptied"))
+        .collect()
+}
+
+impl Drop for Tree<'_> {
+    /// Leaves the buffers, emptied, for the next document this thread reads.
+    fn drop(&mut self) {
+        if self.tape.capacity() > MOST_KEPT || self.order.capacity() > MOST_KEPT {
+            return;
+        }
+        let tape = retyped(std::mem::take(&mut self.tape));
+        let mut order = std::mem::take(&mut self.order);
+        order.clear();
+        // A thread being torn down keeps nothing.
+        let _ = SPARE.try_with(|spare| spare.set((tape, order)));
+    }
+}
 
 /// The most entries reserved before a document is read (about 224 KiB): past it the tape grows
 /// with what the document holds, so that a large body of few values (one long string) is not
@@ -170,18 +210,18 @@ impl<'a> Builder<'a> {
     }
 
     /// A builder with room for about `expected` entries, up to [`MOST_RESERVED`]; the root's
-    /// place is [`ROOT`].
+    /// place is [`ROOT`]. Its buffers are the last ones a tree dropped on this thread left,
+    /// where there are such.
     pub(crate) fn new(expected: usize) -> Self {
-        let mut tape = Vec::with_capacity(expected.clamp(1, MOST_RESERVED));
+        let (tape, order) = SPARE.try_with(Cell::take).unwrap_or_default();
+        let mut tape = retyped(tape);
+        tape.reserve(expected.clamp(1, MOST_RESERVED));
         tape.push(Entry {
             name: None,
             value: Node::Null,
         });
         Self {
-            tree: Tree {
-                tape,
-                order: Vec::new(),
-            },
+            tree: Tree { tape, order },
         }
     }
 
@@ -219,7 +259,7 @@ impl<'a> Builder<'a> {
     pub(crate) fn close_object(&mut self, place: Place) -> Result<(), CanonicalError> {
         let end = self.tree.tape.len();
         let order = self.tree.order.len();
-        if self.tree.order.capacity() == 0 {
+        if self.tree.order.is_empty() {
             // At most one place per entry.
             self.tree.order.reserve(self.tree.tape.capacity());
         }
@@ -289,6 +329,26 @@ mod tests {
             "{reserved} bytes reserved for one value of {} bytes",
             one_string.len()
         );
+    }
+
+    #[test]
+    fn a_document_read_after_another_reuses_its_buffers() {
+        let text = br#"{"b":[1,{"d":2,"c":3}],"a":4}"#;
+        let first = parse(text).unwrap();
+        let (tape, order) = (first.tape.as_ptr() as usize, first.order.as_ptr() as usize);
+        drop(first);
+        let second = parse(text).unwrap();
+        assert_eq!(second.tape.as_ptr() as usize, tape);
+        assert_eq!(second.order.as_ptr() as usize, order);
+        assert_eq!(canonical(&second), r#"{"a":4,"b":[1,{"c":3,"d":2}]}"#);
+    }
+
+    #[test]
+    fn a_large_document_leaves_no_buffers_behind() {
+        let many = format!("[{}0]", "0,".repeat(MOST_KEPT));
+        drop(parse(many.as_bytes()).unwrap());
+        let next = parse(b"[1]").unwrap();
+        assert!(next.tape.capacity() <= MOST_KEPT);
     }
 
     #[test]

@@ -189,7 +189,8 @@ impl FingerprintRules {
                         };
                     }
                 }
-                match value.as_ref().map(from_value) {
+                let normalized = value.as_ref().map(from_value);
+                match normalized {
                     Some(Ok(normalized)) => self.canonical_without_ignored(normalized, essence),
                     _ => self.canonical_without_ignored(tree, essence),
                 }
