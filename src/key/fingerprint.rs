@@ -6,8 +6,7 @@ use std::sync::Arc;
 use http::HeaderValue;
 use sha2::{Digest, Sha256};
 
-use super::put_framed;
-use super::{ExplicitKey, InvalidExplicitKey};
+use super::{put_framed, ExplicitKey, InvalidExplicitKey};
 use crate::canonical::{
     self, emit, from_value, to_value, CanonicalError, HashingSink, JsonPointer, Node, NumberKinds,
     Sink, Tree,
