@@ -67,7 +67,8 @@ where
         let settings = &engine.settings;
         // In a block of its own, so that nothing it held is kept across the last wait.
         let answered = {
-            // What the body's wait holds (the scope) is not kept across the execution's.
+            // A block of its own, so that the scope, and what went into `begin`, are not kept
+            // across the execution's wait.
             let execution = {
                 let scope = match scoped {
                     Scoped::Protect(scope) => scope,
