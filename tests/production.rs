@@ -5,10 +5,13 @@
 
 mod support;
 
+#[cfg(feature = "redis")]
 use std::time::Duration;
 
 use axum::http::StatusCode;
-use support::gateway::{start_example, start_example_keeping_stderr, Gateway};
+#[cfg(feature = "redis")]
+use support::gateway::start_example_keeping_stderr;
+use support::gateway::{start_example, Gateway};
 use support::{Answer, Client};
 
 const TOKENS: &str = "t-ann=ann,t-bob=bob";
@@ -28,9 +31,11 @@ async fn send(client: &Client, token: Option<&str>, conversation: &str, body: &s
 }
 
 /// An authenticated call whose action takes 800 ms.
+#[cfg(feature = "redis")]
 const SLOW: &str = r#"{"to":"a@example.com","delay_ms":800}"#;
 
 /// [`SLOW`], sent in a task of its own.
+#[cfg(feature = "redis")]
 fn slow_call(gateway: &Gateway) -> tokio::task::JoinHandle<Answer> {
     let client = gateway.client.clone();
     tokio::spawn(async move { send(&client, Some("t-ann"), "c1", SLOW).await })
