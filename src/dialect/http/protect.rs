@@ -65,10 +65,11 @@ where
     let scoped = span.in_scope(|| engine::scoped(settings, scope, &op));
     async move {
         let settings = &engine.settings;
-        // In a block of its own, so that nothing it held is kept across the last wait.
-        let answered = {
-            // A block of its own, so that the scope, and what went into `begin`, are not kept
-            // across the execution's wait.
+        // Every protected answer leaves this block, and nothing the block held is kept across
+        // the yield after it.
+        let answered = 'protected: {
+            // In a block of its own, so that what it held (the scope, what `begin` took and
+            // returned) is not kept across the execution's wait.
             let execution = {
                 let scope = match scoped {
                     Scoped::Protect(scope) => scope,
@@ -101,28 +102,17 @@ where
                     Ok(read(response, limit, &rule).await)
                 };
                 let call = Call::default();
-                // Decided at once, or the execution to wait for: matched as the block's value, so
-                // that what `begin` returned is not kept across either wait.
                 match span.in_scope(|| engine.begin(parts, bytes, &scope, &op, call, work)) {
-                    Begun::Decided(decided) => Err(finish(
-                        settings,
-                        &op,
-                        &span,
-                        started,
-                        Went::Decided(decided),
-                    )),
-                    Begun::Running(execution) => Ok(execution),
+                    Begun::Decided(decided) => {
+                        let went = Went::Decided(decided);
+                        break 'protected finish(settings, &op, &span, started, went);
+                    }
+                    Begun::Running(execution) => execution,
                 }
             };
-            match execution {
-                Err(answered) => answered,
-                Ok(execution) => {
-                    let executed = execution.instrument(span.clone()).await;
-                    let decided =
-                        executed.map(|(intent, outcome)| Decided::Keyed { intent, outcome });
-                    finish(settings, &op, &span, started, Went::Decided(decided))
-                }
-            }
+            let executed = execution.instrument(span.clone()).await;
+            let decided = executed.map(|(intent, outcome)| Decided::Keyed { intent, outcome });
+            finish(settings, &op, &span, started, Went::Decided(decided))
         };
         turn::after_others(settings.batch_answers).await;
         answered
