@@ -14,8 +14,8 @@
 # request woke wrk (its voluntary context switches a request): a server that answers one
 # request at a time wakes a reader on the same host for each answer, and where an idle core
 # halts (most VMs) each wake-up costs the server an interrupt the hypervisor delivers.
-# `ours-unbatched` is this crate's layer with `no_answer_batching()`, which hands each answer
-# on as soon as it is decided, rather than after the runtime's other ready requests.
+# `ours-batched` is this crate's layer with `answer_batching()`, which hands each answer on
+# after the runtime's other ready requests rather than as soon as it is decided.
 #
 # Last, the floor in process: canonicalising and hashing the same body, and the ratio a layer
 # that did only that would reach on the pinned bare app if its time simply added to bare's
@@ -91,7 +91,7 @@ run() { # round, placement, mode
   kill "$server"; wait "$server" 2>/dev/null || true; server=""
 }
 
-modes=(bare digest ours ours-unbatched peer)
+modes=(bare digest ours ours-batched peer)
 results="$work/results"
 : > "$results"
 for round in $(seq 1 "$ROUNDS"); do

@@ -401,14 +401,23 @@ impl<St> IdempotencyLayer<St> {
         self.set(|s| s.max_detached = max)
     }
 
-    /// Hands each answer to the server as soon as it is decided. By default the layer first
-    /// yields once to the runtime, so that the answers of requests that arrived together are
-    /// written together and a reader on the same host is woken once for several (on a VM
-    /// whose idle cores halt, that wake-up costs more than the layer's own work). The outcome
-    /// is recorded before the yield either way; turn batching off where one more poll of each
-    /// request's future matters more than the wake-ups.
-    pub fn no_answer_batching(self) -> Self {
-        self.set(|s| s.batch_answers = false)
+    /// Yields once to the runtime before handing each answer to the server, so that the
+    /// answers of requests that arrived together are written together and a reader on the
+    /// same host is woken once for several. By default each answer is handed on as soon as it
+    /// is decided. The outcome is recorded before the yield either way.
+    ///
+    /// Batching costs one more poll of each request's future. It pays where the readers run
+    /// on the same host and waking an idle core is dear (a VM whose idle cores halt at once,
+    /// with the client or a proxy beside the server); measure both under your load.
+    ///
+    /// ```
+    /// use tower_idempotency::IdempotencyLayer;
+    ///
+    /// let layer = IdempotencyLayer::new().answer_batching();
+    /// # let _ = layer;
+    /// ```
+    pub fn answer_batching(self) -> Self {
+        self.set(|s| s.batch_answers = true)
     }
 }
 

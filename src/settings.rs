@@ -98,7 +98,7 @@ impl Default for Settings {
             annotate_replays: false,
             route_label: None,
             max_detached: DEFAULT_MAX_DETACHED,
-            batch_answers: true,
+            batch_answers: false,
         }
     }
 }

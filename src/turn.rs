@@ -6,11 +6,14 @@
 //! other requests that arrived with this one, so that their answers are written together and a
 //! reader on the same host (a load generator, an agent runtime, a proxy in front) is woken
 //! once for several. Where waking an idle core is dear, as on virtual machines whose idle
-//! cores halt, that wake-up costs the server more than the whole layer does. The answer's
-//! outcome is recorded before the yield, so a repeat arriving meanwhile is replayed.
+//! cores halt at once, that wake-up costs the server more than the whole layer does; elsewhere
+//! the yield is one more poll of each request's future for nothing, so it is off by default.
+//! The answer's outcome is recorded before the yield, so a repeat arriving meanwhile is
+//! replayed.
 
-/// Yields once to the runtime if `batch` is set (the default; see
-/// [`IdempotencyLayer::no_answer_batching`](crate::IdempotencyLayer::no_answer_batching)).
+/// Yields once to the runtime if `batch` is set (see
+/// [`IdempotencyLayer::answer_batching`](crate::IdempotencyLayer::answer_batching); off by
+/// default).
 pub(crate) async fn after_others(batch: bool) {
     if batch {
         tokio::task::yield_now().await;

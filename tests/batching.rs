@@ -1,6 +1,6 @@
-//! Answers of requests that arrive together are handed on together: each is decided and its
-//! outcome recorded in its own turn, and the layer yields once before handing it to the
-//! server, unless `no_answer_batching()` is set.
+//! With `answer_batching()`, answers of requests that arrive together are handed on together:
+//! each is decided and its outcome recorded in its own turn, and the layer yields once before
+//! handing it to the server. By default each answer is handed on as soon as it is decided.
 
 use std::future::Future;
 use std::sync::{Arc, Mutex};
@@ -68,7 +68,8 @@ async fn two_at_once(
 
 #[tokio::test]
 async fn answers_of_requests_that_arrive_together_are_handed_on_together() {
-    let (events, [a, b]) = two_at_once(IdempotencyLayer::new(), "1", "2").await;
+    let layer = IdempotencyLayer::new().answer_batching();
+    let (events, [a, b]) = two_at_once(layer, "1", "2").await;
     // Both ran before either answer was handed on (in whichever order `join!` polls them).
     assert_eq!(events[..2], ["ran 1", "ran 2"]);
     let mut answered = events[2..].to_vec();
@@ -79,16 +80,16 @@ async fn answers_of_requests_that_arrive_together_are_handed_on_together() {
 }
 
 #[tokio::test]
-async fn without_batching_each_answer_is_handed_on_as_soon_as_it_is_decided() {
-    let layer = IdempotencyLayer::new().no_answer_batching();
-    let (events, _) = two_at_once(layer, "1", "2").await;
+async fn by_default_each_answer_is_handed_on_as_soon_as_it_is_decided() {
+    let (events, _) = two_at_once(IdempotencyLayer::new(), "1", "2").await;
     assert_eq!(events, ["ran 1", "answered 1", "ran 2", "answered 2"]);
 }
 
 #[tokio::test]
 async fn a_repeat_that_arrives_while_an_answer_waits_its_turn_is_replayed() {
     // The outcome is recorded before the layer yields: the repeat finds it kept.
-    let (events, [first, repeat]) = two_at_once(IdempotencyLayer::new(), "1", "1").await;
+    let layer = IdempotencyLayer::new().answer_batching();
+    let (events, [first, repeat]) = two_at_once(layer, "1", "1").await;
     assert_eq!(events, ["ran 1", "answered 1", "answered 1"]);
     assert!(first.headers().get("idempotent-replayed").is_none());
     assert_eq!(repeat.headers()["idempotent-replayed"], "true");

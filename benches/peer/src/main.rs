@@ -1,9 +1,10 @@
 //! One minimal axum app, the same `send_email` handler and nothing else, served bare, behind
 //! this crate's `IdempotencyLayer::new()`, behind the `idempotent` crate's layer over its
 //! memory store, or behind a layer that only reads, canonicalises and hashes the body (the
-//! least a layer that keys by content does, measured over the same HTTP); `ours-unbatched` is
-//! this crate's layer with `no_answer_batching()`, handing each answer on as soon as it is
-//! decided: `idempotency-peer-bench <bare|ours|ours-unbatched|peer|digest> <addr>`.
+//! least a layer that keys by content does, measured over the same HTTP); `ours-batched` is
+//! this crate's layer with `answer_batching()`, yielding once before each answer so that the
+//! answers of requests that arrived together are written together:
+//! `idempotency-peer-bench <bare|ours|ours-batched|peer|digest> <addr>`.
 //! `idempotency-peer-bench floor` prints the microseconds that canonicalising and hashing one of the load's bodies
 //! takes in process: the least a layer that keys by content must spend on it.
 //! `idempotency-peer-bench flood` sends 300 000 new intents over 1 000 scopes through this
@@ -116,9 +117,7 @@ fn app(mode: &str) -> Router {
     match mode {
         "bare" => app,
         "ours" => app.layer(tower_idempotency::IdempotencyLayer::new()),
-        "ours-unbatched" => {
-            app.layer(tower_idempotency::IdempotencyLayer::new().no_answer_batching())
-        }
+        "ours-batched" => app.layer(tower_idempotency::IdempotencyLayer::new().answer_batching()),
         "digest" => app.layer(axum::middleware::from_fn(digest_only)),
         "peer" => {
             let store = idempotent::memory::MemoryStore::builder()
@@ -126,7 +125,7 @@ fn app(mode: &str) -> Router {
                 .expect("the peer's memory store");
             app.layer(idempotent::middleware::IdempotencyLayer::new(store))
         }
-        other => panic!("mode {other:?}: bare, ours, ours-unbatched, peer or digest"),
+        other => panic!("mode {other:?}: bare, ours, ours-batched, peer or digest"),
     }
 }
 
