@@ -414,7 +414,6 @@ impl<St> IdempotencyLayer<St> {
     /// use tower_idempotency::IdempotencyLayer;
     ///
     /// let layer = IdempotencyLayer::new().answer_batching();
-    /// # let _ = layer;
     /// ```
     pub fn answer_batching(self) -> Self {
         self.set(|s| s.batch_answers = true)
