@@ -65,8 +65,9 @@ where
     let scoped = span.in_scope(|| engine::scoped(settings, scope, &op));
     async move {
         let settings = &engine.settings;
-        // Every protected answer leaves this block, and nothing the block held is kept across
-        // the yield after it.
+        // Every answer of a request that reached the engine leaves this block (one refused
+        // before it, or passed through, returns at once), and nothing the block held is kept
+        // across the yield after it.
         let answered = 'protected: {
             // In a block of its own, so that what it held (the scope, what `begin` took and
             // returned) is not kept across the execution's wait.
