@@ -82,6 +82,16 @@ enum Settled {
     Failed(Arc<Tombstone>),
 }
 
+impl Settled {
+    /// Where what the value holds on the heap starts.
+    fn heap_start(&self) -> *const u8 {
+        match self {
+            Self::Completed(kept) => kept.heap_start(),
+            Self::Failed(tombstone) => Arc::as_ptr(tombstone).cast(),
+        }
+    }
+}
+
 /// What the table charges for a tombstone, its key included.
 const TOMBSTONE_WEIGHT: u32 = 400 + 32;
 
