@@ -15,7 +15,7 @@ use crate::key::{
 };
 use crate::scope::Scope;
 use crate::settings::Timing;
-use crate::store::Dialect;
+use crate::store::{Dialect, Store};
 use crate::telemetry::Op;
 
 /// What a dialect tells the engine of one call besides its request: the protocol it came in,
@@ -61,7 +61,7 @@ impl Intent {
 }
 
 /// Derives the intent, from an explicit key where one is configured and sent.
-pub(crate) fn derive<St>(
+pub(crate) fn derive<St: Store>(
     engine: &Engine<St>,
     parts: &request::Parts,
     scope: &Scope,
@@ -109,6 +109,10 @@ pub(crate) fn derive<St>(
         }
     });
     let key = key?;
+    // The store's line for the key and the key's attempt count are asked for now, and come
+    // while the rest of the intent is put together and the store is asked for the key.
+    let _ = crate::guard::guarded("store", || engine.store.prefetch(&key));
+    engine.runtime.attempts.prefetch(&key);
     let source = match (&header_key, &printed.key_field) {
         (Some(_), _) => Some(KeySource::Header),
         (None, Some(_)) => Some(KeySource::Field),

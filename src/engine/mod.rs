@@ -145,14 +145,16 @@ impl<St: Store> Engine<St> {
             Ok(intent) => intent,
             Err(refusal) => return Begun::Decided(Ok(Decided::Refused(refusal))),
         };
+        // A replay this process has seen needs neither the store nor the in-flight registry.
+        // Asked before the attempt is counted, so that both lines, asked for as the key was
+        // derived, come in together.
+        let cached = guarded("store", || self.store.cached(&intent.key));
         let attempt = self.runtime.attempts.count(&intent.op, &intent.key);
         let span = tracing::Span::current();
         if !span.is_disabled() {
             span.record("intent", intent.key.short());
             span.record("attempt", attempt);
         }
-        // A replay this process has seen needs neither the store nor the in-flight registry.
-        let cached = guarded("store", || self.store.cached(&intent.key));
         let outcome = match cached.ok().flatten() {
             Some(record) if intent.reuses_key_for(&record.fingerprint) => {
                 Outcome::key_reused(false)

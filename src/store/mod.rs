@@ -216,6 +216,14 @@ pub trait Store: Send + Sync + 'static {
         None
     }
 
+    /// Told that `key` is about to be read or claimed, while the caller does other work first:
+    /// a store may start bringing what it holds for the key closer, so that the call waits
+    /// less (the memory store asks the processor for the line of its index the key is looked
+    /// up in). A hint, with no effect on any answer; the default does nothing.
+    fn prefetch(&self, key: &IntentKey) {
+        let _ = key;
+    }
+
     /// Whether every call of this store answers at its first poll, never waiting on anything
     /// (a store in process memory). The layer then makes its calls in place and keeps no
     /// future of them across a wait, which spares a first execution two boxed futures. A call

@@ -148,6 +148,11 @@ impl<St: Store> Store for Observed<St> {
         self.store.cached(key)
     }
 
+    fn prefetch(&self, key: &IntentKey) {
+        // Not async: a panic here is caught where the layer calls it.
+        self.store.prefetch(key);
+    }
+
     fn answers_at_once(&self) -> bool {
         self.store.answers_at_once()
     }

@@ -213,11 +213,20 @@ impl Default for Attempts {
 }
 
 impl Attempts {
+    /// Asks for `key`'s slot, to be counted soon.
+    pub(crate) fn prefetch(&self, key: &IntentKey) {
+        crate::prefetch::prefetch(self.slot(key));
+    }
+
+    fn slot(&self, key: &IntentKey) -> &AtomicU64 {
+        let bytes = key.as_bytes();
+        &self.slots[usize::from(u16::from_le_bytes([bytes[0], bytes[1]])) % ATTEMPT_SLOTS]
+    }
+
     /// Counts one more attempt of `key` and records it; returns its number (1 = first).
     pub(crate) fn count(&self, op: &Op, key: &IntentKey) -> u32 {
         let bytes = key.as_bytes();
-        let place = usize::from(u16::from_le_bytes([bytes[0], bytes[1]])) % ATTEMPT_SLOTS;
-        let slot = &self.slots[place];
+        let slot = self.slot(key);
         let tag = u64::from(u32::from_le_bytes([bytes[2], bytes[3], bytes[4], bytes[5]])) << 32;
         let current = slot.load(Ordering::Relaxed);
         let next = if current & !0xffff_ffff == tag {

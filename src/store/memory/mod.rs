@@ -13,7 +13,7 @@ use std::time::Duration;
 use tokio::time::Instant as LeaseClock;
 
 use self::kept::Kept;
-use self::table::{Cause, Table};
+use self::table::{Cause, Hint, Table};
 use super::{
     Claim, ClaimRequest, Entry, Fence, OwnerToken, Record, RunningInfo, Store, StoreError,
     Tombstone,
@@ -66,6 +66,8 @@ impl std::fmt::Debug for MemoryStore {
 struct Inner {
     running: Mutex<HashMap<IntentKey, Lease, KeyHasher>>,
     settled: Mutex<Table>,
+    /// Where the table's index lies, read without its lock.
+    index: Arc<Hint>,
     evictions: AtomicU64,
     metrics: MemoryStoreMetrics,
 }
@@ -128,10 +130,12 @@ impl MemoryStoreBuilder {
         let per_share = self
             .max_bytes_per_scope
             .unwrap_or(self.max_bytes / DEFAULT_SHARE_DIVISOR);
+        let table = Table::new(self.max_bytes, per_share);
         MemoryStore {
             inner: Arc::new(Inner {
                 running: Mutex::new(HashMap::with_hasher(KeyHasher::new())),
-                settled: Mutex::new(Table::new(self.max_bytes, per_share)),
+                index: table.hint(),
+                settled: Mutex::new(table),
                 evictions: AtomicU64::new(0),
                 metrics: MemoryStoreMetrics::new(),
             }),
@@ -348,6 +352,10 @@ impl Store for MemoryStore {
                 held.expires = later(LeaseClock::now(), lease);
             }
         }))
+    }
+
+    fn prefetch(&self, key: &IntentKey) {
+        self.inner.index.prefetch(key);
     }
 
     fn answers_at_once(&self) -> bool {

@@ -18,6 +18,7 @@ use std::time::Duration;
 use smallvec::SmallVec;
 use tokio::time::Instant;
 
+pub(super) use self::index::Hint;
 use self::index::Index;
 use super::Settled;
 use crate::key::{IntentKey, KeyHasher, ScopeHash};
@@ -130,9 +131,16 @@ impl Table {
         }
     }
 
-    /// Drops every value, keeping the budget and the share's part.
+    /// Drops every value, keeping the budget, the share's part and the index's hint.
     pub(super) fn clear(&mut self) {
+        let hint = self.index.hint();
         *self = Self::new(self.max_bytes, self.per_share);
+        self.index = Index::with_hint(hint);
+    }
+
+    /// Where the index lies, for callers without the lock.
+    pub(super) fn hint(&self) -> std::sync::Arc<Hint> {
+        self.index.hint()
     }
 
     /// Bytes charged to the values held.
