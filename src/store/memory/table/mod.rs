@@ -258,41 +258,6 @@ impl Table {
         evicted
     }
 
-    /// Asks for the memory that evicting the node at `at` will touch, once an insert has
-    /// evicted for the same cause: at the budget the next insert evicts it. Its key's entry
-    /// in the index, its neighbours' links, its value's line and what the value holds on the
-    /// heap, and the line of the value after it, which the insert after next reads here. The
-    /// requests in between hide what would otherwise be four or five misses an insert, in a
-    /// table the cache has let go.
-    fn warm(&self, at: u32, cause: Cause) {
-        use crate::prefetch::prefetch;
-        if at == NIL {
-            return;
-        }
-        // Its first line was written when the node before it was unlinked.
-        let node = &self.nodes[at as usize];
-        self.index.prefetch(self.index.hash(&node.key));
-        for neighbour in [node.newer, node.share_newer, node.ttl_newer] {
-            if neighbour != NIL {
-                prefetch(&self.nodes[neighbour as usize]);
-            }
-        }
-        let after = match cause {
-            Cause::Share => node.share_newer,
-            Cause::Budget => node.newer,
-        };
-        if after != NIL {
-            prefetch(&self.nodes[after as usize].expires);
-        }
-        // Asked for at the insert before this one, as the value after that one's. Letting the
-        // value go reads the allocator's header, or the counts, just before what it points to.
-        if let Some(value) = &node.value {
-            let start = value.heap_start();
-            prefetch(start);
-            prefetch(start.wrapping_sub(16));
-        }
-    }
-
     /// Drops what `key` holds.
     #[cfg(test)]
     pub(super) fn remove(&mut self, key: &IntentKey) {
@@ -469,3 +434,4 @@ fn place_in<T>(items: &mut Vec<T>, free: &mut Vec<u32>, item: T) -> u32 {
 mod index;
 #[cfg(test)]
 mod tests;
+mod warm;
