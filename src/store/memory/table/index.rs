@@ -38,9 +38,15 @@ pub(in crate::store::memory) struct Hint {
 }
 
 impl Hint {
+    /// The hash a key is placed by: of its first eight bytes (a SHA-256 digest is uniform),
+    /// seeded, since a client chooses what the digest is of.
+    fn hash(&self, key: &IntentKey) -> u32 {
+        self.hasher.hash_one(key) as u32
+    }
+
     /// Asks for the line where `key`'s entry would be found.
     pub(in crate::store::memory) fn prefetch(&self, key: &IntentKey) {
-        let home = self.hasher.hash_one(key) as u32 as usize & self.mask.load(Ordering::Relaxed);
+        let home = self.hash(key) as usize & self.mask.load(Ordering::Relaxed);
         prefetch(self.entries.load(Ordering::Relaxed).wrapping_add(home));
     }
 }
@@ -78,16 +84,14 @@ impl Index {
         self.hint.mask.store(self.mask(), Ordering::Relaxed);
     }
 
-    /// The hash a key is placed by: of its first eight bytes (a SHA-256 digest is uniform),
-    /// seeded, since a client chooses what the digest is of.
+    /// The hash `key` is placed by.
     pub(super) fn hash(&self, key: &IntentKey) -> u32 {
-        self.hint.hasher.hash_one(key) as u32
+        self.hint.hash(key)
     }
 
-    /// Asks for the line where the entry placed by `hash` starts its search, to be read soon.
-    pub(super) fn prefetch(&self, hash: u32) {
-        let home = hash as usize & self.mask();
-        prefetch(self.entries.as_ptr().wrapping_add(home));
+    /// Asks for the line where `key`'s entry would be found, to be read soon.
+    pub(super) fn prefetch(&self, key: &IntentKey) {
+        self.hint.prefetch(key);
     }
 
     fn mask(&self) -> usize {

@@ -115,10 +115,14 @@ pub(super) struct Table {
 
 impl Table {
     pub(super) fn new(max_bytes: u64, per_share: u64) -> Self {
+        Self::with_index(max_bytes, per_share, Index::new())
+    }
+
+    fn with_index(max_bytes: u64, per_share: u64, index: Index) -> Self {
         Self {
             max_bytes,
             per_share,
-            index: Index::new(),
+            index,
             nodes: Vec::new(),
             free: Vec::new(),
             newest: NIL,
@@ -133,9 +137,8 @@ impl Table {
 
     /// Drops every value, keeping the budget, the share's part and the index's hint.
     pub(super) fn clear(&mut self) {
-        let hint = self.index.hint();
-        *self = Self::new(self.max_bytes, self.per_share);
-        self.index = Index::with_hint(hint);
+        let index = Index::with_hint(self.index.hint());
+        *self = Self::with_index(self.max_bytes, self.per_share, index);
     }
 
     /// Where the index lies, for callers without the lock.

@@ -16,7 +16,7 @@ impl Table {
         }
         // Its first line was written when the node before it was unlinked.
         let node = &self.nodes[at as usize];
-        self.index.prefetch(self.index.hash(&node.key));
+        self.index.prefetch(&node.key);
         for neighbour in [node.newer, node.share_newer, node.ttl_newer] {
             if neighbour != NIL {
                 prefetch(&self.nodes[neighbour as usize]);
