@@ -12,7 +12,7 @@ use super::render::render;
 use crate::body::ResponseBody;
 use crate::bounds::{Bufferable, Keepable, Tool};
 use crate::buffer::read_body;
-use crate::engine::{self, Begun, Call, Decided, Engine, Scoped};
+use crate::engine::{self, Begun, Call, Decided, Engine, Refusal, Scoped};
 use crate::settings::Settings;
 use crate::store::Store;
 use crate::telemetry::{self, Op};
@@ -30,6 +30,13 @@ enum Went<B, E> {
     Decided(Result<Decided<Response<ResponseBody<B>>>, E>),
     /// Past it: no scope, and the layer lets such requests through unprotected.
     Past(Answered<B, E>),
+}
+
+impl<B, E> Went<B, E> {
+    /// Refused before the engine decided anything: nothing ran.
+    fn refused(refusal: Refusal) -> Self {
+        Self::Decided(Ok(Decided::Refused(refusal)))
+    }
 }
 
 /// Runs a protected request (its parts and body) to its answer, in a span of its own, and
@@ -83,15 +90,13 @@ where
                         return finish(settings, &op, &span, started, went);
                     }
                     Scoped::Refuse(refusal) => {
-                        let went = Went::Decided(Ok(Decided::Refused(refusal)));
-                        return finish(settings, &op, &span, started, went);
+                        return finish(settings, &op, &span, started, Went::refused(refusal));
                     }
                 };
                 let bytes = match read_body(body, &parts.headers, settings.body_limit).await {
                     Ok(bytes) => bytes,
                     Err(refusal) => {
-                        let went = Went::Decided(Ok(Decided::Refused(refusal)));
-                        return finish(settings, &op, &span, started, went);
+                        return finish(settings, &op, &span, started, Went::refused(refusal));
                     }
                 };
                 let limit = settings.response_limit;
