@@ -6,6 +6,7 @@
 mod explicit;
 mod fingerprint;
 mod operation;
+mod prefix;
 
 use std::fmt;
 use std::str::FromStr;
@@ -83,10 +84,7 @@ impl IntentKey {
         uri: &Uri,
         material: KeyMaterial<'_>,
     ) -> Self {
-        let mut hasher = Sha256::new();
-        hasher.update(INTENT_TAG);
-        put_framed(&mut hasher, scope);
-        Operation::hash_request_into(&mut hasher, method, uri);
+        let mut hasher = prefix::leading(scope, method, uri);
         match material {
             KeyMaterial::Fingerprint(fingerprint) => {
                 hasher.update(b"F");
