@@ -15,11 +15,17 @@ static ANCHOR: OnceLock<(u64, Instant)> = OnceLock::new();
 
 /// Milliseconds since the Unix epoch.
 pub(crate) fn now_ms() -> u64 {
-    let (wall_ms, at) = *ANCHOR.get_or_init(|| {
+    ms_at(Instant::now())
+}
+
+/// `at`, read as milliseconds since the Unix epoch: for a time read already, so that one
+/// reading serves both clocks.
+pub(crate) fn ms_at(at: Instant) -> u64 {
+    let (wall_ms, anchor) = *ANCHOR.get_or_init(|| {
         let wall = SystemTime::now().duration_since(UNIX_EPOCH);
-        (wall.map_or(0, millis), Instant::now())
+        (wall.map_or(0, millis), at)
     });
-    let passed = Instant::now().saturating_duration_since(at);
+    let passed = at.saturating_duration_since(anchor);
     wall_ms.saturating_add(millis(passed))
 }
 

@@ -41,7 +41,8 @@ where
     A: Send + 'static,
     E: Send + 'static,
 {
-    let lead = match coalesce::join(engine, &intent) {
+    // The intent was derived a moment ago: its time is the execution's start.
+    let lead = match coalesce::join(engine, &intent, crate::clock::ms_at(intent.arrived)) {
         Role::Leader(lead) => lead,
         // The common path, in one boxed future, from the role taken.
         follower => {

@@ -54,7 +54,9 @@ where
     loop {
         // Matched in a statement of its own, so that the role is not kept across the lead's
         // wait.
-        let role = joined.take().unwrap_or_else(|| join(engine, intent));
+        let role = joined
+            .take()
+            .unwrap_or_else(|| join(engine, intent, now_ms()));
         let lead = match role {
             Role::Follower(slot) => {
                 if intent.reuses_key_for(&slot.fingerprint) {
@@ -82,10 +84,10 @@ where
     }
 }
 
-/// Joins the intent's slot in this process, or opens it (started now) and leads.
-pub(crate) fn join<St>(engine: &Engine<St>, intent: &Intent) -> Role {
+/// Joins the intent's slot in this process, or opens it (started at `now_ms`) and leads.
+pub(crate) fn join<St>(engine: &Engine<St>, intent: &Intent, now_ms: u64) -> Role {
     let inflight = &engine.runtime.inflight;
-    inflight.join(intent.key, intent.fingerprint, now_ms())
+    inflight.join(intent.key, intent.fingerprint, now_ms)
 }
 /// The outcome for a duplicate, from how the execution it waited on ended.
 fn settled_outcome<A>(settled: Settled) -> Outcome<A> {

@@ -40,6 +40,8 @@ pub(crate) struct Intent {
     /// Where the client sent its key, if it did: a payload mismatch must be refused, and a
     /// repeat must send the key again.
     pub(crate) explicit: Option<KeySource>,
+    /// When the intent was derived: when its execution starts, if it runs at once.
+    pub(crate) arrived: Instant,
     /// When this caller stops waiting and is told "in progress".
     pub(crate) deadline: Instant,
     /// A zero deadline: the first caller is always told "in progress", even by a tool that
@@ -125,6 +127,7 @@ pub(crate) fn derive<St: Store>(
     let retention = timing
         .retention
         .unwrap_or_else(|| settings.paths.retention(path));
+    let arrived = Instant::now();
     Ok(Intent {
         key,
         op: op.clone(),
@@ -132,7 +135,8 @@ pub(crate) fn derive<St: Store>(
         share: scope.share(scope_hash),
         fingerprint: printed.fingerprint,
         explicit: source,
-        deadline: crate::clock::later(Instant::now(), deadline),
+        arrived,
+        deadline: crate::clock::later(arrived, deadline),
         asynchronous: deadline.is_zero(),
         retention,
         max_execution: settings.paths.max_execution(path),
