@@ -30,15 +30,21 @@ struct Last {
 }
 
 impl Last {
-    fn is(&self, scope: &[u8], method: &[u8], path: &[u8], query: Option<&str>) -> bool {
+    /// The state these parts left, if they are the ones remembered.
+    fn state_of(
+        &self,
+        scope: &[u8],
+        method: &[u8],
+        path: &[u8],
+        query: Option<&str>,
+    ) -> Option<&Sha256> {
         let [scope_end, method_end, path_end] = self.ends;
-        self.hasher.is_some()
-            && self.has_query == query.is_some()
-            && self.parts.len() == path_end + query.map_or(0, str::len)
+        let same = self.has_query == query.is_some()
             && &self.parts[..scope_end] == scope
             && &self.parts[scope_end..method_end] == method
             && &self.parts[method_end..path_end] == path
-            && &self.parts[path_end..] == query.unwrap_or_default().as_bytes()
+            && &self.parts[path_end..] == query.unwrap_or_default().as_bytes();
+        self.hasher.as_ref().filter(|_| same)
     }
 
     fn remember(
@@ -76,10 +82,8 @@ pub(super) fn leading(scope: &[u8], method: &Method, uri: &Uri) -> Sha256 {
         return hashed(scope, method, uri);
     }
     LAST.with_borrow_mut(|last| {
-        if last.is(scope, method_bytes, path.as_bytes(), query) {
-            if let Some(hasher) = &last.hasher {
-                return hasher.clone();
-            }
+        if let Some(state) = last.state_of(scope, method_bytes, path.as_bytes(), query) {
+            return state.clone();
         }
         let hasher = hashed(scope, method, uri);
         last.remember(scope, method_bytes, path.as_bytes(), query, &hasher);
