@@ -3,7 +3,11 @@
 # `send_email` handler, no other layers) served bare, behind this crate's
 # `IdempotencyLayer::new()` and behind the `idempotent` crate's layer, both over their memory
 # stores, and behind `digest`, a layer that only reads the body, canonicalises and hashes it and
-# passes the request on (the floor of a layer that keys by content, over the same HTTP); driven
+# passes the request on (the floor of a layer that keys by content, over the same HTTP), and
+# behind `keep`, the least a layer that keeps outcomes does (`benches/peer/src/keep.rs`: the
+# same digest keyed by session and path, claimed in one locked map, the answer read and kept in
+# it, the oldest dropped past a count; none of the layer's leases, deadlines, coalescing, byte
+# budget, failure records, metrics or words, so a floor to compare with, not a layer); driven
 # by wrk on loopback with ~1 KiB JSON bodies: first executions (every request a new intent and
 # key) and replays (one intent). The modes take turns round by round, each round starting from
 # the next; a row is the median of the rounds and its ratio the median of each round's ratio
@@ -91,7 +95,7 @@ run() { # round, placement, mode
   kill "$server"; wait "$server" 2>/dev/null || true; server=""
 }
 
-modes=(bare digest ours ours-batched peer)
+modes=(bare digest keep ours ours-batched peer)
 results="$work/results"
 : > "$results"
 for round in $(seq 1 "$ROUNDS"); do
@@ -147,7 +151,7 @@ awk -v floor_us="$floor_us" -v mode_list="${modes[*]}" '
         if (c > 0) { cpu_bare = cpu_bare " " cb / c; cpu_peer = cpu_peer " " cq / c }
       }
       bare_cell = sprintf("%.2f× (%s)", median(vs_bare), range(vs_bare))
-      layer = modes[m] ~ /^ours/
+      layer = modes[m] ~ /^(ours|keep)/
       peer_cell = layer ? sprintf("%.2f× (%s)", median(vs_peer), range(vs_peer)) : "-"
       cpu_bare_cell = sprintf("%.2f× (%s)", median(cpu_bare), range(cpu_bare))
       cpu_peer_cell = layer ? sprintf("%.2f× (%s)", median(cpu_peer), range(cpu_peer)) : "-"

@@ -3,8 +3,9 @@
 //! memory store, or behind a layer that only reads, canonicalises and hashes the body (the
 //! least a layer that keys by content does, measured over the same HTTP); `ours-batched` is
 //! this crate's layer with `answer_batching()`, yielding once before each answer so that the
-//! answers of requests that arrived together are written together:
-//! `idempotency-peer-bench <bare|ours|ours-batched|peer|digest> <addr>`.
+//! answers of requests that arrived together are written together; `keep` is the least a layer
+//! that keeps outcomes does (see `keep.rs`), a floor for this crate's layer rather than a layer
+//! to use: `idempotency-peer-bench <bare|ours|ours-batched|peer|digest|keep> <addr>`.
 //! `idempotency-peer-bench floor` prints the microseconds that canonicalising and hashing one of the load's bodies
 //! takes in process: the least a layer that keys by content must spend on it.
 //! `idempotency-peer-bench flood` sends 300 000 new intents over 1 000 scopes through this
@@ -12,6 +13,8 @@
 //! memory. `idempotency-peer-bench calls <bare|ours|peer> N` sends N first executions of the
 //! load's kind through the app in process, one after another, so that an instruction counter
 //! or a heap profiler sees one request's work N times without a network in between.
+
+mod keep;
 
 use axum::routing::post;
 use axum::{Json, Router};
@@ -119,13 +122,17 @@ fn app(mode: &str) -> Router {
         "ours" => app.layer(tower_idempotency::IdempotencyLayer::new()),
         "ours-batched" => app.layer(tower_idempotency::IdempotencyLayer::new().answer_batching()),
         "digest" => app.layer(axum::middleware::from_fn(digest_only)),
+        "keep" => app.layer(axum::middleware::from_fn_with_state(
+            keep::Shared::default(),
+            keep::keep,
+        )),
         "peer" => {
             let store = idempotent::memory::MemoryStore::builder()
                 .try_build()
                 .expect("the peer's memory store");
             app.layer(idempotent::middleware::IdempotencyLayer::new(store))
         }
-        other => panic!("mode {other:?}: bare, ours, ours-batched, peer or digest"),
+        other => panic!("mode {other:?}: bare, ours, ours-batched, peer, digest or keep"),
     }
 }
 

@@ -1,0 +1,143 @@
+//! `keep`: the least a layer that keeps outcomes does, as a second floor beside `digest`.
+//!
+//! It reads the body, canonicalises and hashes it, keys it by the session header, the path and
+//! that hash, claims the key in one map under one lock, calls the handler, reads its answer,
+//! keeps it (the oldest kept answer goes once the map holds `MAX_KEPT`), and answers with the
+//! key in `idempotency-intent`. A repeat is given the kept answer; one that comes while the
+//! first runs is refused with 409. It has none of what makes this crate's layer safe to deploy
+//! (no lease, no deadline, no coalescing, no byte budget or per-scope share, no failure
+//! records, no metrics, no words for the model): it is here only so that a run shows how much
+//! of a first execution's cost any layer that keeps outcomes pays over this HTTP path.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use axum::body::{Body, Bytes};
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use sha2::{Digest, Sha256};
+
+/// Answers kept at most: about as many as this crate's memory store keeps for one session at
+/// its default budget and share, so that both evict under the first-execution load.
+const MAX_KEPT: usize = 75_000;
+
+type Key = [u8; 32];
+
+/// A kept answer: its status, headers and body.
+struct Kept {
+    status: StatusCode,
+    headers: HeaderMap,
+    body: Bytes,
+}
+
+/// The keys claimed, with the answer once there is one, and the order they were claimed in.
+#[derive(Default)]
+pub struct Table {
+    answers: HashMap<Key, Option<Kept>>,
+    claimed: VecDeque<Key>,
+}
+
+/// What a claim found.
+enum Claim {
+    New,
+    Running,
+    Kept(Response),
+}
+
+impl Table {
+    fn claim(&mut self, key: Key) -> Claim {
+        match self.answers.get(&key) {
+            Some(Some(kept)) => {
+                let mut response = Response::new(Body::from(kept.body.clone()));
+                *response.status_mut() = kept.status;
+                *response.headers_mut() = kept.headers.clone();
+                Claim::Kept(response)
+            }
+            Some(None) => Claim::Running,
+            None => {
+                if self.answers.len() >= MAX_KEPT {
+                    if let Some(oldest) = self.claimed.pop_front() {
+                        self.answers.remove(&oldest);
+                    }
+                }
+                self.answers.insert(key, None);
+                self.claimed.push_back(key);
+                Claim::New
+            }
+        }
+    }
+
+    fn keep(&mut self, key: Key, kept: Option<Kept>) {
+        match kept {
+            Some(kept) => {
+                if let Some(slot) = self.answers.get_mut(&key) {
+                    *slot = Some(kept);
+                }
+            }
+            // A failed call gives its key back; its place in the order lapses with it.
+            None => {
+                self.answers.remove(&key);
+            }
+        }
+    }
+}
+
+/// The map every request of one app shares.
+pub type Shared = Arc<Mutex<Table>>;
+
+fn lock(table: &Shared) -> std::sync::MutexGuard<'_, Table> {
+    table.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// SHA-256 of the session, the path and the body's canonical hash, each behind its length.
+fn key_of(session: &[u8], path: &str, body_hash: &[u8; 32]) -> Key {
+    let mut hasher = Sha256::new();
+    for part in [session, path.as_bytes(), body_hash] {
+        hasher.update((part.len() as u64).to_be_bytes());
+        hasher.update(part);
+    }
+    hasher.finalize().into()
+}
+
+/// The middleware: see the module's documentation.
+pub async fn keep(State(table): State<Shared>, request: Request, next: Next) -> Response {
+    let (parts, body) = request.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, 1 << 20).await else {
+        return StatusCode::PAYLOAD_TOO_LARGE.into_response();
+    };
+    let Ok(body_hash) = tower_idempotency::canonical::canonical_sha256(&bytes) else {
+        return StatusCode::UNPROCESSABLE_ENTITY.into_response();
+    };
+    let session = parts
+        .headers
+        .get("x-session-id")
+        .map_or(&b""[..], HeaderValue::as_bytes);
+    let key = key_of(session, parts.uri.path(), &body_hash);
+    let claimed = lock(&table).claim(key);
+    match claimed {
+        Claim::Kept(response) => return response,
+        Claim::Running => return StatusCode::CONFLICT.into_response(),
+        Claim::New => {}
+    }
+    let response = next
+        .run(Request::from_parts(parts, Body::from(bytes)))
+        .await;
+    let (mut head, body) = response.into_parts();
+    let Ok(body) = axum::body::to_bytes(body, 1 << 20).await else {
+        lock(&table).keep(key, None);
+        return StatusCode::BAD_GATEWAY.into_response();
+    };
+    let intent = tower_idempotency::IntentKey::from_bytes(key).to_hex();
+    if let Ok(value) = HeaderValue::from_str(&intent) {
+        head.headers.insert(tower_idempotency::INTENT_HEADER, value);
+    }
+    let kept = head.status.is_success().then(|| Kept {
+        status: head.status,
+        headers: head.headers.clone(),
+        body: body.clone(),
+    });
+    lock(&table).keep(key, kept);
+    Response::from_parts(head, Body::from(body))
+}
