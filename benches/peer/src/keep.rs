@@ -2,12 +2,14 @@
 //!
 //! It reads the body, canonicalises and hashes it, keys it by the session header, the path and
 //! that hash, claims the key in one map under one lock, calls the handler, reads its answer,
-//! keeps it (the oldest kept answer goes once the map holds `MAX_KEPT`), and answers with the
-//! key in `idempotency-intent`. A repeat is given the kept answer; one that comes while the
-//! first runs is refused with 409. It has none of what makes this crate's layer safe to deploy
-//! (no lease, no deadline, no coalescing, no byte budget or per-scope share, no failure
-//! records, no metrics, no words for the model): it is here only so that a run shows how much
-//! of a first execution's cost any layer that keeps outcomes pays over this HTTP path.
+//! keeps it (once the map holds `MAX_KEPT`, the oldest answer not asked for again since it last
+//! came round goes, a second chance as a clock cache gives), and answers with the key in
+//! `idempotency-intent`. A repeat is given the kept answer; one that comes while the first runs
+//! yields to the runtime until the answer is kept (and is refused with 409 if it never is). It
+//! has none of what makes this crate's layer safe to deploy (no lease, no deadline, no waking
+//! of waiters, no byte budget or per-scope share, no failure records, no metrics, no words for
+//! the model): it is here only so that a run shows how much of a first execution's cost any
+//! layer that keeps outcomes pays over this HTTP path.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -23,6 +25,9 @@ use sha2::{Digest, Sha256};
 /// its default budget and share, so that both evict under the first-execution load.
 const MAX_KEPT: usize = 75_000;
 
+/// Turns a repeat yields for while the first call of its key runs, before it is refused.
+const MAX_TURNS: u32 = 100_000;
+
 type Key = [u8; 32];
 
 /// A kept answer: its status, headers and body.
@@ -32,11 +37,18 @@ struct Kept {
     body: Bytes,
 }
 
-/// The keys claimed, with the answer once there is one, and the order they were claimed in.
+/// A claimed key's answer, once there is one, and whether it was asked for again since it last
+/// came round to be dropped.
+struct Entry {
+    kept: Option<Kept>,
+    asked_again: bool,
+}
+
+/// The keys claimed, with their answers, and the order they come round in to be dropped.
 #[derive(Default)]
 pub struct Table {
-    answers: HashMap<Key, Option<Kept>>,
-    claimed: VecDeque<Key>,
+    answers: HashMap<Key, Entry>,
+    order: VecDeque<Key>,
 }
 
 /// What a claim found.
@@ -48,23 +60,48 @@ enum Claim {
 
 impl Table {
     fn claim(&mut self, key: Key) -> Claim {
-        match self.answers.get(&key) {
-            Some(Some(kept)) => {
+        match self.answers.get_mut(&key) {
+            Some(Entry {
+                kept: Some(kept),
+                asked_again,
+            }) => {
+                *asked_again = true;
                 let mut response = Response::new(Body::from(kept.body.clone()));
                 *response.status_mut() = kept.status;
                 *response.headers_mut() = kept.headers.clone();
                 Claim::Kept(response)
             }
-            Some(None) => Claim::Running,
+            Some(Entry { kept: None, .. }) => Claim::Running,
             None => {
                 if self.answers.len() >= MAX_KEPT {
-                    if let Some(oldest) = self.claimed.pop_front() {
-                        self.answers.remove(&oldest);
-                    }
+                    self.drop_one();
                 }
-                self.answers.insert(key, None);
-                self.claimed.push_back(key);
+                let entry = Entry {
+                    kept: None,
+                    asked_again: false,
+                };
+                self.answers.insert(key, entry);
+                self.order.push_back(key);
                 Claim::New
+            }
+        }
+    }
+
+    /// Drops the oldest answer not asked for again since it last came round; one that was
+    /// goes to the back. Each turn clears a mark or drops a key, so this ends.
+    fn drop_one(&mut self) {
+        while let Some(oldest) = self.order.pop_front() {
+            match self.answers.get_mut(&oldest) {
+                Some(entry) if entry.asked_again => {
+                    entry.asked_again = false;
+                    self.order.push_back(oldest);
+                }
+                Some(_) => {
+                    self.answers.remove(&oldest);
+                    return;
+                }
+                // Given back after a failure: its place lapsed with it.
+                None => {}
             }
         }
     }
@@ -72,8 +109,8 @@ impl Table {
     fn keep(&mut self, key: Key, kept: Option<Kept>) {
         match kept {
             Some(kept) => {
-                if let Some(slot) = self.answers.get_mut(&key) {
-                    *slot = Some(kept);
+                if let Some(entry) = self.answers.get_mut(&key) {
+                    entry.kept = Some(kept);
                 }
             }
             // A failed call gives its key back; its place in the order lapses with it.
@@ -115,11 +152,18 @@ pub async fn keep(State(table): State<Shared>, request: Request, next: Next) -> 
         .get("x-session-id")
         .map_or(&b""[..], HeaderValue::as_bytes);
     let key = key_of(session, parts.uri.path(), &body_hash);
-    let claimed = lock(&table).claim(key);
-    match claimed {
-        Claim::Kept(response) => return response,
-        Claim::Running => return StatusCode::CONFLICT.into_response(),
-        Claim::New => {}
+    let mut turns = 0;
+    loop {
+        let claimed = lock(&table).claim(key);
+        match claimed {
+            Claim::Kept(response) => return response,
+            Claim::Running if turns < MAX_TURNS => {
+                turns += 1;
+                tokio::task::yield_now().await;
+            }
+            Claim::Running => return StatusCode::CONFLICT.into_response(),
+            Claim::New => break,
+        }
     }
     let response = next
         .run(Request::from_parts(parts, Body::from(bytes)))
