@@ -6,8 +6,9 @@
 # passes the request on (the floor of a layer that keys by content, over the same HTTP), and
 # behind `keep`, the least a layer that keeps outcomes does (`benches/peer/src/keep.rs`: the
 # same digest keyed by session and path, claimed in one locked map, the answer read and kept in
-# it, the oldest dropped past a count; none of the layer's leases, deadlines, coalescing, byte
-# budget, failure records, metrics or words, so a floor to compare with, not a layer); driven
+# it, the oldest not asked for again dropped past a count; none of the layer's leases,
+# deadlines, waking of waiters, byte budget, failure records, metrics or answer text, so a floor
+# to compare with, not a layer); driven
 # by wrk on loopback with ~1 KiB JSON bodies: first executions (every request a new intent and
 # key) and replays (one intent). The modes take turns round by round, each round starting from
 # the next; a row is the median of the rounds and its ratio the median of each round's ratio

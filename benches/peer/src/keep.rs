@@ -2,14 +2,15 @@
 //!
 //! It reads the body, canonicalises and hashes it, keys it by the session header, the path and
 //! that hash, claims the key in one map under one lock, calls the handler, reads its answer,
-//! keeps it (once the map holds `MAX_KEPT`, the oldest answer not asked for again since it last
-//! came round goes, a second chance as a clock cache gives), and answers with the key in
-//! `idempotency-intent`. A repeat is given the kept answer; one that comes while the first runs
-//! yields to the runtime until the answer is kept (and is refused with 409 if it never is). It
-//! has none of what makes this crate's layer safe to deploy (no lease, no deadline, no waking
-//! of waiters, no byte budget or per-scope share, no failure records, no metrics, no words for
-//! the model): it is here only so that a run shows how much of a first execution's cost any
-//! layer that keeps outcomes pays over this HTTP path.
+//! keeps a 2xx answer (once the map holds `MAX_KEPT`, the oldest answer not asked for again
+//! since it last came round goes, a second chance as a clock cache gives) and gives the key
+//! back otherwise, and answers with the key in `idempotency-intent`. A repeat is given the kept
+//! answer; one that comes while the first call runs yields to the runtime until that call ends,
+//! then is given its answer, or makes the call itself if it was given back (and is refused with
+//! 409 after `MAX_TURNS`). It has none of what makes this crate's layer safe to deploy (no
+//! lease, no deadline, no waking of waiters, no byte budget or per-scope share, no failure
+//! records, no metrics, no answer text for the model): it is here only so that a run shows how
+//! much of a first execution's cost any layer that keeps outcomes pays over this HTTP path.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -37,33 +38,40 @@ struct Kept {
     body: Bytes,
 }
 
-/// A claimed key's answer, once there is one, and whether it was asked for again since it last
-/// came round to be dropped.
+/// A claimed key's answer, once there is one, whether it was asked for again since it last
+/// came round to be dropped, and which claim of the key it is.
 struct Entry {
     kept: Option<Kept>,
     asked_again: bool,
+    claim: u64,
 }
 
-/// The keys claimed, with their answers, and the order they come round in to be dropped.
+/// The keys claimed, with their answers, and the order they come round in to be dropped: each
+/// key with the number of the claim that queued it, so that a copy left by a key given back
+/// and claimed again is told apart from the new claim's.
 #[derive(Default)]
 pub struct Table {
     answers: HashMap<Key, Entry>,
-    order: VecDeque<Key>,
+    order: VecDeque<(Key, u64)>,
+    claims: u64,
 }
 
 /// What a claim found.
 enum Claim {
-    New,
+    /// The key is this caller's to run, under this claim's number.
+    New(u64),
     Running,
     Kept(Response),
 }
 
 impl Table {
+    /// Claims `key`: its kept answer, word that it runs, or the key itself.
     fn claim(&mut self, key: Key) -> Claim {
         match self.answers.get_mut(&key) {
             Some(Entry {
                 kept: Some(kept),
                 asked_again,
+                ..
             }) => {
                 *asked_again = true;
                 let mut response = Response::new(Body::from(kept.body.clone()));
@@ -76,47 +84,85 @@ impl Table {
                 if self.answers.len() >= MAX_KEPT {
                     self.drop_one();
                 }
+                self.claims += 1;
                 let entry = Entry {
                     kept: None,
                     asked_again: false,
+                    claim: self.claims,
                 };
                 self.answers.insert(key, entry);
-                self.order.push_back(key);
-                Claim::New
+                self.order.push_back((key, self.claims));
+                Claim::New(self.claims)
             }
         }
     }
 
-    /// Drops the oldest answer not asked for again since it last came round; one that was
-    /// goes to the back. Each turn clears a mark or drops a key, so this ends.
+    /// Drops the oldest kept answer not asked for again since it last came round. One that
+    /// was asked for, and a call still running, go to the back; a copy whose claim was given
+    /// back is let go. One pass over the order at most, so this ends even if every key runs.
     fn drop_one(&mut self) {
-        while let Some(oldest) = self.order.pop_front() {
+        for _ in 0..self.order.len() {
+            let Some((oldest, claim)) = self.order.pop_front() else {
+                return;
+            };
             match self.answers.get_mut(&oldest) {
-                Some(entry) if entry.asked_again => {
+                Some(entry) if entry.claim != claim => {}
+                Some(entry) if entry.asked_again || entry.kept.is_none() => {
                     entry.asked_again = false;
-                    self.order.push_back(oldest);
+                    self.order.push_back((oldest, claim));
                 }
                 Some(_) => {
                     self.answers.remove(&oldest);
                     return;
                 }
-                // Given back after a failure: its place lapsed with it.
                 None => {}
             }
         }
     }
 
-    fn keep(&mut self, key: Key, kept: Option<Kept>) {
+    /// Ends claim `claim` of `key`: keeps its answer, or gives the key back (`None`). A claim
+    /// dropped meanwhile, or superseded, is left as it is.
+    fn end(&mut self, key: Key, claim: u64, kept: Option<Kept>) {
+        if self
+            .answers
+            .get(&key)
+            .is_none_or(|entry| entry.claim != claim)
+        {
+            return;
+        }
         match kept {
             Some(kept) => {
                 if let Some(entry) = self.answers.get_mut(&key) {
                     entry.kept = Some(kept);
                 }
             }
-            // A failed call gives its key back; its place in the order lapses with it.
             None => {
                 self.answers.remove(&key);
             }
+        }
+    }
+}
+
+/// A claim being run: given back if the call is dropped before it ends, so that its repeats
+/// do not wait on a call nobody runs.
+struct Running {
+    table: Shared,
+    key: Key,
+    claim: u64,
+    ended: bool,
+}
+
+impl Running {
+    fn end(mut self, kept: Option<Kept>) {
+        self.ended = true;
+        lock(&self.table).end(self.key, self.claim, kept);
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if !self.ended {
+            lock(&self.table).end(self.key, self.claim, None);
         }
     }
 }
@@ -153,7 +199,7 @@ pub async fn keep(State(table): State<Shared>, request: Request, next: Next) -> 
         .map_or(&b""[..], HeaderValue::as_bytes);
     let key = key_of(session, parts.uri.path(), &body_hash);
     let mut turns = 0;
-    loop {
+    let claim = loop {
         let claimed = lock(&table).claim(key);
         match claimed {
             Claim::Kept(response) => return response,
@@ -162,15 +208,21 @@ pub async fn keep(State(table): State<Shared>, request: Request, next: Next) -> 
                 tokio::task::yield_now().await;
             }
             Claim::Running => return StatusCode::CONFLICT.into_response(),
-            Claim::New => break,
+            Claim::New(claim) => break claim,
         }
-    }
+    };
+    let running = Running {
+        table,
+        key,
+        claim,
+        ended: false,
+    };
     let response = next
         .run(Request::from_parts(parts, Body::from(bytes)))
         .await;
     let (mut head, body) = response.into_parts();
     let Ok(body) = axum::body::to_bytes(body, 1 << 20).await else {
-        lock(&table).keep(key, None);
+        running.end(None);
         return StatusCode::BAD_GATEWAY.into_response();
     };
     let intent = tower_idempotency::IntentKey::from_bytes(key).to_hex();
@@ -182,6 +234,6 @@ pub async fn keep(State(table): State<Shared>, request: Request, next: Next) -> 
         headers: head.headers.clone(),
         body: body.clone(),
     });
-    lock(&table).keep(key, kept);
+    running.end(kept);
     Response::from_parts(head, Body::from(body))
 }
