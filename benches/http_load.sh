@@ -4,13 +4,9 @@
 # `IdempotencyLayer::new()` and behind the `idempotent` crate's layer, both over their memory
 # stores, and behind `digest`, a layer that only reads the body, canonicalises and hashes it and
 # passes the request on (the floor of a layer that keys by content, over the same HTTP), and
-# behind `keep`, the least a layer that keeps outcomes does (`benches/peer/src/keep.rs`: the
-# same digest keyed by session and path, claimed in one locked map, the answer read and kept in
-# it, the oldest not asked for again dropped past a count; none of the layer's leases,
-# deadlines, waking of waiters, byte budget, failure records, metrics or answer text, so a floor
-# to compare with, not a layer); driven
-# by wrk on loopback with ~1 KiB JSON bodies: first executions (every request a new intent and
-# key) and replays (one intent). The modes take turns round by round, each round starting from
+# behind `keep`, the least a layer that keeps outcomes does (a floor, described in
+# `benches/peer/src/keep.rs`); driven by wrk on loopback with ~1 KiB JSON bodies: first
+# executions (every request a new intent and key) and replays (one intent). The modes take turns round by round, each round starting from
 # the next; a row is the median of the rounds and its ratio the median of each round's ratio
 # to bare in that round. Pinned: the server on one core, wrk on the other; unpinned: both
 # anywhere. Beside each rate, the server's CPU time a request (user and kernel, read from

@@ -12,6 +12,7 @@
 //! records, no metrics, no answer text for the model): it is here only so that a run shows how
 //! much of a first execution's cost any layer that keeps outcomes pays over this HTTP path.
 
+use std::collections::hash_map::Entry as Slot;
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -25,6 +26,9 @@ use sha2::{Digest, Sha256};
 /// Answers kept at most: about as many as this crate's memory store keeps for one session at
 /// its default budget and share, so that both evict under the first-execution load.
 const MAX_KEPT: usize = 75_000;
+
+/// The largest request or answer body read.
+const MAX_BODY: usize = 1 << 20;
 
 /// Turns a repeat yields for while the first call of its key runs, before it is refused.
 const MAX_TURNS: u32 = 100_000;
@@ -123,47 +127,33 @@ impl Table {
     /// Ends claim `claim` of `key`: keeps its answer, or gives the key back (`None`). A claim
     /// dropped meanwhile, or superseded, is left as it is.
     fn end(&mut self, key: Key, claim: u64, kept: Option<Kept>) {
-        if self
-            .answers
-            .get(&key)
-            .is_none_or(|entry| entry.claim != claim)
-        {
+        let Slot::Occupied(mut slot) = self.answers.entry(key) else {
+            return;
+        };
+        if slot.get().claim != claim {
             return;
         }
         match kept {
-            Some(kept) => {
-                if let Some(entry) = self.answers.get_mut(&key) {
-                    entry.kept = Some(kept);
-                }
-            }
+            Some(kept) => slot.get_mut().kept = Some(kept),
             None => {
-                self.answers.remove(&key);
+                slot.remove();
             }
         }
     }
 }
 
-/// A claim being run: given back if the call is dropped before it ends, so that its repeats
-/// do not wait on a call nobody runs.
+/// A claim being run, ended when it is dropped: with its answer if one was set, else by giving
+/// the key back, so that the repeats of a call dropped midway do not wait on it.
 struct Running {
     table: Shared,
     key: Key,
     claim: u64,
-    ended: bool,
-}
-
-impl Running {
-    fn end(mut self, kept: Option<Kept>) {
-        self.ended = true;
-        lock(&self.table).end(self.key, self.claim, kept);
-    }
+    kept: Option<Kept>,
 }
 
 impl Drop for Running {
     fn drop(&mut self) {
-        if !self.ended {
-            lock(&self.table).end(self.key, self.claim, None);
-        }
+        lock(&self.table).end(self.key, self.claim, self.kept.take());
     }
 }
 
@@ -187,7 +177,7 @@ fn key_of(session: &[u8], path: &str, body_hash: &[u8; 32]) -> Key {
 /// The middleware: see the module's documentation.
 pub async fn keep(State(table): State<Shared>, request: Request, next: Next) -> Response {
     let (parts, body) = request.into_parts();
-    let Ok(bytes) = axum::body::to_bytes(body, 1 << 20).await else {
+    let Ok(bytes) = axum::body::to_bytes(body, MAX_BODY).await else {
         return StatusCode::PAYLOAD_TOO_LARGE.into_response();
     };
     let Ok(body_hash) = tower_idempotency::canonical::canonical_sha256(&bytes) else {
@@ -211,29 +201,28 @@ pub async fn keep(State(table): State<Shared>, request: Request, next: Next) -> 
             Claim::New(claim) => break claim,
         }
     };
-    let running = Running {
+    let mut running = Running {
         table,
         key,
         claim,
-        ended: false,
+        kept: None,
     };
     let response = next
         .run(Request::from_parts(parts, Body::from(bytes)))
         .await;
     let (mut head, body) = response.into_parts();
-    let Ok(body) = axum::body::to_bytes(body, 1 << 20).await else {
-        running.end(None);
+    let Ok(body) = axum::body::to_bytes(body, MAX_BODY).await else {
         return StatusCode::BAD_GATEWAY.into_response();
     };
     let intent = tower_idempotency::IntentKey::from_bytes(key).to_hex();
     if let Ok(value) = HeaderValue::from_str(&intent) {
         head.headers.insert(tower_idempotency::INTENT_HEADER, value);
     }
-    let kept = head.status.is_success().then(|| Kept {
+    running.kept = head.status.is_success().then(|| Kept {
         status: head.status,
         headers: head.headers.clone(),
         body: body.clone(),
     });
-    running.end(kept);
+    drop(running);
     Response::from_parts(head, Body::from(body))
 }

@@ -3,9 +3,8 @@
 //! memory store, or behind a layer that only reads, canonicalises and hashes the body (the
 //! least a layer that keys by content does, measured over the same HTTP); `ours-batched` is
 //! this crate's layer with `answer_batching()`, yielding once before each answer so that the
-//! answers of requests that arrived together are written together; `keep` is the least a layer
-//! that keeps outcomes does (see `keep.rs`), a floor for this crate's layer rather than a layer
-//! to use: `idempotency-peer-bench <bare|ours|ours-batched|peer|digest|keep> <addr>`.
+//! answers of requests that arrived together are written together; `keep` is a second floor
+//! (`keep.rs`): `idempotency-peer-bench <bare|ours|ours-batched|peer|digest|keep> <addr>`.
 //! `idempotency-peer-bench floor` prints the microseconds that canonicalising and hashing one of the load's bodies
 //! takes in process: the least a layer that keys by content must spend on it.
 //! `idempotency-peer-bench flood` sends 300 000 new intents over 1 000 scopes through this
