@@ -26,6 +26,7 @@
 #   bash benches/http_load.sh                        # 3 rounds of 4 s, 16 connections
 #   ROUNDS=5 DURATION=8 bash benches/http_load.sh
 #   RESULTS=rounds.txt bash benches/http_load.sh      # also keeps each round's figures
+#   MODES="bare ours ours-1mib" bash benches/http_load.sh   # some modes only (bare first)
 #
 # Needs wrk, taskset and GNU time (apt-get install wrk util-linux time).
 set -euo pipefail
@@ -92,7 +93,9 @@ run() { # round, placement, mode
   kill "$server"; wait "$server" 2>/dev/null || true; server=""
 }
 
-modes=(bare digest keep ours ours-batched peer)
+# The app's modes to compare, bare first: the ratios are to it (and to the peer's, if it runs).
+read -r -a modes <<< "${MODES:-bare digest keep ours ours-batched peer}"
+[ "${modes[0]}" = bare ] || { echo "MODES must start with bare: the ratios are to it" >&2; exit 1; }
 results="$work/results"
 : > "$results"
 for round in $(seq 1 "$ROUNDS"); do
@@ -148,7 +151,8 @@ awk -v floor_us="$floor_us" -v mode_list="${modes[*]}" '
         if (c > 0) { cpu_bare = cpu_bare " " cb / c; cpu_peer = cpu_peer " " cq / c }
       }
       bare_cell = sprintf("%.2f× (%s)", median(vs_bare), range(vs_bare))
-      layer = modes[m] ~ /^(ours|keep)/
+      # The columns against the peer, for the layers, when the peer ran.
+      layer = modes[m] ~ /^(ours|keep)/ && (" " mode_list " ") ~ / peer /
       peer_cell = layer ? sprintf("%.2f× (%s)", median(vs_peer), range(vs_peer)) : "-"
       cpu_bare_cell = sprintf("%.2f× (%s)", median(cpu_bare), range(cpu_bare))
       cpu_peer_cell = layer ? sprintf("%.2f× (%s)", median(cpu_peer), range(cpu_peer)) : "-"

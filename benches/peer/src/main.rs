@@ -4,7 +4,9 @@
 //! least a layer that keys by content does, measured over the same HTTP); `ours-batched` is
 //! this crate's layer with `answer_batching()`, yielding once before each answer so that the
 //! answers of requests that arrived together are written together; `keep` is a second floor
-//! (`keep.rs`): `idempotency-peer-bench <bare|ours|ours-batched|peer|digest|keep> <addr>`.
+//! (`keep.rs`); `ours-1mib` is this crate's layer over a memory store of 1 MiB rather than the
+//! default 64, to tell what the byte budget costs:
+//! `idempotency-peer-bench <bare|ours|ours-batched|ours-1mib|peer|digest|keep> <addr>`.
 //! `idempotency-peer-bench floor` prints the microseconds that canonicalising and hashing one of the load's bodies
 //! takes in process: the least a layer that keys by content must spend on it.
 //! `idempotency-peer-bench flood` sends 300 000 new intents over 1 000 scopes through this
@@ -120,6 +122,11 @@ fn app(mode: &str) -> Router {
         "bare" => app,
         "ours" => app.layer(tower_idempotency::IdempotencyLayer::new()),
         "ours-batched" => app.layer(tower_idempotency::IdempotencyLayer::new().answer_batching()),
+        "ours-1mib" => app.layer(tower_idempotency::IdempotencyLayer::with_store(
+            tower_idempotency::store::MemoryStore::builder()
+                .max_bytes(1 << 20)
+                .build(),
+        )),
         "digest" => app.layer(axum::middleware::from_fn(digest_only)),
         "keep" => app.layer(axum::middleware::from_fn_with_state(
             keep::Shared::default(),
@@ -131,7 +138,9 @@ fn app(mode: &str) -> Router {
                 .expect("the peer's memory store");
             app.layer(idempotent::middleware::IdempotencyLayer::new(store))
         }
-        other => panic!("mode {other:?}: bare, ours, ours-batched, peer, digest or keep"),
+        other => {
+            panic!("mode {other:?}: bare, ours, ours-batched, ours-1mib, peer, digest or keep")
+        }
     }
 }
 
