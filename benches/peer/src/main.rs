@@ -11,7 +11,7 @@
 //! takes in process: the least a layer that keys by content must spend on it.
 //! `idempotency-peer-bench flood` sends 300 000 new intents over 1 000 scopes through this
 //! crate's layer in process and prints what its memory store keeps and the process's resident
-//! memory. `idempotency-peer-bench calls <bare|ours|peer> N` sends N first executions of the
+//! memory. `idempotency-peer-bench calls <mode> N` sends N first executions of the
 //! load's kind through the app in process, one after another, so that an instruction counter
 //! or a heap profiler sees one request's work N times without a network in between.
 
