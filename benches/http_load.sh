@@ -4,7 +4,7 @@
 # `IdempotencyLayer::new()` and behind the `idempotent` crate's layer, both over their memory
 # stores, and behind `digest`, a layer that only reads the body, canonicalises and hashes it and
 # passes the request on (the floor of a layer that keys by content, over the same HTTP), and
-# behind `keep`, the least a layer that keeps outcomes does (a floor, described in
+# behind `keep`, a plain layer that keeps outcomes (described in
 # `benches/peer/src/keep.rs`); driven by wrk on loopback with ~1 KiB JSON bodies: first
 # executions (every request a new intent and key) and replays (one intent). The modes take turns round by round, each round starting from
 # the next; a row is the median of the rounds and its ratio the median of each round's ratio

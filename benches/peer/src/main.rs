@@ -3,8 +3,8 @@
 //! memory store, or behind a layer that only reads, canonicalises and hashes the body (the
 //! least a layer that keys by content does, measured over the same HTTP); `ours-batched` is
 //! this crate's layer with `answer_batching()`, yielding once before each answer so that the
-//! answers of requests that arrived together are written together; `keep` is a second floor
-//! (`keep.rs`); `ours-1mib` is this crate's layer over a memory store of 1 MiB rather than the
+//! answers of requests that arrived together are written together; `keep` is a plain layer
+//! that keeps outcomes (`keep.rs`); `ours-1mib` is this crate's layer over a memory store of 1 MiB rather than the
 //! default 64, to tell what the byte budget costs:
 //! `idempotency-peer-bench <bare|ours|ours-batched|ours-1mib|peer|digest|keep> <addr>`.
 //! `idempotency-peer-bench floor` prints the microseconds that canonicalising and hashing one of the load's bodies
