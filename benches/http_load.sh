@@ -4,15 +4,15 @@
 # `IdempotencyLayer::new()` and behind the `idempotent` crate's layer, both over their memory
 # stores, and behind `digest`, a layer that only reads the body, canonicalises and hashes it and
 # passes the request on (the floor of a layer that keys by content, over the same HTTP), and
-# behind `keep`, a plain layer that keeps outcomes (described in
-# `benches/peer/src/keep.rs`); driven by wrk on loopback with ~1 KiB JSON bodies: first
-# executions (every request a new intent and key) and replays (one intent). The modes take turns round by round, each round starting from
-# the next; a row is the median of the rounds and its ratio the median of each round's ratio
-# to bare in that round. Pinned: the server on one core, wrk on the other; unpinned: both
-# anywhere. Beside each rate, the server's CPU time a request (user and kernel, read from
-# /proc): on a shared machine, time its core lost to other tenants slows the rate but is not
-# counted there, so the ratios by CPU move less from round to round. Beside those, how often a
-# request woke wrk (its voluntary context switches a request): a server that answers one
+# behind `keep`, a plain layer that keeps outcomes (described in `benches/peer/src/keep.rs`);
+# driven by wrk on loopback with ~1 KiB JSON bodies: first executions (every request a new
+# intent and key) and replays (one intent). The modes take turns round by round, each round
+# starting from the next; a row is the median of the rounds and its ratio the median of each
+# round's ratio to bare in that round. Pinned: the server on one core, wrk on the other;
+# unpinned: both anywhere. Beside each rate, the server's CPU time a request (user and kernel,
+# read from /proc): on a shared machine, time its core lost to other tenants slows the rate but
+# is not counted there, so the ratios by CPU move less from round to round. Beside those, how
+# often a request woke wrk (its voluntary context switches a request): a server that answers one
 # request at a time wakes a reader on the same host for each answer, and where an idle core
 # halts (most VMs) each wake-up costs the server an interrupt the hypervisor delivers.
 # `ours-batched` is this crate's layer with `answer_batching()`, which hands each answer on

@@ -187,7 +187,7 @@ pub async fn keep(State(table): State<Shared>, request: Request, next: Next) -> 
     };
     let session = parts
         .headers
-        .get("x-session-id")
+        .get(tower_idempotency::DEFAULT_SCOPE_HEADER)
         .map_or(&b""[..], HeaderValue::as_bytes);
     let key = key_of(session, parts.uri.path(), &body_hash);
     let mut turns = 0;

@@ -1,19 +1,26 @@
-//! One minimal axum app, the same `send_email` handler and nothing else, served bare, behind
-//! this crate's `IdempotencyLayer::new()`, behind the `idempotent` crate's layer over its
-//! memory store, or behind a layer that only reads, canonicalises and hashes the body (the
-//! least a layer that keys by content does, measured over the same HTTP); `ours-batched` is
-//! this crate's layer with `answer_batching()`, yielding once before each answer so that the
-//! answers of requests that arrived together are written together; `keep` is a plain layer
-//! that keeps outcomes (`keep.rs`); `ours-1mib` is this crate's layer over a memory store of 1 MiB rather than the
-//! default 64, to tell what the byte budget costs:
-//! `idempotency-peer-bench <bare|ours|ours-batched|ours-1mib|peer|digest|keep> <addr>`.
-//! `idempotency-peer-bench floor` prints the microseconds that canonicalising and hashing one of the load's bodies
-//! takes in process: the least a layer that keys by content must spend on it.
-//! `idempotency-peer-bench flood` sends 300 000 new intents over 1 000 scopes through this
-//! crate's layer in process and prints what its memory store keeps and the process's resident
-//! memory. `idempotency-peer-bench calls <mode> N` sends N first executions of the
-//! load's kind through the app in process, one after another, so that an instruction counter
-//! or a heap profiler sees one request's work N times without a network in between.
+//! One minimal axum app, the same `send_email` handler and nothing else, served in one of these
+//! modes: `idempotency-peer-bench <mode> <addr>`.
+//!
+//! - `bare`: the handler alone.
+//! - `ours`: behind this crate's `IdempotencyLayer::new()`.
+//! - `ours-batched`: the same with `answer_batching()`, yielding once before each answer so that
+//!   the answers of requests that arrived together are written together.
+//! - `ours-1mib`: this crate's layer over a memory store of 1 MiB rather than the default 64, to
+//!   tell what the byte budget costs.
+//! - `peer`: behind the `idempotent` crate's layer over its memory store.
+//! - `digest`: behind a layer that only reads, canonicalises and hashes the body, the least a
+//!   layer that keys by content does, over the same HTTP.
+//! - `keep`: behind a plain layer that keeps outcomes (`keep.rs`).
+//!
+//! Three commands run in process instead:
+//!
+//! - `idempotency-peer-bench floor` prints the microseconds that canonicalising and hashing one
+//!   of the load's bodies takes: the least a layer that keys by content must spend on it.
+//! - `idempotency-peer-bench flood` sends 300 000 new intents over 1 000 scopes through this
+//!   crate's layer and prints what its memory store keeps and the process's resident memory.
+//! - `idempotency-peer-bench calls <mode> N` sends N first executions of the load's kind through
+//!   the app, one after another, so that an instruction counter or a heap profiler sees one
+//!   request's work N times without a network in between.
 
 mod keep;
 
