@@ -1,5 +1,6 @@
 //! In-process coalescing: duplicates of a running intent wait on it without a store call.
 
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -89,10 +90,15 @@ impl Inflight {
         now_ms: u64,
     ) -> Role {
         let mut slots = self.slots.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(slot) = slots.get(&key) {
-            slot.joined.store(true, Ordering::Relaxed);
-            return Role::Follower(Arc::clone(slot));
-        }
+        // One lookup, whichever way it goes.
+        let vacant = match slots.entry(key) {
+            Entry::Occupied(joined) => {
+                let slot = joined.get();
+                slot.joined.store(true, Ordering::Relaxed);
+                return Role::Follower(Arc::clone(slot));
+            }
+            Entry::Vacant(vacant) => vacant,
+        };
         let slot = Arc::new(Slot {
             key,
             started_at_ms: AtomicU64::new(now_ms),
@@ -101,7 +107,7 @@ impl Inflight {
             state: Mutex::new(State::Running),
             changed: Notify::new(),
         });
-        slots.insert(key, Arc::clone(&slot));
+        vacant.insert(Arc::clone(&slot));
         Role::Leader(Lead {
             inflight: Arc::clone(self),
             slot,
@@ -188,9 +194,10 @@ impl Lead {
                 .slots
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner);
-            let key = &self.slot.key;
-            if slots.get(key).is_some_and(|s| Arc::ptr_eq(s, &self.slot)) {
-                slots.remove(key);
+            if let Entry::Occupied(open) = slots.entry(self.slot.key) {
+                if Arc::ptr_eq(open.get(), &self.slot) {
+                    open.remove();
+                }
             }
             // Out of the registry now: no duplicate can join after this reading.
             self.slot.joined.load(Ordering::Relaxed)

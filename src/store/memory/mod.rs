@@ -3,7 +3,7 @@
 mod kept;
 mod table;
 
-use std::collections::HashMap;
+use std::collections::{hash_map, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
@@ -209,17 +209,18 @@ impl MemoryStore {
         })
     }
 
-    /// Runs `write` if `token` holds `key`, under the lock that makes claims atomic.
+    /// Runs `write` on the lease if `token` holds `key`, under the lock that makes claims
+    /// atomic.
     fn fenced(
         &self,
         key: &IntentKey,
         token: &OwnerToken,
-        write: impl FnOnce(&mut HashMap<IntentKey, Lease, KeyHasher>),
+        write: impl FnOnce(hash_map::OccupiedEntry<'_, IntentKey, Lease>),
     ) -> Fence {
         let mut running = self.running_map();
-        match running.get(key) {
-            Some(lease) if lease.token == *token => {
-                write(&mut running);
+        match running.entry(*key) {
+            hash_map::Entry::Occupied(held) if held.get().token == *token => {
+                write(held);
                 Fence::Held
             }
             _ => Fence::Lost,
@@ -242,11 +243,9 @@ impl MemoryStore {
     ) -> Fence {
         let mut evicted = table::Evictions::new();
         let mut kept_bytes = None;
-        let fence = self.fenced(key, token, |running| {
-            // Held, as the fence found: its share is read from the lease taken.
-            let Some(lease) = running.remove(key) else {
-                return;
-            };
+        let fence = self.fenced(key, token, |held| {
+            // Its share is read from the lease taken.
+            let lease = held.remove();
             // Tombstones count too: a caller whose calls all fail must not fill the budget at
             // the others' expense.
             let mut table = self.settled_table();
@@ -288,29 +287,39 @@ impl Store for MemoryStore {
     async fn claim(&self, key: &IntentKey, request: &ClaimRequest) -> Result<Claim, StoreError> {
         let now = LeaseClock::now();
         let mut running = self.running_map();
-        if let Some(lease) = running.get(key) {
+        // One lookup in the map, whichever way the claim goes.
+        let held = running.entry(*key);
+        if let hash_map::Entry::Occupied(lease) = &held {
+            let lease = lease.get();
             if lease.expires > now && lease.token != request.token {
                 return Ok(Claim::Running(lease.info));
             }
         }
         if let Some(Entry::Completed(record)) = self.settled_entry(key, || now) {
-            running.remove(key);
+            if let hash_map::Entry::Occupied(lapsed) = held {
+                lapsed.remove();
+            }
             return Ok(Claim::Completed(record));
         }
         let token = request.token;
-        running.insert(
-            *key,
-            Lease {
-                token,
-                expires: later(now, request.lease),
-                info: RunningInfo {
-                    started_at_ms: request.started_at_ms,
-                    scope: request.scope,
-                    fingerprint: request.fingerprint,
-                },
-                share: request.share,
+        let lease = Lease {
+            token,
+            expires: later(now, request.lease),
+            info: RunningInfo {
+                started_at_ms: request.started_at_ms,
+                scope: request.scope,
+                fingerprint: request.fingerprint,
             },
-        );
+            share: request.share,
+        };
+        match held {
+            hash_map::Entry::Occupied(mut lapsed) => {
+                lapsed.insert(lease);
+            }
+            hash_map::Entry::Vacant(free) => {
+                free.insert(lease);
+            }
+        }
         Ok(Claim::Acquired(token))
     }
 
@@ -347,10 +356,8 @@ impl Store for MemoryStore {
         token: &OwnerToken,
         lease: Duration,
     ) -> Result<Fence, StoreError> {
-        Ok(self.fenced(key, token, |running| {
-            if let Some(held) = running.get_mut(key) {
-                held.expires = later(LeaseClock::now(), lease);
-            }
+        Ok(self.fenced(key, token, |mut held| {
+            held.get_mut().expires = later(LeaseClock::now(), lease);
         }))
     }
 
