@@ -312,14 +312,8 @@ impl Store for MemoryStore {
             },
             share: request.share,
         };
-        match held {
-            hash_map::Entry::Occupied(mut lapsed) => {
-                lapsed.insert(lease);
-            }
-            hash_map::Entry::Vacant(free) => {
-                free.insert(lease);
-            }
-        }
+        // Over a lapsed lease or into a free place alike.
+        held.insert_entry(lease);
         Ok(Claim::Acquired(token))
     }
 
