@@ -169,6 +169,8 @@ impl<St> IdempotencyLayer<St> {
                 principal: Some(Box::new(principal)),
                 by: name,
                 narrowed: true,
+                credential: false,
+                shared: false,
             };
             s.scope_configured = true;
         })

@@ -24,6 +24,8 @@ pub(crate) type ScopeFn = Arc<dyn Fn(&Parts) -> Option<String> + Send + Sync>;
 const HEADER: u8 = b'H';
 const FUNCTION: u8 = b'F';
 const NARROWED: u8 = b'N';
+const CREDENTIAL: u8 = b'A';
+const SHARED: u8 = b'S';
 
 /// Finds the caller's scope: whose duplicates these are. Two scopes never share an outcome.
 #[derive(Clone)]
@@ -33,12 +35,18 @@ pub(crate) enum ScopeSource {
     /// The configured principal (required, where there is one), narrowed by a header where
     /// the request has one: in MCP mode the session. A client-chosen header only ever
     /// narrows the principal, never replaces it. Without a principal (MCP mode with no
-    /// configured scope), the header alone is the scope.
+    /// configured scope), the header alone is the scope; without it either, the request's
+    /// credential, hashed, where `credential` is on; else one scope shared by every such
+    /// caller, where `shared` is on.
     Narrowed {
         principal: Option<Box<ScopeSource>>,
         by: HeaderName,
         /// Whether the header narrows the principal; off, the principal alone is the scope.
         narrowed: bool,
+        /// Whether the `Authorization` header names the caller when nothing else does.
+        credential: bool,
+        /// Whether a caller that nothing names shares one scope with every other such caller.
+        shared: bool,
     },
 }
 
@@ -80,6 +88,8 @@ impl ScopeSource {
                 principal,
                 by,
                 narrowed,
+                credential,
+                shared,
             } => {
                 let value = parts.headers.get(by).map(|v| v.as_bytes());
                 let value = value.filter(|v| !v.is_empty());
@@ -95,13 +105,13 @@ impl ScopeSource {
                         }
                         Some(())
                     }
-                    None => {
-                        let Some(value) = value else {
-                            return Ok(None);
-                        };
-                        put(out, NARROWED, by.as_str().as_bytes());
-                        put_nonempty(out, value)
-                    }
+                    None => match value {
+                        Some(value) => {
+                            put(out, NARROWED, by.as_str().as_bytes());
+                            put_nonempty(out, value)
+                        }
+                        None => unnamed_caller(parts, out, *credential, *shared),
+                    },
                 }
             }
         })
@@ -118,6 +128,34 @@ impl ScopeSource {
             } => principal.describe(),
             Self::Narrowed { by, .. } => format!("the `{by}` header"),
         }
+    }
+}
+
+/// The scope of an MCP caller that neither a principal nor a session names: its
+/// `Authorization` credential, hashed (so that the token is never kept), where `credential`
+/// is on; else the one shared scope, where `shared` is on.
+fn unnamed_caller(
+    parts: &Parts,
+    out: &mut ScopeBytes,
+    credential: bool,
+    shared: bool,
+) -> Option<()> {
+    use sha2::{Digest, Sha256};
+    let token = parts
+        .headers
+        .get(http::header::AUTHORIZATION)
+        .map(|v| v.as_bytes())
+        .filter(|v| !v.is_empty());
+    match token {
+        Some(token) if credential => {
+            put(out, CREDENTIAL, &Sha256::digest(token));
+            Some(())
+        }
+        _ if shared => {
+            out.push(SHARED);
+            Some(())
+        }
+        _ => None,
     }
 }
 
@@ -178,11 +216,15 @@ impl fmt::Debug for ScopeSource {
                 principal,
                 by,
                 narrowed,
+                credential,
+                shared,
             } => f
                 .debug_struct("Narrowed")
                 .field("principal", principal)
                 .field("by", by)
                 .field("narrowed", narrowed)
+                .field("credential", credential)
+                .field("shared", shared)
                 .finish(),
         }
     }
@@ -235,7 +277,56 @@ mod tests {
             principal: principal.map(Box::new),
             by: HeaderName::from_static("mcp-session-id"),
             narrowed,
+            credential: false,
+            shared: false,
         }
+    }
+
+    fn unnamed(credential: bool, shared: bool) -> ScopeSource {
+        ScopeSource::Narrowed {
+            principal: None,
+            by: HeaderName::from_static("mcp-session-id"),
+            narrowed: true,
+            credential,
+            shared,
+        }
+    }
+
+    #[test]
+    fn without_a_principal_or_session_the_credential_names_the_caller_hashed() {
+        let scope = unnamed(true, false);
+        let alice = scope.scope(&parts(&[("authorization", "Bearer alice-token")]));
+        let bob = scope.scope(&parts(&[("authorization", "Bearer bob-token")]));
+        assert!(alice.is_some() && alice != bob);
+        let bytes = alice.unwrap();
+        assert!(
+            !bytes.windows(11).any(|w| w == b"alice-token"),
+            "the token is kept only hashed"
+        );
+        // A session still comes first, and nothing names a caller without either.
+        let session = scope.scope(&parts(&[
+            ("authorization", "Bearer a"),
+            ("mcp-session-id", "s"),
+        ]));
+        assert_eq!(session, scope.scope(&parts(&[("mcp-session-id", "s")])));
+        assert_eq!(scope.scope(&parts(&[])), None);
+        assert_eq!(
+            unnamed(false, false).scope(&parts(&[("authorization", "Bearer a")])),
+            None
+        );
+    }
+
+    #[test]
+    fn a_shared_scope_is_taken_only_where_nothing_else_names_the_caller() {
+        let scope = unnamed(true, true);
+        let shared = scope.scope(&parts(&[]));
+        assert!(shared.is_some());
+        assert_eq!(shared, scope.scope(&parts(&[("x-other", "1")])));
+        assert_ne!(
+            shared,
+            scope.scope(&parts(&[("authorization", "Bearer a")]))
+        );
+        assert_ne!(shared, scope.scope(&parts(&[("mcp-session-id", "S")])));
     }
 
     #[test]

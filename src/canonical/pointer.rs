@@ -96,6 +96,21 @@ impl JsonPointer {
             .try_fold(ROOT, |place, token| child(tree, place, token))?;
         Some(tree.remove(place))
     }
+
+    /// Leaves out the object the pointer names if nothing is left in it (its members all
+    /// left out, or none written): an emptied object counts as absent.
+    pub(crate) fn remove_if_empty(&self, tree: &mut Tree<'_>) {
+        let place = self
+            .tokens
+            .iter()
+            .try_fold(ROOT, |place, token| child(tree, place, token));
+        if let Some(place) = place {
+            if matches!(tree.node(place), Node::Object(_)) && tree.children(place).next().is_none()
+            {
+                tree.remove(place);
+            }
+        }
+    }
 }
 
 fn index(token: &str) -> Option<usize> {
@@ -127,6 +142,36 @@ mod tests {
         let mut out = Vec::new();
         emit(&tree, NumberKinds::Distinct, &mut out);
         String::from_utf8(out).unwrap()
+    }
+
+    fn without_if_empty(json: &str, pointer: &str) -> String {
+        let mut tree = parse(json.as_bytes()).unwrap();
+        let pointer = pointer.parse::<JsonPointer>().unwrap();
+        pointer.remove_if_empty(&mut tree);
+        let mut out = Vec::new();
+        emit(&tree, NumberKinds::Distinct, &mut out);
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn an_emptied_object_is_left_out_and_one_with_members_kept() {
+        let mut tree = parse(br#"{"m":{"t":1},"a":2}"#).unwrap();
+        "/m/t".parse::<JsonPointer>().unwrap().remove(&mut tree);
+        "/m".parse::<JsonPointer>()
+            .unwrap()
+            .remove_if_empty(&mut tree);
+        let mut out = Vec::new();
+        emit(&tree, NumberKinds::Distinct, &mut out);
+        assert_eq!(out, br#"{"a":2}"#);
+        assert_eq!(without_if_empty(r#"{"m":{},"a":2}"#, "/m"), r#"{"a":2}"#);
+        assert_eq!(
+            without_if_empty(r#"{"m":{"k":1},"a":2}"#, "/m"),
+            r#"{"a":2,"m":{"k":1}}"#
+        );
+        assert_eq!(
+            without_if_empty(r#"{"m":[],"a":2}"#, "/m"),
+            r#"{"a":2,"m":[]}"#
+        );
     }
 
     #[test]

@@ -116,6 +116,9 @@ pub(crate) type Normalizer = Arc<dyn Fn(&mut serde_json::Value) + Send + Sync>;
 pub(crate) struct FingerprintRules {
     /// Fields that change on every attempt of one intent.
     pub(crate) ignored: Vec<JsonPointer>,
+    /// Objects left out where, once the ignored fields are, nothing is left in them: an
+    /// emptied object counts as absent.
+    pub(crate) emptied: Vec<JsonPointer>,
     pub(crate) normalizer: Option<Normalizer>,
     /// A field that carries an explicit key.
     pub(crate) key_field: Option<JsonPointer>,
@@ -210,6 +213,9 @@ impl FingerprintRules {
     fn canonical_without_ignored(&self, mut tree: Tree<'_>, essence: &str) -> Fingerprint {
         for pointer in &self.ignored {
             pointer.remove(&mut tree);
+        }
+        for pointer in &self.emptied {
+            pointer.remove_if_empty(&mut tree);
         }
         Fingerprint::canonical(&tree, essence, self.numbers)
     }

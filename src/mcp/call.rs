@@ -10,8 +10,10 @@ use tracing::Instrument;
 
 use super::endpoint::{Answered, Endpoint};
 use super::envelope::{self, ToolCall};
+use super::era::Era;
 use super::message::Form;
 use super::render::Rendering;
+use super::resume::{self, Resumption};
 use super::tool;
 use crate::body::ResponseBody;
 use crate::bounds::{Bufferable, Keepable, Tool};
@@ -50,6 +52,7 @@ impl<St: Store> Endpoint<St> {
         mut bytes: Bytes,
         call: ToolCall,
         form: Form,
+        era: Era,
     ) -> Answered<ResBody, S::Error>
     where
         S: Tool<B, ResBody>,
@@ -59,7 +62,8 @@ impl<St: Store> Endpoint<St> {
         let started = telemetry::Stopwatch::start();
         let settings = &self.engine.settings;
         let mut timing = self.policy.timing(&call.name);
-        let as_task = call.as_task && self.tasks;
+        // The 2025-11-25 tasks, asked for per call; the stateless era ignores `params.task`.
+        let as_task = call.as_task && self.tasks && era == Era::Handshake;
         if as_task {
             // The server runs a plain call; the layer is the one that answers with a task.
             if let Some(plain) = envelope::without_task(&bytes) {
@@ -71,7 +75,10 @@ impl<St: Store> Endpoint<St> {
         let rendering = Rendering {
             endpoint: self,
             call: &call,
+            era,
             as_task,
+            // The tasks extension: past the deadline, a task where the client takes one.
+            offers_task: self.tasks && era == Era::Stateless && call.meta.tasks_extension,
             retention: timing.retention.unwrap_or(settings.paths.default_retention),
         };
         let scope = settings.scope.scope_of(&parts);
@@ -99,11 +106,20 @@ impl<St: Store> Endpoint<St> {
         };
         let limit = settings.response_limit;
         let id = call.id.clone();
-        let work = move |parts, bytes| async move {
+        let names_extension = call.meta.tasks_extension;
+        let work = move |mut parts: Parts, mut bytes: Bytes| async move {
+            // Only the layer makes a task of a protected call.
+            if names_extension {
+                if let Some(plain) = envelope::without_tasks_extension(&bytes) {
+                    bytes = Bytes::from(plain);
+                    parts.headers.remove(header::CONTENT_LENGTH);
+                }
+            }
+            let resumption = (era == Era::Handshake).then(|| Resumption::of(&parts));
             let response = inner
                 .call(Request::from_parts(parts, B::from(bytes)))
                 .await?;
-            Ok(tool::read(response, &id, limit).await)
+            Ok(resume::read_resuming(&mut inner, response, &id, limit, resumption).await)
         };
         let call = engine::Call {
             dialect: Dialect::Mcp,

@@ -1,6 +1,7 @@
 //! Discovery answers on their way back: `tools/list` teaches the layer which tools the server
-//! declares read-only, and with tasks served, `initialize` and `tools/list` are completed
-//! with what the layer adds.
+//! declares read-only, and with tasks served, `initialize` and a handshake-era `tools/list`
+//! (2025-11-25 tasks) or `server/discover` (the tasks extension) are completed with what the
+//! layer adds.
 
 use bytes::Bytes;
 use http::Response;
@@ -10,6 +11,7 @@ use serde_json::Value;
 
 use super::endpoint::Endpoint;
 use super::envelope::Discovery;
+use super::era::Era;
 use super::message::{self, Form};
 use super::tasks;
 use crate::body::ResponseBody;
@@ -26,6 +28,7 @@ impl<St> Endpoint<St> {
         response: Response<B>,
         id: &Value,
         what: Discovery,
+        era: Era,
     ) -> Response<ResponseBody<B>>
     where
         B: Body<Data = Bytes> + Send + 'static,
@@ -33,7 +36,8 @@ impl<St> Endpoint<St> {
     {
         let limit = self.engine.settings.response_limit;
         let (parts, body) = response.into_parts();
-        if !parts.status.is_success() || (what == Discovery::Initialize && !self.tasks) {
+        let learns = what == Discovery::ToolsList;
+        if !parts.status.is_success() || (!learns && !self.tasks) {
             return Response::from_parts(parts, ResponseBody::inner(body));
         }
         let mut body = Box::pin(body);
@@ -57,11 +61,11 @@ impl<St> Endpoint<St> {
         let Some(Value::Object(result)) = answer.get_mut("result") else {
             return Response::from_parts(parts, ResponseBody::full(head));
         };
-        match what {
-            Discovery::ToolsList => self.policy.learn(result),
-            Discovery::Initialize => {}
+        if learns {
+            self.policy.learn(result);
         }
-        if !self.tasks {
+        // The 2025-11-25 tasks are offered per tool; the tasks extension has no such member.
+        if !self.tasks || (learns && era == Era::Stateless) {
             return Response::from_parts(parts, ResponseBody::full(head));
         }
         match what {
@@ -69,6 +73,7 @@ impl<St> Endpoint<St> {
                 tasks::offer_to_tools(result, |name| !self.policy.passes_through(name))
             }
             Discovery::Initialize => tasks::declare_capability(result),
+            Discovery::ServerDiscover => tasks::declare_extension(result),
         }
         let came_as = if message::is_event_stream(&parts.headers) {
             Form::EventStream

@@ -10,7 +10,8 @@ use serde_json::Value;
 
 use super::answers;
 use super::cancellation::ForwardedRequests;
-use super::envelope::{self, Envelope, Refusal, TaskQuery, ToolCall};
+use super::envelope::{self, Envelope, Refusal, TaskAsk, TaskQuery, ToolCall};
+use super::era::{self, Era, RequestMeta, Unservable};
 use super::message::{self, Form};
 use super::policy::ToolPolicy;
 use crate::body::ResponseBody;
@@ -64,20 +65,44 @@ impl<St: Store> Endpoint<St> {
         let form = Form::of(&parts.headers);
         match envelope::read(&bytes) {
             Envelope::ToolCall(call) if !self.policy.passes_through(&call.name) => {
+                let spoken = served_era(&parts, envelope::TOOLS_CALL, &call.name, &call.meta);
+                let era = match spoken {
+                    Ok(era) => era,
+                    Err(why) => return Ok(self.unservable(&parts, &call.id, &why)),
+                };
                 self.forwarded.protected(&parts.headers, &call.id);
-                self.call_tool(inner, parts, bytes, call, form).await
+                self.call_tool(inner, parts, bytes, call, form, era).await
             }
             Envelope::Discovery { id, what } => {
                 self.forwarded.forwarded(&parts.headers, &id);
+                let era = Era::of(&parts.headers, None).unwrap_or(Era::Stateless);
                 let response = inner
                     .call(Request::from_parts(parts, B::from(bytes)))
                     .await?;
-                Ok(self.read_discovery(response, &id, what).await)
+                Ok(self.read_discovery(response, &id, what, era).await)
             }
-            Envelope::TaskQuery(query) if self.tasks => {
-                match self.answer_task_query(&parts, &query).await {
-                    Some(message) => Ok(message::write(&message, form, http::HeaderMap::new())
-                        .map(ResponseBody::full)),
+            Envelope::TaskQuery(query)
+                if self.tasks && query.task_id.parse::<crate::key::IntentKey>().is_ok() =>
+            {
+                let method = query.asks.method();
+                let era = match served_era(&parts, method, &query.task_id, &query.meta) {
+                    Ok(era) => era,
+                    Err(why) => return Ok(self.unservable(&parts, &query.id, &why)),
+                };
+                // Each era has its own task methods; the other era's are the server's to refuse.
+                let ours = match era {
+                    Era::Handshake => matches!(query.asks, TaskAsk::Get | TaskAsk::Result),
+                    Era::Stateless => query.asks != TaskAsk::Result,
+                };
+                if !ours {
+                    return self.forward(inner, parts, bytes, Some(query.id)).await;
+                }
+                match self.answer_task_query(&parts, &query, era).await {
+                    Some(mut message) => {
+                        era.fit(&mut message);
+                        Ok(message::write(&message, form, http::HeaderMap::new())
+                            .map(ResponseBody::full))
+                    }
                     None => self.forward(inner, parts, bytes, Some(query.id)).await,
                 }
             }
@@ -122,6 +147,34 @@ impl<St: Store> Endpoint<St> {
         Ok(response.map(ResponseBody::inner))
     }
 
+    /// Answers a request the layer will not answer for the server, as the server would
+    /// (HTTP 400 and the protocol's JSON-RPC error), counted as not executed.
+    fn unservable<B>(
+        &self,
+        parts: &Parts,
+        id: &Value,
+        why: &Unservable,
+    ) -> Response<ResponseBody<B>> {
+        let engine = &self.engine;
+        let op = engine
+            .runtime
+            .ops
+            .of(engine.settings.route_label.as_ref(), parts);
+        let reason = match why {
+            Unservable::Version(_) => "mcp-version",
+            Unservable::Mismatch(_) => "mcp-header-mismatch",
+            Unservable::MissingMeta(_) => "mcp-envelope",
+        };
+        crate::telemetry::not_executed(&op, reason);
+        let mut response = message::write(
+            &era::unservable(id, why),
+            Form::Json,
+            http::HeaderMap::new(),
+        );
+        *response.status_mut() = StatusCode::BAD_REQUEST;
+        response.map(ResponseBody::full)
+    }
+
     /// Answers a refused envelope, counted as not executed.
     fn refuse<B>(&self, parts: &Parts, refusal: &Refusal, form: Form) -> Response<ResponseBody<B>> {
         let engine = &self.engine;
@@ -141,6 +194,23 @@ impl<St: Store> Endpoint<St> {
         *response.status_mut() = status;
         response.map(ResponseBody::full)
     }
+}
+
+/// The era of a request the layer answers for the server (a protected call, one of its own
+/// tasks), where the layer may: a version it knows, and in the stateless era routing headers
+/// that say what the body says (`name`: the tool, or the task id), as the server would
+/// check them.
+fn served_era(
+    parts: &Parts,
+    method: &str,
+    name: &str,
+    meta: &RequestMeta,
+) -> Result<Era, Unservable> {
+    let era = Era::of(&parts.headers, meta.version.as_deref())?;
+    if era == Era::Stateless {
+        era::check_routing(&parts.headers, method, Some(name), meta)?;
+    }
+    Ok(era)
 }
 
 /// What Streamable HTTP answers to a notification the server accepts: 202, no body.

@@ -3,16 +3,24 @@
 
 use serde_json::{Map, Value};
 
+use super::era::RequestMeta;
+
 /// The JSON-RPC method of a tool call.
 pub(crate) const TOOLS_CALL: &str = "tools/call";
 /// The JSON-RPC method that lists the tools.
 pub(crate) const TOOLS_LIST: &str = "tools/list";
 /// The JSON-RPC method that opens a session and names the server's capabilities.
 pub(crate) const INITIALIZE: &str = "initialize";
+/// The JSON-RPC method that describes a stateless-era server.
+pub(crate) const SERVER_DISCOVER: &str = "server/discover";
 /// The JSON-RPC method that asks about a task.
 pub(crate) const TASKS_GET: &str = "tasks/get";
-/// The JSON-RPC method that asks for a task's result.
+/// The JSON-RPC method that asks for a task's result (2025-11-25).
 pub(crate) const TASKS_RESULT: &str = "tasks/result";
+/// The JSON-RPC method that answers a task's questions (the tasks extension).
+pub(crate) const TASKS_UPDATE: &str = "tasks/update";
+/// The JSON-RPC method that asks for a task to stop.
+pub(crate) const TASKS_CANCEL: &str = "tasks/cancel";
 /// The notification a client sends when it gives up on one of its requests.
 pub(crate) const CANCELLED: &str = "notifications/cancelled";
 
@@ -21,10 +29,10 @@ pub(crate) const CANCELLED: &str = "notifications/cancelled";
 pub(crate) enum Envelope {
     /// A well-formed `tools/call` request.
     ToolCall(ToolCall),
-    /// An `initialize` or `tools/list` request, whose answer describes the server and its
-    /// tools: read on the way back, and completed where the layer adds to it.
+    /// An `initialize`, `server/discover` or `tools/list` request, whose answer describes the
+    /// server and its tools: read on the way back, and completed where the layer adds to it.
     Discovery { id: Value, what: Discovery },
-    /// A `tasks/get` or `tasks/result` request.
+    /// A `tasks/get`, `tasks/result`, `tasks/update` or `tasks/cancel` request.
     TaskQuery(TaskQuery),
     /// A `tools/call` the layer will not run: answered at once, nothing executed.
     Refused(Refusal),
@@ -43,24 +51,61 @@ pub(crate) struct ToolCall {
     pub(crate) id: Value,
     /// `params.name`.
     pub(crate) name: String,
-    /// Whether the caller asked for the call to run as a task (`params.task`).
+    /// Whether the caller asked for the call to run as a task (`params.task`, 2025-11-25).
     pub(crate) as_task: bool,
+    /// What `params._meta` says of the request.
+    pub(crate) meta: RequestMeta,
 }
 
 /// What a discovery request asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Discovery {
     Initialize,
+    ServerDiscover,
     ToolsList,
 }
 
-/// A question about a task.
+/// A question about a task, or an instruction to it.
 #[derive(Debug, Clone)]
 pub(crate) struct TaskQuery {
     pub(crate) id: Value,
-    /// `tasks/result` rather than `tasks/get`.
-    pub(crate) result: bool,
+    pub(crate) asks: TaskAsk,
     pub(crate) task_id: String,
+    /// What `params._meta` says of the request.
+    pub(crate) meta: RequestMeta,
+}
+
+/// What a task request asks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TaskAsk {
+    Get,
+    /// `tasks/result` (2025-11-25): the result, waited for.
+    Result,
+    /// `tasks/update` (the tasks extension): answers to the task's questions.
+    Update,
+    Cancel,
+}
+
+impl TaskAsk {
+    fn of(method: &str) -> Option<Self> {
+        Some(match method {
+            TASKS_GET => Self::Get,
+            TASKS_RESULT => Self::Result,
+            TASKS_UPDATE => Self::Update,
+            TASKS_CANCEL => Self::Cancel,
+            _ => return None,
+        })
+    }
+
+    /// The method's name.
+    pub(crate) fn method(self) -> &'static str {
+        match self {
+            Self::Get => TASKS_GET,
+            Self::Result => TASKS_RESULT,
+            Self::Update => TASKS_UPDATE,
+            Self::Cancel => TASKS_CANCEL,
+        }
+    }
 }
 
 /// Why a `tools/call` is refused.
@@ -125,11 +170,11 @@ fn read_message(mut message: Map<String, Value>) -> Envelope {
     let discovery = match method {
         TOOLS_LIST => Some(Discovery::ToolsList),
         INITIALIZE => Some(Discovery::Initialize),
+        SERVER_DISCOVER => Some(Discovery::ServerDiscover),
         _ => None,
     };
-    let query = matches!(method, TASKS_GET | TASKS_RESULT);
-    let result = method == TASKS_RESULT;
-    if method != TOOLS_CALL && discovery.is_none() && !query {
+    let query = TaskAsk::of(method);
+    if method != TOOLS_CALL && discovery.is_none() && query.is_none() {
         let id = message
             .remove("id")
             .filter(|id| id.is_string() || id.is_number());
@@ -146,13 +191,15 @@ fn read_message(mut message: Map<String, Value>) -> Envelope {
         return Envelope::Discovery { id, what };
     }
     let params = message.get("params");
-    if query {
+    let meta = RequestMeta::of(params);
+    if let Some(asks) = query {
         let task_id = params.and_then(|p| p.get("taskId")).and_then(Value::as_str);
         return match task_id {
             Some(task_id) => Envelope::TaskQuery(TaskQuery {
                 id,
-                result,
+                asks,
                 task_id: task_id.to_owned(),
+                meta,
             }),
             None => Envelope::Other { id: Some(id) },
         };
@@ -165,24 +212,61 @@ fn read_message(mut message: Map<String, Value>) -> Envelope {
                 .and_then(|p| p.get("task"))
                 .is_some_and(Value::is_object),
             id,
+            meta,
         }),
         None => Envelope::Refused(Refusal::NoToolName { id }),
     }
 }
+
+/// Members of a JSON object whose values keep their exact text.
+type RawMembers = std::collections::BTreeMap<String, Box<serde_json::value::RawValue>>;
 
 /// The body of a tool call asked to run as a task, without `params.task`: the layer runs
 /// it as a task, and the server runs it as a plain call. Every other member keeps its exact
 /// text (a number no f64 holds, `1.10`), so the plain call of the same arguments is the same
 /// intent and the server reads what the client sent.
 pub(crate) fn without_task(body: &[u8]) -> Option<Vec<u8>> {
-    use serde_json::value::RawValue;
-    type Members = std::collections::BTreeMap<String, Box<RawValue>>;
-    let mut message: Members = serde_json::from_slice(body).ok()?;
-    let mut params: Members = serde_json::from_str(message.get("params")?.get()).ok()?;
-    params.remove("task")?;
-    let params = serde_json::value::to_raw_value(&params).ok()?;
-    message.insert("params".to_owned(), params);
-    serde_json::to_vec(&message).ok()
+    without(body, &["params", "task"])
+}
+
+/// The body of a stateless-era tool call whose client capabilities name the tasks
+/// extension, without it: only the layer answers a protected call with a task, so the
+/// server must not make one of its own, which the layer could neither keep nor replay.
+pub(crate) fn without_tasks_extension(body: &[u8]) -> Option<Vec<u8>> {
+    let path = [
+        "params",
+        "_meta",
+        super::era::META_CAPABILITIES,
+        "extensions",
+        super::era::TASKS_EXTENSION,
+    ];
+    without(body, &path)
+}
+
+/// `body` without the member at `path`; `None` where there is none. Members keep their
+/// exact text.
+fn without(body: &[u8], path: &[&str]) -> Option<Vec<u8>> {
+    let body = serde_json::from_slice::<&serde_json::value::RawValue>(body).ok()?;
+    let edited = remove_at(body, path)?;
+    Some(edited.get().as_bytes().to_vec())
+}
+
+fn remove_at(
+    raw: &serde_json::value::RawValue,
+    path: &[&str],
+) -> Option<Box<serde_json::value::RawValue>> {
+    let mut members: RawMembers = serde_json::from_str(raw.get()).ok()?;
+    match path {
+        [] => return None,
+        [last] => {
+            members.remove(*last)?;
+        }
+        [first, rest @ ..] => {
+            let edited = remove_at(members.get(*first)?, rest)?;
+            members.insert((*first).to_owned(), edited);
+        }
+    }
+    serde_json::value::to_raw_value(&members).ok()
 }
 
 #[cfg(test)]
@@ -316,7 +400,12 @@ mod tests {
         let Envelope::TaskQuery(query) = read_str(body) else {
             panic!("not a task query")
         };
-        assert!(query.result && query.task_id == "t" && query.id == 2);
+        assert!(query.asks == TaskAsk::Result && query.task_id == "t" && query.id == 2);
+        let body = r#"{"jsonrpc":"2.0","id":3,"method":"tasks/cancel","params":{"taskId":"t"}}"#;
+        let Envelope::TaskQuery(query) = read_str(body) else {
+            panic!("not a task request")
+        };
+        assert_eq!(query.asks, TaskAsk::Cancel);
     }
 
     #[test]
@@ -331,6 +420,17 @@ mod tests {
             plain["params"],
             serde_json::json!({"name":"x","arguments":{}})
         );
+    }
+
+    #[test]
+    fn the_tasks_extension_is_left_out_of_what_the_server_reads_and_nothing_else() {
+        let body = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{"n":1.10},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{},"other":{}}}}}}"#;
+        let plain = String::from_utf8(without_tasks_extension(body.as_bytes()).unwrap()).unwrap();
+        assert!(!plain.contains("io.modelcontextprotocol/tasks"), "{plain}");
+        assert!(plain.contains(r#""extensions":{"other":{}}"#), "{plain}");
+        assert!(plain.contains(r#""n":1.10"#), "{plain}");
+        let without_it = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}"#;
+        assert_eq!(without_tasks_extension(without_it.as_bytes()), None);
     }
 
     #[test]

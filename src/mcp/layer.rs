@@ -18,9 +18,27 @@ use crate::scope::ScopeSource;
 use crate::store::{MemoryStore, Store};
 use crate::IdempotencyLayer;
 
-/// The parts of a request the key leaves out: the JSON-RPC id, the request's metadata
-/// (progress token) and the task it may ask to be run as.
-const LEFT_OUT: [&str; 3] = ["/id", "/params/_meta", "/params/task"];
+/// The parts of a request the key leaves out: the JSON-RPC id, the task it may ask to be run
+/// as (2025-11-25), and the `_meta` members the protocol defines per attempt: the progress
+/// token, the version, the client's name and capabilities, its log level and the trace
+/// context (W3C `baggage` included: it travels with the trace, and tracing systems add
+/// members to it per hop). Every other `_meta` member (a tenant, a locale) is part of the
+/// intent.
+const LEFT_OUT: [&str; 10] = [
+    "/id",
+    "/params/task",
+    "/params/_meta/progressToken",
+    "/params/_meta/io.modelcontextprotocol~1protocolVersion",
+    "/params/_meta/io.modelcontextprotocol~1clientInfo",
+    "/params/_meta/io.modelcontextprotocol~1clientCapabilities",
+    "/params/_meta/io.modelcontextprotocol~1logLevel",
+    "/params/_meta/traceparent",
+    "/params/_meta/tracestate",
+    "/params/_meta/baggage",
+];
+
+/// The object that counts as absent once the members above are left out of it.
+const EMPTIED: &str = "/params/_meta";
 
 impl<St: Store> IdempotencyLayer<St> {
     /// This layer in MCP mode: for the Streamable HTTP endpoint of an MCP server. Configure
@@ -30,6 +48,7 @@ impl<St: Store> IdempotencyLayer<St> {
         let layer = self.set(|settings| {
             let pointers = LEFT_OUT.iter().map(|pointer| parse_pointer(pointer));
             settings.fingerprint.ignored.extend(pointers);
+            settings.fingerprint.emptied.push(parse_pointer(EMPTIED));
             let configured = std::mem::replace(
                 &mut settings.scope,
                 ScopeSource::Header(HeaderName::from_static(MCP_SESSION_HEADER)),
@@ -38,6 +57,8 @@ impl<St: Store> IdempotencyLayer<St> {
                 principal: settings.scope_configured.then(|| Box::new(configured)),
                 by: HeaderName::from_static(MCP_SESSION_HEADER),
                 narrowed: true,
+                credential: true,
+                shared: false,
             };
         });
         McpIdempotencyLayer {
@@ -132,6 +153,44 @@ impl<St> McpIdempotencyLayer<St> {
             ),
         });
         self
+    }
+
+    /// Gives every caller that no principal, session or credential names one shared scope,
+    /// rather than refusing its calls: for a server with one user, such as a local server
+    /// that a single agent talks to. Protocol 2026-07-28 has no session, so without a
+    /// principal or an `Authorization` header its callers are named by nothing else. Every
+    /// such caller then shares results: never turn it on for a server with several users.
+    ///
+    /// ```
+    /// use tower_idempotency::IdempotencyLayer;
+    ///
+    /// let layer = IdempotencyLayer::new().mcp().shared_scope();
+    /// # let _ = layer;
+    /// ```
+    pub fn shared_scope(mut self) -> Self {
+        self.layer = self.layer.set(|settings| {
+            if let ScopeSource::Narrowed { shared, .. } = &mut settings.scope {
+                *shared = true;
+            }
+        });
+        self
+    }
+
+    /// Does not name a caller by its `Authorization` header where no principal or session
+    /// does: such calls are refused (or shared, with [`shared_scope`](Self::shared_scope)).
+    pub fn no_credential_scope(mut self) -> Self {
+        self.layer = self.layer.set(|settings| {
+            if let ScopeSource::Narrowed { credential, .. } = &mut settings.scope {
+                *credential = false;
+            }
+        });
+        self
+    }
+
+    /// Whether a principal was configured before [`IdempotencyLayer::mcp`]: without one,
+    /// callers of protocol 2026-07-28, which has no session, are named by their credential.
+    pub fn has_principal(&self) -> bool {
+        self.layer.settings.scope_configured
     }
 
     /// Serves MCP tasks (specification 2025-11-25, experimental, so off by default): a

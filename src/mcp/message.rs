@@ -60,7 +60,7 @@ pub(crate) fn is_answer_to(message: &Value, id: &Value) -> bool {
 }
 
 /// Why no answer could be read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Unreadable {
     /// The answer was larger than the layer reads: the tool answered, so it ran.
     TooLarge,
@@ -70,17 +70,29 @@ pub(crate) enum Unreadable {
     /// The event stream held a line its reader rejects (a field it does not know, say),
     /// where the answer may have been: the server has the call, and may have run it.
     Unparsable,
-    /// The body ended, broke off otherwise, or held no answer to the request: why.
+    /// The event stream ended, or broke off, without the answer. Where an event before had
+    /// an id (a priming event), the server means the client to resume the stream from it
+    /// (2025-11-25, SEP-1699), after `retry`: the call goes on at the server.
+    Ended {
+        last_event_id: Option<String>,
+        retry: Option<std::time::Duration>,
+    },
+    /// The body was an answer, but to another request: the server has the call, and may
+    /// have run it.
+    NotTheAnswer,
+    /// The body broke off otherwise: why.
     Other(&'static str),
 }
 
 impl Unreadable {
     /// Why, in words.
-    pub(crate) fn why(self) -> &'static str {
+    pub(crate) fn why(&self) -> &'static str {
         match self {
             Self::TooLarge => "an answer larger than the layer reads",
             Self::Interrupted => "the answer was lost after the request reached the server",
             Self::Unparsable => "the server's event stream could not be read",
+            Self::Ended { .. } => "the event stream ended without the answer",
+            Self::NotTheAnswer => "the server answered another request",
             Self::Other(why) => why,
         }
     }
@@ -137,26 +149,29 @@ where
         // grow without end.
         let body = Limited::new(body, limit.saturating_mul(4)).map_err(BodyError);
         let mut events = std::pin::pin!(SseStream::new(body));
+        let (mut last_event_id, mut retry) = (None, None);
         while let Some(event) = events.next().await {
-            let Ok(Sse {
-                data: Some(data), ..
-            }) = event
-            else {
-                if let Err(error) = event {
-                    return Err(match &error {
-                        // Past its bound the server was still answering: the tool ran.
-                        sse_stream::Error::Body(error) if is_past_the_bound(error) => {
-                            Unreadable::TooLarge
-                        }
-                        sse_stream::Error::Body(error) => {
-                            Unreadable::broken(error, "the event stream broke off")
-                        }
-                        // The reader gives up on the rest of what it was given with it.
-                        _ => Unreadable::Unparsable,
-                    });
+            let event = match event {
+                Ok(event) => event,
+                // Past its bound the server was still answering: the tool ran.
+                Err(sse_stream::Error::Body(error)) if is_past_the_bound(&error) => {
+                    return Err(Unreadable::TooLarge)
                 }
-                continue;
+                // Broken off after an event the client may resume from: resumed.
+                Err(sse_stream::Error::Body(_)) if last_event_id.is_some() => break,
+                Err(sse_stream::Error::Body(error)) => {
+                    return Err(Unreadable::broken(&error, "the event stream broke off"))
+                }
+                // The reader gives up on the rest of what it was given with it.
+                Err(_) => return Err(Unreadable::Unparsable),
             };
+            if let Some(id) = event.id {
+                last_event_id = Some(id);
+            }
+            if let Some(ms) = event.retry {
+                retry = Some(std::time::Duration::from_millis(ms));
+            }
+            let Some(data) = event.data else { continue };
             if data.len() > limit {
                 return Err(Unreadable::TooLarge);
             }
@@ -166,9 +181,10 @@ where
                 }
             }
         }
-        return Err(Unreadable::Other(
-            "the event stream ended without the answer",
-        ));
+        return Err(Unreadable::Ended {
+            last_event_id,
+            retry,
+        });
     }
     let bytes = match Limited::new(body, limit).collect().await {
         Ok(collected) => collected.to_bytes(),
@@ -177,6 +193,9 @@ where
     };
     match serde_json::from_slice::<Value>(&bytes) {
         Ok(message) if is_answer_to(&message, id) => Ok(message),
+        Ok(message) if message.get("result").is_some() || message.get("error").is_some() => {
+            Err(Unreadable::NotTheAnswer)
+        }
         _ => Err(Unreadable::Other(
             "the answer was not a JSON-RPC response to the call",
         )),
@@ -230,6 +249,29 @@ mod tests {
         assert_eq!(
             found,
             json!({"jsonrpc":"2.0","id":7,"result":{"content":[]}})
+        );
+    }
+
+    #[tokio::test]
+    async fn a_stream_that_ends_after_a_priming_event_names_where_to_resume() {
+        let stream = "id: s1-0\nretry: 250\ndata: \n\n";
+        let body = Full::new(Bytes::from(stream));
+        let found = read_answer(&headers("text/event-stream"), body, &json!(7), 1 << 20).await;
+        assert_eq!(
+            found,
+            Err(Unreadable::Ended {
+                last_event_id: Some("s1-0".to_owned()),
+                retry: Some(std::time::Duration::from_millis(250)),
+            })
+        );
+        let body = Full::new(Bytes::from(": just a comment\n\n"));
+        let found = read_answer(&headers("text/event-stream"), body, &json!(7), 1 << 20).await;
+        assert_eq!(
+            found,
+            Err(Unreadable::Ended {
+                last_event_id: None,
+                retry: None
+            })
         );
     }
 

@@ -10,6 +10,7 @@ use serde_json::Value;
 use super::answers;
 use super::endpoint::Endpoint;
 use super::envelope::{self, ToolCall};
+use super::era::Era;
 use super::message::{self, Form};
 use super::tasks::{TaskStatus, TaskView};
 use super::tool::ServerAnswer;
@@ -25,8 +26,13 @@ use crate::told::{self, Told};
 pub(crate) struct Rendering<'a, St> {
     pub(crate) endpoint: &'a Endpoint<St>,
     pub(crate) call: &'a ToolCall,
-    /// The call asked to run as a task, and tasks are served.
+    /// The era the answer goes to.
+    pub(crate) era: Era,
+    /// The call asked to run as a task (2025-11-25), and tasks are served.
     pub(crate) as_task: bool,
+    /// The client takes a task (the tasks extension), and tasks are served: a call still
+    /// running at its deadline is answered with one.
+    pub(crate) offers_task: bool,
     /// How long the call's outcome is kept: a task's time to live.
     pub(crate) retention: Duration,
 }
@@ -50,7 +56,10 @@ impl<St> Rendering<'_, St> {
             Decided::Keyed { intent, outcome } => (Some(intent.key), self.keyed(&intent, outcome)),
         };
         let response = match said {
-            Said::Message(message, headers) => message::write(&message, form, headers),
+            Said::Message(mut message, headers) => {
+                self.era.fit(&mut message);
+                message::write(&message, form, headers)
+            }
             Said::Verbatim(response) => response,
         };
         let response = match key {
@@ -74,6 +83,9 @@ impl<St> Rendering<'_, St> {
             return Said::Message(error, HeaderMap::new());
         }
         let settings = &self.endpoint.engine.settings;
+        if matches!(refusal, Refusal::MissingScope) && !settings.scope_configured {
+            return self.told(&told::unnamed_mcp_caller());
+        }
         self.told(&told::refusal(refusal, settings, key))
     }
 
@@ -107,7 +119,7 @@ impl<St> Rendering<'_, St> {
             Outcome::Abandoned(_) => self.told(&told::abandoned(key)),
             Outcome::InProgress { started_at_ms, .. } => {
                 let started_s_ago = seconds_since(started_at_ms);
-                if self.as_task {
+                if self.as_task || self.offers_task {
                     return self.task(key, TaskStatus::Working, started_s_ago);
                 }
                 let settings = &self.endpoint.engine.settings;
@@ -181,7 +193,8 @@ impl<St> Rendering<'_, St> {
         Said::Verbatim(response)
     }
 
-    /// The task a task-augmented call created: its id is the intent.
+    /// The task a call created: its id is the intent. Written as the 2025-11-25 tasks write
+    /// it for a call that asked for one, else as the tasks extension does.
     fn task(&self, key: &IntentKey, status: TaskStatus, started_s_ago: u64) -> Said {
         let now = now_ms();
         let view = TaskView {
@@ -191,7 +204,12 @@ impl<St> Rendering<'_, St> {
             updated_at_ms: now,
             ttl: self.retention,
         };
-        Said::Message(view.created(self.id()), HeaderMap::new())
+        let created = if self.as_task {
+            view.created(self.id())
+        } else {
+            view.created_for_extension(self.id())
+        };
+        Said::Message(created, HeaderMap::new())
     }
 }
 

@@ -6,7 +6,9 @@ use serde_json::Value;
 use super::answers;
 use super::endpoint::Endpoint;
 use super::envelope::TaskQuery;
+use super::era::Era;
 use super::render::{stored_message, with_id};
+use super::task_extension;
 use super::tasks::{self, TaskAnswer};
 use crate::clock::seconds_since;
 use crate::key::IntentKey;
@@ -20,6 +22,7 @@ impl<St: Store> Endpoint<St> {
         &self,
         parts: &Parts,
         query: &TaskQuery,
+        era: Era,
     ) -> Option<Value> {
         let settings = &self.engine.settings;
         // A scope function that panics finds no task: nothing leaks, nothing runs.
@@ -27,10 +30,18 @@ impl<St: Store> Endpoint<St> {
         let scope = scope.map(|scope| scope.to_vec());
         let ttl = settings.paths.default_retention;
         let wait = settings.paths.default_deadline;
-        let answered = tasks::answer(&self.engine, scope, query, ttl, wait).await?;
+        let answered = tasks::answer(&self.engine, scope, query, wait).await?;
         let key: IntentKey = query.task_id.parse().ok()?;
         let mut message = match answered {
             TaskAnswer::Message(message) => return Some(message),
+            TaskAnswer::Seen(seen) => {
+                return Some(match era {
+                    Era::Handshake => tasks::get(&query.id, key, &seen, ttl),
+                    Era::Stateless => {
+                        task_extension::answer(&query.id, query.asks, key, &seen, ttl)
+                    }
+                })
+            }
             TaskAnswer::Result(record) => result_of(&record, &query.id, &key),
             TaskAnswer::StillRunning { started_at_ms } => {
                 answers::task_still_running(&query.id, &key, seconds_since(started_at_ms))

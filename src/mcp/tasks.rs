@@ -8,7 +8,7 @@ use std::time::{Duration, UNIX_EPOCH};
 use serde_json::{json, Map, Value};
 
 use super::answers;
-use super::envelope::TaskQuery;
+use super::envelope::{TaskAsk, TaskQuery};
 use crate::clock::{millis, now_ms};
 use crate::engine::{Engine, Failure, Seen};
 use crate::key::{IntentKey, ScopeHash};
@@ -30,7 +30,7 @@ pub(crate) enum TaskStatus {
 }
 
 impl TaskStatus {
-    fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::Working => "working",
             Self::Completed => "completed",
@@ -81,15 +81,49 @@ impl TaskView {
         })
     }
 
+    /// The task as the tasks extension (protocol 2026-07-28) shows it: its times named
+    /// `ttlMs` and `pollIntervalMs`, and a status message that points to `tasks/get`.
+    pub(crate) fn to_extension_value(&self) -> Map<String, Value> {
+        let message = match self.status {
+            TaskStatus::Working => {
+                "The action is running and must not be started again; ask tasks/get for its \
+                 result."
+            }
+            TaskStatus::Completed => "The action ran; its result is in this answer.",
+            TaskStatus::Failed => self.status.message(),
+        };
+        let task = json!({
+            "taskId": self.key.to_hex(),
+            "status": self.status.as_str(),
+            "statusMessage": message,
+            "createdAt": timestamp(self.created_at_ms),
+            "lastUpdatedAt": timestamp(self.updated_at_ms),
+            "ttlMs": millis(self.ttl),
+            "pollIntervalMs": millis(POLL_INTERVAL),
+        });
+        match task {
+            Value::Object(task) => task,
+            _ => Map::new(),
+        }
+    }
+
     /// The answer to the call that created the task.
     pub(crate) fn created(&self, id: &Value) -> Value {
         answers::result(id, json!({ "task": self.to_value() }))
+    }
+
+    /// The answer to the call that created the task, as the tasks extension writes it: the
+    /// task itself, `resultType: task`.
+    pub(crate) fn created_for_extension(&self, id: &Value) -> Value {
+        let mut task = self.to_extension_value();
+        task.insert("resultType".to_owned(), Value::from("task"));
+        answers::result(id, Value::Object(task))
     }
 }
 
 /// The JSON-RPC error for a task this caller cannot see: unknown, expired, or another
 /// session's (one answer for all three, so that nothing leaks).
-fn unknown_task(id: &Value) -> Value {
+pub(crate) fn unknown_task(id: &Value) -> Value {
     answers::error(
         id,
         answers::INVALID_PARAMS,
@@ -111,14 +145,13 @@ fn unavailable(id: &Value) -> Value {
     )
 }
 
-/// Answers `tasks/get`, or `tasks/result` (which waits for the task up to `wait`; still
-/// running then, it answers "in progress" as a tool result). `None`: not one of the layer's
-/// tasks, for the server to answer.
+/// Answers a task request: where the task stands, or, for `tasks/result`, its result, waited
+/// for up to `wait` (still running then, "in progress" as a tool result). `None`: not one of
+/// the layer's tasks, for the server to answer.
 pub(crate) async fn answer<St: Store>(
     engine: &Engine<St>,
     scope: Option<Vec<u8>>,
     query: &TaskQuery,
-    ttl: Duration,
     wait: Duration,
 ) -> Option<TaskAnswer> {
     let key: IntentKey = query.task_id.parse().ok()?;
@@ -136,8 +169,8 @@ pub(crate) async fn answer<St: Store>(
                 return Some(TaskAnswer::Message(unavailable(&query.id)));
             }
         };
-        if !query.result {
-            return Some(TaskAnswer::Message(get(&query.id, key, &seen, ttl)));
+        if query.asks != TaskAsk::Result {
+            return Some(TaskAnswer::Seen(seen));
         }
         match seen {
             Seen::Running { .. } if tokio::time::Instant::now() < give_up => {
@@ -161,14 +194,28 @@ pub(crate) async fn answer<St: Store>(
 pub(crate) enum TaskAnswer {
     /// A whole JSON-RPC message.
     Message(Value),
+    /// Where the task stands, for a query that does not wait.
+    Seen(Seen),
     /// The kept result, to replay with the query's id.
     Result(Arc<Record>),
     /// Still running when the query stopped waiting.
     StillRunning { started_at_ms: u64 },
 }
 
-fn get(id: &Value, key: IntentKey, seen: &Seen, ttl: Duration) -> Value {
-    let told = told_of(seen);
+/// `tasks/get` (2025-11-25): where the task stands.
+pub(crate) fn get(id: &Value, key: IntentKey, seen: &Seen, ttl: Duration) -> Value {
+    let Some(view) = view_of(key, seen, ttl) else {
+        return unknown_task(id);
+    };
+    let mut task = view.to_value();
+    if let Some(told) = told_of(seen) {
+        task["statusMessage"] = Value::from(told);
+    }
+    answers::result(id, task)
+}
+
+/// The task that `seen` describes; `None` for one unknown here.
+pub(crate) fn view_of(key: IntentKey, seen: &Seen, ttl: Duration) -> Option<TaskView> {
     let (status, created, updated) = match seen {
         Seen::Running { started_at_ms } => (TaskStatus::Working, *started_at_ms, now_ms()),
         Seen::Completed(record) => (
@@ -180,26 +227,21 @@ fn get(id: &Value, key: IntentKey, seen: &Seen, ttl: Duration) -> Value {
             let at = tombstone.failed_at_ms;
             (TaskStatus::Failed, at, at)
         }
-        Seen::Unknown => return unknown_task(id),
+        Seen::Unknown => return None,
     };
-    let view = TaskView {
+    Some(TaskView {
         key,
         status,
         created_at_ms: created,
         updated_at_ms: updated,
         ttl,
-    };
-    let mut task = view.to_value();
-    if let Some(told) = told {
-        task["statusMessage"] = Value::from(told);
-    }
-    answers::result(id, task)
+    })
 }
 
 /// What a task's status message must say where its status alone would not tell the truth:
 /// a task that may have run (abandoned, unclassified, crashed, broken off), or one whose
 /// failure has a cause to name.
-fn told_of(seen: &Seen) -> Option<String> {
+pub(crate) fn told_of(seen: &Seen) -> Option<String> {
     match seen {
         Seen::Completed(record) => match record.response {
             KeptResponse::Abandoned
@@ -261,10 +303,27 @@ pub(crate) fn offer_to_tools(result: &mut Map<String, Value>, protected: impl Fn
 /// Declares in an `initialize` result that tool calls may run as tasks
 /// (`capabilities.tasks.requests.tools.call`).
 pub(crate) fn declare_capability(result: &mut Map<String, Value>) {
+    declare(
+        result,
+        &["capabilities", "tasks", "requests", "tools", "call"],
+    );
+}
+
+/// Declares in a `server/discover` result that the server speaks the tasks extension
+/// (`capabilities.extensions["io.modelcontextprotocol/tasks"]`).
+pub(crate) fn declare_extension(result: &mut Map<String, Value>) {
+    declare(
+        result,
+        &["capabilities", "extensions", super::era::TASKS_EXTENSION],
+    );
+}
+
+/// Makes sure an object stands at `path`, beside what the server declared.
+fn declare(result: &mut Map<String, Value>, path: &[&str]) {
     let mut at = result;
-    for member in ["capabilities", "tasks", "requests", "tools", "call"] {
+    for member in path {
         let next = at
-            .entry(member)
+            .entry(*member)
             .or_insert_with(|| Value::Object(Map::new()));
         let Value::Object(next) = next else {
             return;

@@ -25,16 +25,49 @@ pub(crate) enum ServerAnswer {
     Refused(Response<Bytes>),
 }
 
+/// What a JSON-RPC answer says of the call it answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Said {
+    /// The tool's answer, to keep.
+    Kept,
+    /// Not the tool's answer to its arguments: released, so that a retry runs.
+    Released,
+    /// Neither a final answer nor a refusal (a task the server made of the call): the call
+    /// is running or ran at the server, so a repeat must not run it again.
+    MayHaveRun,
+}
+
 /// Whether a JSON-RPC answer is kept for replay. A result is, `isError: true` included: it
-/// is the tool's own answer. So are the deterministic refusals (an invalid request, an
-/// unknown method, invalid params) and every code outside JSON-RPC's reserved range, which
-/// servers define for their own refusals. The other reserved codes (internal error, parse
-/// error, the -32000 to -32099 server errors) release the key for a retry, and so does a
-/// server's answer to a call it cancelled: it says nothing of what the tool would answer.
-pub(crate) fn keeps(answer: &Value) -> bool {
+/// is the tool's own answer, where it says it is complete (`resultType` absent or
+/// `complete`); a server that asks for input first (`input_required`) has not run the tool
+/// yet, and any other kind (a task) says the call goes on. The deterministic refusals (an
+/// invalid request, an unknown method, invalid params) are kept too, and so is every code
+/// outside JSON-RPC's reserved range, which servers define for their own refusals. The
+/// other reserved codes (internal error, parse error, the -32000 to -32099 server errors)
+/// release the key for a retry, and so does a server's answer to a call it cancelled: it
+/// says nothing of what the tool would answer.
+fn said(answer: &Value) -> Said {
     let Some(error) = answer.get("error") else {
-        return true;
+        let kind = answer.pointer("/result/resultType").and_then(Value::as_str);
+        return match kind {
+            None | Some("complete") => Said::Kept,
+            Some("input_required") => Said::Released,
+            Some(_) => Said::MayHaveRun,
+        };
     };
+    if keeps_error(error) {
+        Said::Kept
+    } else {
+        Said::Released
+    }
+}
+
+#[cfg(test)]
+fn keeps(answer: &Value) -> bool {
+    said(answer) == Said::Kept
+}
+
+fn keeps_error(error: &Value) -> bool {
     if is_cancelled(error) {
         return false;
     }
@@ -50,15 +83,28 @@ fn is_cancelled(error: &Value) -> bool {
     matches!(message.as_str(), "request cancelled" | "request canceled")
 }
 
+/// The server's answer, read: judged, or a stream to resume before it can be.
+#[derive(Debug)]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "it lives for one match, on the stack; boxing the answer would cost every call an allocation"
+)]
+pub(crate) enum Read {
+    Answered(Produced<ServerAnswer>),
+    /// The event stream ended after a priming event, without the answer: the server means
+    /// it to be resumed from `last_event_id`, after `retry` (2025-11-25, SEP-1699).
+    Resumable {
+        last_event_id: String,
+        retry: Option<std::time::Duration>,
+        status: StatusCode,
+    },
+}
+
 /// Reads and judges the server's answer to the call `id`. One over the stored-response cap
 /// (`limit`) still reaches its caller whole and is recorded as run without its answer; only
 /// one past a ceiling of sixteen times the cap is too large to read at all, and is kept as
 /// ran too.
-pub(crate) async fn read<B>(
-    response: Response<B>,
-    id: &Value,
-    limit: usize,
-) -> Produced<ServerAnswer>
+pub(crate) async fn read<B>(response: Response<B>, id: &Value, limit: usize) -> Read
 where
     B: Body<Data = Bytes> + Send,
     B::Error: Into<BoxError>,
@@ -66,7 +112,7 @@ where
     let (parts, body) = response.into_parts();
     if parts.extensions.get::<crate::Interrupted>().is_some() {
         // It stands in for an answer lost after the request reached the server.
-        return Produced::Answered(lost(id, parts.status));
+        return Read::Answered(Produced::Answered(lost(id, parts.status)));
     }
     if !parts.status.is_success() {
         // Not a JSON-RPC answer: the transport's own refusal, released and passed on.
@@ -86,30 +132,55 @@ where
         let mut refusal = Response::new(bytes);
         *refusal.status_mut() = parts.status;
         *refusal.headers_mut() = headers;
-        return Produced::Answered(Answered {
+        return Read::Answered(Produced::Answered(Answered {
             judged: Judged::Verdict(Verdict::Release(ReleaseCause::Status)),
             stored: Some(stored),
             status: Some(parts.status),
             retry_after_s: None,
             answer: ServerAnswer::Refused(refusal),
-        });
+        }));
     }
     let ceiling = limit.saturating_mul(16).max(16 << 20);
     let (verdict, message) = match read_answer(&parts.headers, body, id, ceiling).await {
-        Ok(answer) if keeps(&answer) => (Verdict::Keep, answer),
-        Ok(answer) => (Verdict::Release(ReleaseCause::Status), answer),
+        Ok(answer) => match said(&answer) {
+            Said::Kept => (Verdict::Keep, answer),
+            Said::Released => (Verdict::Release(ReleaseCause::Status), answer),
+            // The first caller gets what the server said; a repeat is told it may have run.
+            Said::MayHaveRun => {
+                let mut answered = lost(id, parts.status);
+                answered.answer = ServerAnswer::Message {
+                    message: answer,
+                    kept: false,
+                };
+                return Read::Answered(Produced::Answered(answered));
+            }
+        },
         // The tool answered, too much to read: it ran, and a repeat must not run it again.
         Err(Unreadable::TooLarge) => (Verdict::Keep, too_large(id, ceiling)),
-        // It broke off after it began.
-        Err(Unreadable::Interrupted | Unreadable::Unparsable) => {
-            return Produced::Answered(lost(id, parts.status))
+        Err(Unreadable::Ended {
+            last_event_id: Some(last_event_id),
+            retry,
+        }) => {
+            return Read::Resumable {
+                last_event_id,
+                retry,
+                status: parts.status,
+            }
         }
-        Err(unreadable) => (
+        // The server has the call and answered something else, or broke off after it began:
+        // whether the tool ran is not known.
+        Err(
+            Unreadable::Interrupted
+            | Unreadable::Unparsable
+            | Unreadable::NotTheAnswer
+            | Unreadable::Ended { .. },
+        ) => return Read::Answered(Produced::Answered(lost(id, parts.status))),
+        Err(unreadable @ Unreadable::Other(_)) => (
             Verdict::Release(ReleaseCause::ResponseBody),
             unanswered(id, unreadable),
         ),
     };
-    Produced::Answered(judged(verdict, message, limit))
+    Read::Answered(Produced::Answered(judged(verdict, message, limit)))
 }
 
 /// A JSON-RPC answer, judged: kept whole where it fits under the cap.
@@ -158,7 +229,7 @@ fn too_large(id: &Value, ceiling: usize) -> Value {
 
 /// A call whose answer was lost after it reached the server ([`Interrupted`]
 /// (crate::Interrupted)): the tool may have run, so it is kept as run with an unknown outcome.
-fn lost(id: &Value, status: StatusCode) -> Answered<ServerAnswer> {
+pub(crate) fn lost(id: &Value, status: StatusCode) -> Answered<ServerAnswer> {
     Answered {
         judged: Judged::Interrupted,
         stored: None,
@@ -210,7 +281,8 @@ mod tests {
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),
         );
-        let Produced::Answered(answered) = read(response, &json!(1), 1024).await else {
+        let Read::Answered(Produced::Answered(answered)) = read(response, &json!(1), 1024).await
+        else {
             panic!("the tool answered");
         };
         assert_eq!(
@@ -231,7 +303,8 @@ mod tests {
         let mut response = Response::new(Full::new(Bytes::from_static(b"connection reset")));
         *response.status_mut() = StatusCode::BAD_GATEWAY;
         response.extensions_mut().insert(crate::Interrupted);
-        let Produced::Answered(answered) = read(response, &json!(7), 1024).await else {
+        let Read::Answered(Produced::Answered(answered)) = read(response, &json!(7), 1024).await
+        else {
             panic!("an answer stands in for the lost one");
         };
         assert_eq!(answered.judged, Judged::Interrupted, "kept, never released");
@@ -258,7 +331,8 @@ mod tests {
             header::CONTENT_TYPE,
             HeaderValue::from_static("text/event-stream"),
         );
-        let Produced::Answered(answered) = read(response, &json!(3), 1024).await else {
+        let Read::Answered(Produced::Answered(answered)) = read(response, &json!(3), 1024).await
+        else {
             panic!("an answer");
         };
         answered.judged
@@ -285,7 +359,8 @@ mod tests {
             header::CONTENT_TYPE,
             HeaderValue::from_static("text/event-stream"),
         );
-        let Produced::Answered(answered) = read(response, &json!(3), 1024).await else {
+        let Read::Answered(Produced::Answered(answered)) = read(response, &json!(3), 1024).await
+        else {
             panic!("an answer");
         };
         assert_eq!(answered.judged, Judged::Interrupted, "kept, never released");

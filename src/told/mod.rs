@@ -19,6 +19,8 @@ pub(crate) use attempts::{
     abandoned, already_executed, answer_broke_off, attempt_failed, in_progress, status_failed,
 };
 pub(crate) use refusals::refusal;
+#[cfg(feature = "mcp")]
+pub(crate) use refusals::unnamed_mcp_caller;
 pub(crate) use status::{
     status_layer_fault, status_malformed, status_missing_scope, status_not_found,
     status_unavailable,

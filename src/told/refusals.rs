@@ -71,6 +71,28 @@ fn layer_fault(what: &str) -> Told {
     )
 }
 
+/// An MCP call that nothing names the caller of: no principal is configured, and the
+/// request has no session (protocol 2026-07-28 has none) and no credential. The operator,
+/// not the caller, must change something.
+#[cfg(feature = "mcp")]
+pub(crate) fn unnamed_mcp_caller() -> Told {
+    Told::new(
+        "missing-scope",
+        "Caller cannot be told apart",
+        "not_executed",
+        false,
+        "This call was not run: the server cannot tell who is calling, so it cannot make \
+         sure that a repeat of the call does not run it twice. The request has no \
+         `Authorization` credential and no `Mcp-Session-Id` session, and no principal is \
+         configured. Calling again the same way will be refused the same way. The server's \
+         operator must configure a principal (a header that an authenticating gateway sets: \
+         `--principal-header` on idempotency-proxy, `IdempotencyLayer::scope_header`), or, \
+         for a server with a single user, one shared scope (`--mcp-shared-scope`, \
+         `McpIdempotencyLayer::shared_scope`)."
+            .to_owned(),
+    )
+}
+
 /// A protected request came without a scope.
 fn missing_scope(what: &str) -> Told {
     Told::new(

@@ -1,26 +1,34 @@
 #!/usr/bin/env python3
 """An MCP client built on the official Python SDK (the Python package `mcp`), for interop tests.
 
-    python_client.py --url http://127.0.0.1:PORT/mcp --scenario NAME
+    python_client.py --url http://127.0.0.1:PORT/mcp --scenario NAME [--mode auto|legacy]
+                     [--header NAME=VALUE ...] [--other-header NAME=VALUE ...]
 
-It talks to the crate's `mcp_server` example over Streamable HTTP (the `initialize`
-handshake, one `Mcp-Session-Id` for the whole run), then prints ONE line of JSON on
-stdout with what it saw, including the server's `GET /stats` execution counts.
-Debugging goes to stderr. Exit 0 once the scenario ran, whatever it saw (the Rust
-test judges); exit 2 if it could not run at all.
+It uses the SDK's high-level `Client` with its defaults: `mode="auto"` probes
+`server/discover` and speaks protocol 2026-07-28 to a server that serves it (one
+self-contained POST per request, no session); `--mode legacy` forces the handshake era
+(`initialize`, one `Mcp-Session-Id` for the whole run). `--header` adds a header to every
+request (an `Authorization` bearer token, a principal header); `--other-header` is the
+header of a second caller, for the scenarios that have one.
+
+It prints ONE line of JSON on stdout with what it saw, including the server's `GET /stats`
+execution counts. Debugging goes to stderr. Exit 0 once the scenario ran, whatever it saw
+(the Rust test judges); exit 2 if it could not run at all. Every exception a call raises is
+reported by its type, so that a result the client rejects (a `ValidationError`) shows.
 
 Scenarios:
-  timeout_retry     send_email taking 1.5 s, called with the SDK's own 400 ms
-                    timeout: on timeout the SDK itself sends `notifications/cancelled`
-                    for that request id; the same call is retried (fresh id) until
-                    one is answered. The e-mail must have been sent exactly once.
+  timeout_retry     send_email taking 1.5 s, called with the SDK's own 400 ms timeout
+                    (2026-07-28: the SDK closes the request's stream; handshake era: it
+                    sends `notifications/cancelled`); the same call is retried until one
+                    is answered. The e-mail must have been sent exactly once.
   fresh_id_replay   the same send_email twice (two ids): the second is a replay.
-  slow_in_progress  the tools listed, then generate_report taking 2 s against a
-                    500 ms deadline: the first answer is an "in progress" tool
-                    result; the same call is repeated every 500 ms until the
-                    real report comes back.
-  two_sessions      the same send_email in this session and in a second one: it
-                    runs once in each, and a repeat in the second is a replay.
+  slow_in_progress  generate_report taking 2 s against a 500 ms deadline: the first answer
+                    is an "in progress" tool result; the same call is repeated every
+                    500 ms until the real report comes back.
+  two_callers       the same send_email as this caller and as a second one (a second
+                    client with `--other-header`, or a second session in the handshake
+                    era): it runs once for each, and a repeat by the second is a replay.
+  one_call          one send_email; reports its text and the protocol spoken.
 """
 
 import argparse
@@ -31,11 +39,13 @@ import traceback
 import urllib.request
 import uuid
 
-from mcp import ClientSession, MCPError
+from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
-from mcp_types.jsonrpc import REQUEST_TIMEOUT
+from mcp.shared._httpx_utils import create_mcp_http_client
 
 IN_PROGRESS = "This action is already running"
+# The SDK's code for a request that timed out on the client's side.
+REQUEST_TIMEOUT = -32001
 
 
 def log(*args):
@@ -49,25 +59,54 @@ def stats(url):
         return json.load(resp)
 
 
-def first_text(result):
+def texts_of(result):
     """The result's text blocks, one per line (a replay leads with a notice)."""
     texts = [block.text for block in result.content if getattr(block, "text", None)]
     return "\n".join(texts) if texts else None
 
 
-async def call(session, name, args, timeout):
-    """One tools/call: (text, result); text is "timeout" or "error CODE: ..." on failure."""
-    try:
-        result = await session.call_tool(name, args, read_timeout_seconds=timeout)
-    except MCPError as e:
-        if e.code == REQUEST_TIMEOUT:
-            return "timeout", None
-        return f"error {e.code}: {e.message}", None
-    return first_text(result), result
+class Caller:
+    """One SDK `Client` with its own headers, opened for the scenario."""
+
+    def __init__(self, url, mode, headers):
+        self.url, self.mode, self.headers = url, mode, headers
+
+    async def __aenter__(self):
+        self.http = create_mcp_http_client(headers=self.headers)
+        await self.http.__aenter__()
+        transport = streamable_http_client(self.url, http_client=self.http)
+        self.client = Client(transport, mode=self.mode)
+        await self.client.__aenter__()
+        log(f"protocol {self.client.protocol_version}")
+        return self
+
+    async def __aexit__(self, *exc):
+        try:
+            await self.client.__aexit__(*exc)
+        finally:
+            await self.http.__aexit__(*exc)
+
+    @property
+    def protocol(self):
+        return self.client.protocol_version
+
+    async def call(self, name, args, timeout=None):
+        """One tools/call: (text, result). On failure the text says what was raised:
+        "timeout", "error CODE: ..." for an MCP error, "raised TYPE: ..." for anything else
+        (a result the SDK rejected)."""
+        try:
+            result = await self.client.call_tool(name, args, read_timeout_seconds=timeout)
+        except MCPError as e:
+            if e.code == REQUEST_TIMEOUT:
+                return "timeout", None
+            return f"error {e.code}: {e.message}", None
+        except Exception as e:  # noqa: BLE001 - the test reports what the SDK raised
+            return f"raised {type(e).__name__}: {e}", None
+        return texts_of(result), result
 
 
-async def timeout_retry(session, url, suffix):
-    # The SDK's timeout, not a hand-sent notification, is what cancels each attempt.
+async def timeout_retry(caller, other, url, suffix):
+    # The SDK's timeout, not a hand-sent message, is what gives up on each attempt.
     args = {
         "to": f"timeout-{suffix}@example.com",
         "subject": "Quarterly numbers",
@@ -78,39 +117,41 @@ async def timeout_retry(session, url, suffix):
     for attempt in range(12):
         if attempt:
             await asyncio.sleep(0.3)
-        text, result = await call(session, "send_email", args, timeout=0.4)
+        text, result = await caller.call("send_email", args, timeout=0.4)
         log(f"attempt {attempt + 1}: {text}")
         texts.append(text)
         if result is not None:
             final = text
             break
-    # send_email must have run once, however many attempts were cancelled.
     return {"attempts": len(texts), "texts": texts, "final_text": final, "stats": stats(url)}
 
 
-async def fresh_id_replay(session, url, suffix):
+async def fresh_id_replay(caller, other, url, suffix):
     # Same arguments, new request id: the second answer replays the first.
     args = {"to": f"replay-{suffix}@example.com", "subject": "Hello", "body": "Hi there."}
-    first, _ = await call(session, "send_email", args, timeout=None)
-    second, _ = await call(session, "send_email", args, timeout=None)
-    return {"texts": [first, second], "stats": stats(url)}
+    first, _ = await caller.call("send_email", args)
+    second, result = await caller.call("send_email", args)
+    return {
+        "texts": [first, second],
+        "replay_meta": (result.meta or {}) if result is not None else None,
+        "stats": stats(url),
+    }
 
 
-async def slow_in_progress(session, url, suffix):
-    # The first answer comes at the server's deadline and says "in progress";
-    # asking again with the same arguments ends in the one real report.
+async def slow_in_progress(caller, other, url, suffix):
+    # The first answer comes at the server's deadline and says "in progress"; asking again
+    # with the same arguments ends in the one real report.
     args = {"topic": f"churn-{suffix}", "seconds": 2.0}
-    await session.list_tools()  # as hosts do before calling: the layer learns the tools
     texts, first = [], None
     for attempt in range(20):
         if attempt:
             await asyncio.sleep(0.5)
-        text, result = await call(session, "generate_report", args, timeout=10.0)
+        text, result = await caller.call("generate_report", args, timeout=10.0)
         log(f"try {attempt + 1}: {text}")
         texts.append(text)
         if first is None and result is not None:
             first = result
-        if result is not None and not (text or "").startswith(IN_PROGRESS):
+        if result is None or not (text or "").startswith(IN_PROGRESS):
             break
     return {
         "texts": texts,
@@ -120,52 +161,70 @@ async def slow_in_progress(session, url, suffix):
     }
 
 
-async def two_sessions(session, url, suffix):
-    # The same call in a second session runs again there: sessions never share an intent.
-    args = {"to": f"sessions-{suffix}@example.com", "subject": "Hello", "body": "Hi there."}
-    first, _ = await call(session, "send_email", args, timeout=None)
-    async with streamable_http_client(url) as (read, write):
-        async with ClientSession(read, write) as other:
-            await other.initialize()
-            second, _ = await call(other, "send_email", args, timeout=None)
-            again, _ = await call(other, "send_email", args, timeout=None)
+async def two_callers(caller, other, url, suffix):
+    # The same call by a second caller runs again for it: callers never share an intent.
+    args = {"to": f"callers-{suffix}@example.com", "subject": "Hello", "body": "Hi there."}
+    first, _ = await caller.call("send_email", args)
+    async with other as second_caller:
+        second, _ = await second_caller.call("send_email", args)
+        again, _ = await second_caller.call("send_email", args)
     return {"texts": [first, second, again], "stats": stats(url)}
+
+
+async def one_call(caller, other, url, suffix):
+    args = {"to": f"one-{suffix}@example.com", "subject": "Hello", "body": "Hi there."}
+    text, result = await caller.call("send_email", args)
+    return {
+        "texts": [text],
+        "is_error": result.is_error if result is not None else None,
+        "structured_content": result.structured_content if result is not None else None,
+        "stats": stats(url),
+    }
 
 
 SCENARIOS = {
     "timeout_retry": timeout_retry,
     "fresh_id_replay": fresh_id_replay,
     "slow_in_progress": slow_in_progress,
-    "two_sessions": two_sessions,
+    "two_callers": two_callers,
+    "one_call": one_call,
 }
 
 
-async def run(url, scenario, report):
+def headers_of(pairs):
+    return dict(pair.split("=", 1) for pair in pairs)
+
+
+async def run(args, report):
     """Fills `report` as soon as the scenario is done, so a failing teardown loses nothing."""
-    suffix = uuid.uuid4().hex[:12]  # a distinct intent for every run
-    async with streamable_http_client(url) as (read, write):
-        async with ClientSession(read, write) as session:
-            init = await session.initialize()
-            log(f"protocol {init.protocol_version}, server {init.server_info.name}")
-            before = stats(url)
-            observed = await SCENARIOS[scenario](session, url, suffix)
-            report.update(observed, stats_before=before, protocol_version=init.protocol_version)
+    suffix = args.suffix or uuid.uuid4().hex[:12]  # a distinct intent for every run
+    headers = headers_of(args.header)
+    # Without --other-header the second caller differs by its session alone (handshake era).
+    other = Caller(args.url, args.mode, headers_of(args.other_header) or headers)
+    async with Caller(args.url, args.mode, headers) as caller:
+        before = stats(args.url)
+        observed = await SCENARIOS[args.scenario](caller, other, args.url, suffix)
+        report.update(observed, stats_before=before, protocol_version=caller.protocol)
 
 
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--url", required=True)
     parser.add_argument("--scenario", required=True, choices=sorted(SCENARIOS))
+    parser.add_argument("--mode", default="auto", choices=["auto", "legacy"])
+    parser.add_argument("--header", action="append", default=[])
+    parser.add_argument("--other-header", action="append", default=[])
+    parser.add_argument("--suffix", help="the intent's suffix, to repeat a run's calls")
     args = parser.parse_args()
     report = {}
     try:
-        asyncio.run(run(args.url, args.scenario, report))
-    except Exception:
+        asyncio.run(run(args, report))
+    except BaseException:  # noqa: BLE001 - an ExceptionGroup from the transport included
         log(traceback.format_exc())
-        if not report:  # could not run: no server, no session, no stats
+        if not report:  # could not run: no server, no connection, no stats
             log(f"{args.scenario} could not run")
             return 2
-        log("(the scenario ran; the error above came while closing the session)")
+        log("(the scenario ran; the error above came while closing the client)")
     print(json.dumps(report), flush=True)
     return 0
 

@@ -1,0 +1,91 @@
+//! The tasks extension (`io.modelcontextprotocol/tasks`, protocol 2026-07-28) for the layer's
+//! own tasks: `tasks/get` shows where a task stands, with its result or error once it has
+//! one; `tasks/update` has nothing to answer (the layer's tasks ask nothing); `tasks/cancel`
+//! is absorbed like every cancellation of a protected call, since stopping the action
+//! halfway would leave its effect unknown, and the task goes on to its result.
+
+use serde_json::{json, Map, Value};
+
+use super::answers;
+use super::envelope::TaskAsk;
+use super::era::Era;
+use super::render::stored_message;
+use super::tasks::{self, TaskStatus};
+use crate::engine::{Failure, Seen};
+use crate::key::IntentKey;
+use crate::store::{KeptResponse, Record};
+use crate::told::{self, failure_told};
+
+/// The answer to `asks` of the task `key`, as `seen` in the store.
+pub(crate) fn answer(
+    id: &Value,
+    asks: TaskAsk,
+    key: IntentKey,
+    seen: &Seen,
+    ttl: std::time::Duration,
+) -> Value {
+    let Some(view) = tasks::view_of(key, seen, ttl) else {
+        return tasks::unknown_task(id);
+    };
+    match asks {
+        TaskAsk::Cancel => {
+            crate::telemetry::cancellation_absorbed();
+            return answers::result(id, json!({}));
+        }
+        TaskAsk::Update => return answers::result(id, json!({})),
+        TaskAsk::Get | TaskAsk::Result => {}
+    }
+    let mut task = view.to_extension_value();
+    if let Some(told) = tasks::told_of(seen) {
+        task.insert("statusMessage".to_owned(), Value::from(told));
+    }
+    match seen {
+        Seen::Completed(record) => finished(&mut task, record, &key),
+        Seen::Failed(tombstone) => {
+            let (outcome, retryable, message) = failure_told(Failure::of(tombstone), "The action");
+            let data =
+                json!({ "outcome": outcome, "retryable": retryable, "intent": key.to_hex() });
+            let error =
+                json!({ "code": answers::INTERNAL_ERROR, "message": message, "data": data });
+            task.insert("error".to_owned(), error);
+        }
+        Seen::Running { .. } | Seen::Unknown => {}
+    }
+    answers::result(id, Value::Object(task))
+}
+
+/// A finished task's `result` (a tool result of the stateless era) or, where the kept answer
+/// was a JSON-RPC error, its `error` and status `failed`.
+fn finished(task: &mut Map<String, Value>, record: &Record, key: &IntentKey) {
+    let told = match &record.response {
+        KeptResponse::Full(stored) => match stored_message(stored) {
+            Some(mut message) => {
+                Era::Stateless.fit(&mut message);
+                if let Some(result) = message.get_mut("result").map(Value::take) {
+                    task.insert("result".to_owned(), result);
+                } else if let Some(error) = message.get_mut("error").map(Value::take) {
+                    task.insert(
+                        "status".to_owned(),
+                        Value::from(TaskStatus::Failed.as_str()),
+                    );
+                    task.insert("error".to_owned(), error);
+                }
+                return;
+            }
+            None => {
+                let lost = answers::lost(&Value::Null);
+                task.insert(
+                    "status".to_owned(),
+                    Value::from(TaskStatus::Failed.as_str()),
+                );
+                task.insert("error".to_owned(), lost["error"].clone());
+                return;
+            }
+        },
+        KeptResponse::Omitted { status, why } => told::already_executed(key, *status, *why),
+        KeptResponse::Abandoned => told::abandoned(key),
+    };
+    let mut message = answers::tool_result(&Value::Null, &told, false);
+    Era::Stateless.fit(&mut message);
+    task.insert("result".to_owned(), message["result"].take());
+}
