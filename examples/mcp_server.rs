@@ -21,8 +21,23 @@
 //! the server stops accepting and lets running calls finish and record for up to this long),
 //! `PRINCIPAL_HEADER` (the header that an authenticating
 //! proxy in front sets, such as `x-user`: the scope is then that principal, narrowed by the
-//! MCP session; without it, the session alone). With the `redis` feature, `REDIS_URL` puts the tiered Redis
-//! store behind the layer, shared by every instance pointed at it.
+//! MCP session where the client has one), `MCP_SHARED_SCOPE` (`on` gives every caller that
+//! brings no principal, session or credential one shared scope: for a server with one user).
+//! Without a principal, a handshake-era caller is named by its session and a 2026-07-28
+//! caller, which has none, by its `Authorization` header; one with neither is refused, and
+//! the server says so when it starts. With the `redis` feature, `REDIS_URL` puts the tiered
+//! Redis store behind the layer, shared by every instance pointed at it.
+//!
+//! The official Python SDK's `Client`, left at its defaults, speaks 2026-07-28 to it:
+//!
+//! ```text
+//! MCP_SHARED_SCOPE=on cargo run --features mcp --example mcp_server
+//! python -c 'import asyncio, mcp
+//! async def main():
+//!     async with mcp.Client("http://127.0.0.1:3001/mcp") as client:
+//!         print(await client.call_tool("send_email", {"to": "ada@example.com", "subject": "Hi", "body": "Hello"}))
+//! asyncio.run(main())'
+//! ```
 
 #[path = "support/shutdown.rs"]
 mod shutdown;
@@ -179,10 +194,20 @@ fn endpoint<St: Store>(stats: &Arc<Stats>, layer: Option<IdempotencyLayer<St>>) 
     );
     let tasks = std::env::var("MCP_TASKS").is_ok_and(|v| v == "on");
     let notice = std::env::var("MCP_REPLAY_NOTICE").map_or(true, |v| v != "off");
+    let shared = std::env::var("MCP_SHARED_SCOPE").is_ok_and(|v| v == "on");
     let Some(layer) = layer else {
         return Router::new().nest_service("/mcp", server);
     };
     let mut layer = layer.mcp();
+    if shared {
+        layer = layer.shared_scope();
+    } else if !layer.has_principal() {
+        eprintln!(
+            "warning: no principal is configured (PRINCIPAL_HEADER): protocol 2026-07-28 \
+             callers, which have no session, are told apart by their Authorization header, and \
+             calls without one are refused; for a server with one user, set MCP_SHARED_SCOPE=on"
+        );
+    }
     if tasks {
         layer = layer.tasks();
     }

@@ -43,6 +43,11 @@ pub struct Cli {
     /// A path served in MCP mode (Streamable HTTP, `tools/call` protected); repeatable.
     #[arg(long, value_name = "PATH")]
     pub mcp: Vec<String>,
+    /// MCP routes serve one user: every caller that no principal, session or `Authorization`
+    /// credential names shares one scope, rather than being refused (protocol 2026-07-28
+    /// has no session); `scope.mcp_shared` in the file.
+    #[arg(long)]
+    pub mcp_shared_scope: bool,
     /// Where to serve `/healthz`, `/readyz` and `/metrics`; `metrics_listen` in the file.
     #[arg(long, value_name = "ADDR")]
     pub metrics_listen: Option<String>,

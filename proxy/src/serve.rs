@@ -16,7 +16,7 @@ use tower_idempotency::store::{MemoryStore, RedisStore, Store, TieredStore};
 
 use crate::admin::{self, Admin};
 use crate::body::Inbound;
-use crate::config::{Config, LogFormat, StoreKind};
+use crate::config::{Config, LogFormat, Mode, StoreKind};
 use crate::forward::ClientAddr;
 use crate::stack;
 
@@ -99,6 +99,16 @@ async fn serve<St: Store>(
     }
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
     tracing::info!(%addr, upstream = %config.upstream.url, store = %config.store.kind_name(), "started");
+    let serves_mcp = std::iter::once(&config.default_route)
+        .chain(&config.routes)
+        .any(|route| route.mode == Mode::Mcp);
+    if serves_mcp && config.scope.principal_header.is_none() && !config.scope.mcp_shared {
+        tracing::warn!(
+            "MCP routes have no principal (--principal-header): protocol 2026-07-28 callers, \
+             which have no session, are told apart by their Authorization header, and calls \
+             without one are refused; for a server with one user, pass --mcp-shared-scope"
+        );
+    }
     println!("listening on http://{addr}");
 
     let graceful = GracefulShutdown::new();

@@ -45,6 +45,9 @@ pub fn build<St: Store>(config: &Config, store: St) -> Built<St> {
         Mode::Mcp => {
             // An MCP route's fields point into the tool's arguments, not the body.
             let mut layer = timing(route, mcp.clone()).mcp().tasks();
+            if config.scope.mcp_shared {
+                layer = layer.shared_scope();
+            }
             for pointer in &route.ignore_fields {
                 layer = layer.ignore_argument(pointer);
             }
@@ -130,7 +133,10 @@ fn http_scope<St: Store>(config: &Config, layer: IdempotencyLayer<St>) -> Idempo
     when_missing(config, layer)
 }
 
-/// MCP routes: the `Mcp-Session-Id` session, under the principal where one is configured.
+/// MCP routes: the principal where one is configured, narrowed by the `Mcp-Session-Id`
+/// session where the client has one; without a principal, the session, else the
+/// `Authorization` credential (2026-07-28 has no session), else a shared scope where the
+/// operator serves one user.
 fn mcp_scope<St: Store>(config: &Config, layer: IdempotencyLayer<St>) -> IdempotencyLayer<St> {
     let layer = match &config.scope.principal_header {
         Some(principal) => layer.scope_header(principal.clone()),

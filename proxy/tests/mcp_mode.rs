@@ -34,10 +34,17 @@ fn behind_proxy(extra: &[&str]) -> (Upstream, Proxy) {
     (upstream, proxy)
 }
 
-/// The Python SDK server behind a proxy with a 500 ms deadline, and one scenario of the
-/// SDK client against the proxy; what the client reported.
-fn scenario(python: &PathBuf, name: &str) -> Value {
-    let (_upstream, proxy) = behind_proxy(&["--deadline", "500ms"]);
+/// A bearer token, as a client that authenticates sends it: the scope of a 2026-07-28 call,
+/// which has no session.
+const ALICE: &str = "Authorization=Bearer alice-token";
+const BOB: &str = "Authorization=Bearer bob-token";
+
+/// The Python SDK server behind a proxy with a 500 ms deadline (and `flags`), and one
+/// scenario of the SDK client (with `args`) against the proxy; what the client reported.
+fn scenario_with(python: &PathBuf, name: &str, args: &[&str], flags: &[&str]) -> Value {
+    let mut proxy_flags = vec!["--deadline", "500ms"];
+    proxy_flags.extend_from_slice(flags);
+    let (_upstream, proxy) = behind_proxy(&proxy_flags);
     let script = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../tests/interop/python_client.py"
@@ -50,6 +57,7 @@ fn scenario(python: &PathBuf, name: &str) -> Value {
             "--scenario",
             name,
         ])
+        .args(args)
         .env("NO_PROXY", "127.0.0.1,localhost")
         .env("no_proxy", "127.0.0.1,localhost")
         .output()
@@ -61,28 +69,52 @@ fn scenario(python: &PathBuf, name: &str) -> Value {
     serde_json::from_str(line).unwrap_or_else(|e| panic!("{name}: {e}: {stdout}\n{stderr}"))
 }
 
+/// A scenario in the SDK's default mode, which speaks 2026-07-28 to this server, as Alice.
+fn scenario(python: &PathBuf, name: &str) -> Value {
+    let report = scenario_with(python, name, &["--header", ALICE], &[]);
+    assert_eq!(report["protocol_version"], "2026-07-28", "{report}");
+    report
+}
+
+/// A scenario in the handshake era (`mode="legacy"`): the session names the caller.
+fn legacy(python: &PathBuf, name: &str) -> Value {
+    let report = scenario_with(python, name, &["--mode", "legacy"], &[]);
+    assert_eq!(report["protocol_version"], "2025-11-25", "{report}");
+    report
+}
+
 fn text(value: &Value) -> &str {
     value.as_str().unwrap_or_default()
 }
 
-#[test]
-fn an_sdk_client_whose_timeout_is_shorter_than_the_tool_retries_until_answered_and_it_runs_once() {
-    let Some(python) = sdk() else { return };
-    let report = scenario(&python, "timeout_retry");
+/// Checks a `timeout_retry` report: the SDK gave up at least once, and the retry reached the
+/// result of one execution that no cancellation reached.
+fn sent_once_despite_timeouts(report: &Value) {
     assert!(
         text(&report["final_text"]).contains("sent to timeout-"),
         "{report}"
     );
     assert!(report["attempts"].as_u64().unwrap() >= 2, "{report}");
     assert_eq!(report["stats"]["send_email"], 1, "{report}");
-    // The SDK's cancellations stayed with the proxy: none reached the running tool.
+    // The SDK's cancellations (a closed stream, or `notifications/cancelled`) stayed with the
+    // proxy: none reached the running tool.
     assert_eq!(report["stats"]["cancelled"], 0, "{report}");
 }
 
 #[test]
-fn an_sdk_client_retrying_with_a_fresh_id_gets_the_replay() {
+fn an_sdk_client_whose_timeout_is_shorter_than_the_tool_retries_until_answered_and_it_runs_once() {
     let Some(python) = sdk() else { return };
-    let report = scenario(&python, "fresh_id_replay");
+    sent_once_despite_timeouts(&scenario(&python, "timeout_retry"));
+}
+
+#[test]
+fn a_handshake_era_sdk_client_that_cancels_on_timeout_retries_and_it_runs_once() {
+    let Some(python) = sdk() else { return };
+    sent_once_despite_timeouts(&legacy(&python, "timeout_retry"));
+}
+
+/// Checks a `fresh_id_replay` report: the second call was told it is a replay of the first.
+fn replayed_with_notice(report: &Value) {
     let texts = report["texts"].as_array().unwrap();
     assert!(text(&texts[0]).starts_with("sent to replay-"), "{report}");
     let (notice, kept) = text(&texts[1])
@@ -97,9 +129,44 @@ fn an_sdk_client_retrying_with_a_fresh_id_gets_the_replay() {
 }
 
 #[test]
-fn an_sdk_client_calling_a_slow_tool_is_told_in_progress_then_gets_the_result() {
+fn an_sdk_client_retrying_with_a_fresh_id_gets_the_replay() {
     let Some(python) = sdk() else { return };
-    let report = scenario(&python, "slow_in_progress");
+    replayed_with_notice(&scenario(&python, "fresh_id_replay"));
+}
+
+#[test]
+fn a_handshake_era_sdk_client_retrying_with_a_fresh_id_gets_the_replay() {
+    let Some(python) = sdk() else { return };
+    replayed_with_notice(&legacy(&python, "fresh_id_replay"));
+}
+
+#[test]
+fn callers_named_by_a_principal_header_get_their_replays_whatever_their_token() {
+    let Some(python) = sdk() else { return };
+    let args = ["--header", "x-user=alice", "--header", ALICE];
+    let report = scenario_with(
+        &python,
+        "fresh_id_replay",
+        &args,
+        &["--principal-header", "x-user"],
+    );
+    replayed_with_notice(&report);
+    let args = ["--header", "x-user=alice", "--other-header", "x-user=bob"];
+    let report = scenario_with(
+        &python,
+        "two_callers",
+        &args,
+        &["--principal-header", "x-user"],
+    );
+    assert_eq!(
+        report["stats"]["send_email"], 2,
+        "one run per principal: {report}"
+    );
+}
+
+/// Checks a `slow_in_progress` report: "in progress" first, as a result the SDK accepted,
+/// then the one real report.
+fn in_progress_then_the_report(report: &Value) {
     let texts = report["texts"].as_array().unwrap();
     assert!(
         text(&texts[0]).starts_with("This action is already running"),
@@ -121,9 +188,37 @@ fn an_sdk_client_calling_a_slow_tool_is_told_in_progress_then_gets_the_result() 
 }
 
 #[test]
+fn an_sdk_client_calling_a_slow_tool_is_told_in_progress_then_gets_the_result() {
+    let Some(python) = sdk() else { return };
+    in_progress_then_the_report(&scenario(&python, "slow_in_progress"));
+}
+
+#[test]
+fn a_handshake_era_sdk_client_calling_a_slow_tool_is_told_in_progress_then_gets_the_result() {
+    let Some(python) = sdk() else { return };
+    in_progress_then_the_report(&legacy(&python, "slow_in_progress"));
+}
+
+#[test]
+fn two_users_with_their_own_tokens_each_run_a_call_once_and_never_share_its_result() {
+    let Some(python) = sdk() else { return };
+    let args = ["--header", ALICE, "--other-header", BOB];
+    let report = scenario_with(&python, "two_callers", &args, &[]);
+    let texts = report["texts"].as_array().unwrap();
+    assert!(text(&texts[0]).starts_with("sent to callers-"), "{report}");
+    assert!(!text(&texts[1]).starts_with("This exact call"), "{report}");
+    assert_ne!(texts[0], texts[1], "{report}");
+    assert!(
+        text(&texts[2]).starts_with("This exact call already ran"),
+        "{report}"
+    );
+    assert_eq!(report["stats"]["send_email"], 2, "{report}");
+}
+
+#[test]
 fn two_sdk_sessions_never_share_an_intent() {
     let Some(python) = sdk() else { return };
-    let report = scenario(&python, "two_sessions");
+    let report = legacy(&python, "two_callers");
     let texts = report["texts"].as_array().unwrap();
     assert_ne!(texts[0], texts[1], "{report}");
     assert!(
@@ -131,6 +226,14 @@ fn two_sdk_sessions_never_share_an_intent() {
         "{report}"
     );
     assert_eq!(report["stats"]["send_email"], 2, "{report}");
+}
+
+#[test]
+fn the_quick_starts_shared_scope_protects_a_client_left_at_its_defaults() {
+    let Some(python) = sdk() else { return };
+    let report = scenario_with(&python, "fresh_id_replay", &[], &["--mcp-shared-scope"]);
+    assert_eq!(report["protocol_version"], "2026-07-28", "{report}");
+    replayed_with_notice(&report);
 }
 
 /// One JSON-RPC message to the proxy's `/mcp` in `session`; the session id it answered

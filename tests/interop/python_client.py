@@ -142,6 +142,7 @@ async def slow_in_progress(caller, other, url, suffix):
     # The first answer comes at the server's deadline and says "in progress"; asking again
     # with the same arguments ends in the one real report.
     args = {"topic": f"churn-{suffix}", "seconds": 2.0}
+    await caller.client.list_tools()  # as hosts do before calling: the layer learns the tools
     texts, first = [], None
     for attempt in range(20):
         if attempt:

@@ -74,6 +74,9 @@ pub struct ScopeTable {
     pub header: Option<Header>,
     pub principal_header: Option<Header>,
     pub missing: Option<MissingScope>,
+    /// MCP routes: one scope shared by every caller that no principal, session or
+    /// credential names (a server with one user).
+    pub mcp_shared: Option<bool>,
 }
 
 /// A protected request without a scope.

@@ -85,6 +85,8 @@ pub struct Scope {
     pub header: Option<HeaderName>,
     pub principal_header: Option<HeaderName>,
     pub missing: MissingScope,
+    /// MCP routes: one scope for every caller that no principal, session or credential names.
+    pub mcp_shared: bool,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -203,6 +205,7 @@ fn resolve(
         )?
         .or(file.scope.principal_header.map(|h| h.0)),
         missing: file.scope.missing.unwrap_or(MissingScope::Refuse),
+        mcp_shared: cli.mcp_shared_scope || file.scope.mcp_shared.unwrap_or(false),
     };
     let limits = Limits {
         body: file.limits.body,
