@@ -21,7 +21,9 @@
 //! the server stops accepting and lets running calls finish and record for up to this long),
 //! `PRINCIPAL_HEADER` (the header that an authenticating
 //! proxy in front sets, such as `x-user`: the scope is then that principal, narrowed by the
-//! MCP session where the client has one), `MCP_SHARED_SCOPE` (`on` gives every caller that
+//! MCP session where the client has one; with `PRINCIPAL_ONLY=on`, the principal alone, so
+//! that a result is replayed to the same principal in any session and in either protocol
+//! era), `MCP_SHARED_SCOPE` (`on` gives every caller that
 //! brings no principal, session or credential one shared scope: for a server with one user).
 //! Without a principal, a handshake-era caller is named by its session and a 2026-07-28
 //! caller, which has none, by its `Authorization` header; one with neither is refused, and
@@ -199,6 +201,9 @@ fn endpoint<St: Store>(stats: &Arc<Stats>, layer: Option<IdempotencyLayer<St>>) 
         return Router::new().nest_service("/mcp", server);
     };
     let mut layer = layer.mcp();
+    if std::env::var("PRINCIPAL_ONLY").is_ok_and(|v| v == "on") {
+        layer = layer.scope_by_principal();
+    }
     if shared {
         layer = layer.shared_scope();
     } else if !layer.has_principal() {

@@ -58,12 +58,17 @@ fn scenario_with(python: &PathBuf, name: &str, args: &[&str], env: &[(&str, &str
     let mut env = env.to_vec();
     env.push(("DEADLINE_MS", "500"));
     let server = start_example("mcp_server", &env);
+    run_client(python, &server.client.base, name, args)
+}
+
+/// Runs one scenario of the Python client against the MCP endpoint `url`.
+fn run_client(python: &PathBuf, url: &str, name: &str, args: &[&str]) -> Value {
     let script = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/tests/interop/python_client.py"
     );
     let output = Command::new(python)
-        .args([script, "--url", &server.client.base, "--scenario", name])
+        .args([script, "--url", url, "--scenario", name])
         .args(args)
         // Loopback traffic never goes through a proxy the environment may name.
         .env("NO_PROXY", "127.0.0.1,localhost")
@@ -214,4 +219,45 @@ fn a_one_user_server_with_a_shared_scope_protects_calls_that_carry_no_credential
     let env = [("MCP_SHARED_SCOPE", "on")];
     let report = scenario_with(&python, "fresh_id_replay", &[], &env);
     replayed_with_notice(&report);
+}
+
+#[test]
+fn a_result_kept_in_one_era_is_replayed_in_the_other_as_its_sdk_client_expects() {
+    let Some(python) = python() else { return };
+    let env = [("PRINCIPAL_HEADER", "x-user"), ("PRINCIPAL_ONLY", "on")];
+    let server = start_example("mcp_server", &env);
+    let url = &server.client.base;
+    let as_alice = |mode: &'static str, suffix: &'static str| {
+        let args = [
+            "--mode",
+            mode,
+            "--header",
+            "x-user=alice",
+            "--suffix",
+            suffix,
+        ];
+        run_client(&python, url, "one_call", &args)
+    };
+    for (first, then, suffix) in [("legacy", "auto", "eras-1"), ("auto", "legacy", "eras-2")] {
+        let kept = as_alice(first, suffix);
+        let replayed = as_alice(then, suffix);
+        assert_ne!(
+            kept["protocol_version"], replayed["protocol_version"],
+            "{replayed}"
+        );
+        let kept_text = text(&kept["texts"][0]);
+        assert!(kept_text.starts_with("Sent e-mail #"), "{kept}");
+        let (notice, result) = text(&replayed["texts"][0])
+            .split_once('\n')
+            .expect("a notice, then the result");
+        assert!(
+            notice.starts_with("This exact call already ran"),
+            "{replayed}"
+        );
+        assert_eq!(result, kept_text, "{replayed}");
+        assert_eq!(replayed["is_error"], false, "{replayed}");
+    }
+    let stats =
+        run_client(&python, url, "one_call", &["--header", "x-user=alice"])["stats"].clone();
+    assert_eq!(stats["send_email"], 3, "two kept, one more now: {stats}");
 }

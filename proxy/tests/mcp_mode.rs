@@ -390,3 +390,46 @@ async fn an_mcp_call_without_a_session_is_forwarded_unprotected_where_missing_sc
     // Each call reached the server, unprotected, as the HTTP routes' do.
     assert_eq!(support::stats(&upstream.url()).await["mcp"], 2);
 }
+
+#[tokio::test]
+async fn a_stream_the_server_closes_after_a_priming_event_is_resumed_and_the_call_runs_once() {
+    if sdk().is_none() {
+        return;
+    }
+    let (upstream, proxy) = behind_proxy(&[]);
+    let session = raw_session(&proxy.url).await;
+    // The server primes the call's stream, closes it at once and sends the answer 800 ms
+    // later, for the client to resume with GET and Last-Event-ID: the proxy does that itself.
+    let call = |id: u32| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"polled_send","arguments":{{"to":"ada@example.com","delay_ms":800}}}}}}"#
+        )
+    };
+    let duplicate = {
+        let (proxy, session, call) = (proxy.url.clone(), session.clone(), call(2));
+        tokio::spawn(async move {
+            tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+            rpc(&proxy, Some(&session), &call).await.1
+        })
+    };
+    let (_, first) = rpc(&proxy.url, Some(&session), &call(1)).await;
+    assert_eq!(first["id"], 1, "{first}");
+    let text = |answer: &Value| answer["result"]["content"].to_string();
+    assert!(
+        text(&first).contains("sent to ada@example.com (polled_1)"),
+        "{first}"
+    );
+    let duplicate = duplicate.await.unwrap();
+    assert_eq!(duplicate["id"], 2, "{duplicate}");
+    assert!(
+        text(&duplicate).contains("(polled_1)"),
+        "coalesced: {duplicate}"
+    );
+    let (_, again) = rpc(&proxy.url, Some(&session), &call(3)).await;
+    assert!(
+        text(&again).contains("This exact call already ran"),
+        "{again}"
+    );
+    assert!(text(&again).contains("(polled_1)"), "{again}");
+    assert_eq!(support::stats(&upstream.url()).await["polled_send"], 1);
+}

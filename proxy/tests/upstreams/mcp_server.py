@@ -7,8 +7,13 @@ HTTP at /mcp, for the proxy's tests. It knows nothing of idempotency.
 
 Tools: send_email(to, subject, body, delay_ms) sends (counts) after `delay_ms`, unless
 cancelled first; generate_report(topic, seconds) counts after `seconds`; search(query) is
-read-only. GET /stats gives the counts per tool, and "cancelled": how many running calls a
-cancellation reached.
+read-only; polled_send(to, delay_ms) closes its event stream after a priming event (the
+SDK's `close_sse_stream`, SEP-1699: handshake-era clients resume it with GET and
+`Last-Event-ID`), then sends (counts) after `delay_ms`. GET /stats gives the counts per
+tool, and "cancelled": how many running calls a cancellation reached.
+
+The server keeps its events in memory so that a stream can be resumed, and primes each
+handshake-era stream with an event id and a 200 ms retry.
 """
 
 import asyncio
@@ -16,13 +21,36 @@ import socket
 import sys
 
 import uvicorn
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.streamable_http import EventMessage, EventStore
 from mcp_types import ToolAnnotations
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 server = MCPServer("python-tools")
-COUNTS = {"send_email": 0, "generate_report": 0, "search": 0, "cancelled": 0}
+COUNTS = {"send_email": 0, "generate_report": 0, "search": 0, "polled_send": 0, "cancelled": 0}
+
+
+class MemoryEventStore(EventStore):
+    """Every event of every stream, in order, so that a stream can be replayed after an id."""
+
+    def __init__(self):
+        self.events = []  # (event id, stream id, message or None for a priming event)
+
+    async def store_event(self, stream_id, message):
+        event_id = str(len(self.events))
+        self.events.append((event_id, stream_id, message))
+        return event_id
+
+    async def replay_events_after(self, last_event_id, send_callback):
+        at = next((i for i, (e, _, _) in enumerate(self.events) if e == last_event_id), None)
+        if at is None:
+            return None
+        stream = self.events[at][1]
+        for event_id, stream_id, message in self.events[at + 1 :]:
+            if stream_id == stream and message is not None:
+                await send_callback(EventMessage(message, event_id))
+        return stream
 
 
 @server.tool()
@@ -49,6 +77,16 @@ async def generate_report(topic: str, seconds: float = 0.0) -> str:
     return f"report on {topic} (report_{COUNTS['generate_report']})"
 
 
+@server.tool()
+async def polled_send(to: str, delay_ms: int, ctx: Context) -> str:
+    """Sends an e-mail, letting the client poll for the answer."""
+    await asyncio.sleep(0.05)
+    await ctx.close_sse_stream()
+    await asyncio.sleep(delay_ms / 1000)
+    COUNTS["polled_send"] += 1
+    return f"sent to {to} (polled_{COUNTS['polled_send']})"
+
+
 @server.tool(annotations=ToolAnnotations(readOnlyHint=True))
 async def search(query: str) -> str:
     """Searches, changing nothing."""
@@ -67,7 +105,9 @@ def main():
     sock.bind(("127.0.0.1", int(sys.argv[1]) if len(sys.argv) > 1 else 0))
     sock.listen(128)
     port = sock.getsockname()[1]
-    app = server.streamable_http_app(streamable_http_path="/mcp")
+    app = server.streamable_http_app(
+        streamable_http_path="/mcp", event_store=MemoryEventStore(), retry_interval=200
+    )
     config = uvicorn.Config(app, log_level="warning")
     print(f"listening on {port}", flush=True)
     uvicorn.Server(config).run(sockets=[sock])
