@@ -1,50 +1,20 @@
-//! The MCP mode against a client we did not write: the official Python MCP SDK
-//! (`tests/interop/python_client.py`), driving the `mcp_server` example with the SDK's own
-//! request timeout, so the cancellations are the ones the SDK sends by itself.
-//!
-//! The SDK lives in a virtual environment outside the repository: `MCP_PYTHON` names its
-//! interpreter (default `~/.cache/tower-idempotency/venv/bin/python`); `bash .ci/run` makes
-//! it. Without it these tests say so and pass, except under `CI=true`, where they fail.
+//! The MCP mode against clients we did not write: the official Python MCP SDK's `Client`
+//! (at its defaults it speaks protocol 2026-07-28 to this server; `mode="legacy"` forces the
+//! handshake era) and the official TypeScript SDK's client (at its defaults the handshake era;
+//! `auto` speaks 2026-07-28), driving the `mcp_server` example (rmcp) with their own request
+//! timeouts, so that the cancellations are the ones the SDKs make by themselves: a closed
+//! stream in 2026-07-28, `notifications/cancelled` before. See `support/sdk_clients.rs` for
+//! where the SDKs are installed.
 #![cfg(feature = "mcp")]
 
 mod support;
 
-use std::path::PathBuf;
-use std::process::Command;
-
 use serde_json::Value;
 use support::gateway::start_example;
+use support::sdk_clients::{self, Sdk};
 
-/// Succeeds where the SDK the client script is written for is installed.
-const SDK_CHECK: &str =
-    "import importlib.metadata as m, mcp.client.streamable_http; assert m.version('mcp') == '2.3.0'";
-
-/// The interpreter of the environment that holds the SDK, or `None` where it is missing
-/// outside CI.
-fn python() -> Option<PathBuf> {
-    let python = std::env::var_os("MCP_PYTHON").map_or_else(
-        || {
-            let home = std::env::var_os("HOME").unwrap_or_default();
-            PathBuf::from(home).join(".cache/tower-idempotency/venv/bin/python")
-        },
-        PathBuf::from,
-    );
-    let has_sdk = Command::new(&python)
-        .args(["-c", SDK_CHECK])
-        .output()
-        .is_ok_and(|output| output.status.success());
-    if has_sdk {
-        return Some(python);
-    }
-    let missing = format!(
-        "the official Python MCP SDK is not installed at {} (set MCP_PYTHON, or run \
-         `python3 -m venv ~/.cache/tower-idempotency/venv && \
-         ~/.cache/tower-idempotency/venv/bin/pip install mcp==2.3.0`)",
-        python.display()
-    );
-    assert!(std::env::var("CI").as_deref() != Ok("true"), "{missing}");
-    eprintln!("skipped: {missing}");
-    None
+fn python() -> Option<Sdk> {
+    sdk_clients::python()
 }
 
 /// A bearer token, as a client that authenticates sends it: the scope of a 2026-07-28 call,
@@ -54,43 +24,22 @@ const BOB: &str = "Authorization=Bearer bob-token";
 
 /// Runs one scenario of the Python client (`args` added to its command line) against a fresh
 /// `mcp_server` with a 500 ms deadline (and `env`), and returns what it reported.
-fn scenario_with(python: &PathBuf, name: &str, args: &[&str], env: &[(&str, &str)]) -> Value {
+fn scenario_with(sdk: &Sdk, name: &str, args: &[&str], env: &[(&str, &str)]) -> Value {
     let mut env = env.to_vec();
     env.push(("DEADLINE_MS", "500"));
     let server = start_example("mcp_server", &env);
-    run_client(python, &server.client.base, name, args)
-}
-
-/// Runs one scenario of the Python client against the MCP endpoint `url`.
-fn run_client(python: &PathBuf, url: &str, name: &str, args: &[&str]) -> Value {
-    let script = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/interop/python_client.py"
-    );
-    let output = Command::new(python)
-        .args([script, "--url", url, "--scenario", name])
-        .args(args)
-        // Loopback traffic never goes through a proxy the environment may name.
-        .env("NO_PROXY", "127.0.0.1,localhost")
-        .env("no_proxy", "127.0.0.1,localhost")
-        .output()
-        .expect("the Python client runs");
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "{name} could not run:\n{stderr}");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let line = stdout.lines().last().unwrap_or_default();
-    serde_json::from_str(line).unwrap_or_else(|e| panic!("{name}: {e}: {stdout}\n{stderr}"))
+    sdk_clients::run(sdk, &server.client.base, name, args)
 }
 
 /// A scenario in the SDK's default mode (2026-07-28 against this server), as Alice.
-fn scenario(python: &PathBuf, name: &str) -> Value {
+fn scenario(python: &Sdk, name: &str) -> Value {
     let report = scenario_with(python, name, &["--header", ALICE], &[]);
     assert_eq!(report["protocol_version"], "2026-07-28", "{report}");
     report
 }
 
 /// A scenario in the handshake era (`mode="legacy"`): the session names the caller.
-fn legacy(python: &PathBuf, name: &str) -> Value {
+fn legacy(python: &Sdk, name: &str) -> Value {
     let report = scenario_with(python, name, &["--mode", "legacy"], &[]);
     assert_eq!(report["protocol_version"], "2025-11-25", "{report}");
     report
@@ -236,7 +185,7 @@ fn a_result_kept_in_one_era_is_replayed_in_the_other_as_its_sdk_client_expects()
             "--suffix",
             suffix,
         ];
-        run_client(&python, url, "one_call", &args)
+        sdk_clients::run(&python, url, "one_call", &args)
     };
     for (first, then, suffix) in [("legacy", "auto", "eras-1"), ("auto", "legacy", "eras-2")] {
         let kept = as_alice(first, suffix);
@@ -258,6 +207,34 @@ fn a_result_kept_in_one_era_is_replayed_in_the_other_as_its_sdk_client_expects()
         assert_eq!(replayed["is_error"], false, "{replayed}");
     }
     let stats =
-        run_client(&python, url, "one_call", &["--header", "x-user=alice"])["stats"].clone();
+        sdk_clients::run(&python, url, "one_call", &["--header", "x-user=alice"])["stats"].clone();
     assert_eq!(stats["send_email"], 3, "two kept, one more now: {stats}");
+}
+
+#[test]
+fn the_typescript_sdk_client_at_its_defaults_retries_a_timed_out_call_and_it_runs_once() {
+    let Some(ts) = sdk_clients::typescript() else {
+        return;
+    };
+    let report = scenario_with(&ts, "timeout_retry", &[], &[]);
+    assert_eq!(report["protocol_version"], "2025-11-25", "{report}");
+    sent_once_despite_timeouts(&report);
+    replayed_with_notice(&scenario_with(&ts, "fresh_id_replay", &[], &[]));
+}
+
+#[test]
+fn the_typescript_sdk_client_in_2026_07_28_gets_one_execution_replays_and_in_progress() {
+    let Some(ts) = sdk_clients::typescript() else {
+        return;
+    };
+    let args = ["--mode", "auto", "--header", ALICE];
+    for (name, check) in [
+        ("timeout_retry", sent_once_despite_timeouts as fn(&Value)),
+        ("fresh_id_replay", replayed_with_notice),
+        ("slow_in_progress", in_progress_then_the_report),
+    ] {
+        let report = scenario_with(&ts, name, &args, &[]);
+        assert_eq!(report["protocol_version"], "2026-07-28", "{report}");
+        check(&report);
+    }
 }

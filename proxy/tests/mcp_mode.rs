@@ -1,26 +1,29 @@
 //! MCP mode in front of a server that is not Rust: an MCP server built with the official
-//! Python SDK (`MCPServer`), behind `idempotency-proxy --mcp /mcp`, driven by the official
-//! Python SDK's client (`tests/interop/python_client.py` of the crate), whose own request
-//! timeout sends the cancellations.
-//!
-//! The SDK lives in a virtual environment outside the repository (`MCP_PYTHON`, default
-//! `~/.cache/tower-idempotency/venv/bin/python`; `bash .ci/run` makes it). Without it these
-//! tests say so and pass, except under `CI=true`, where they fail.
+//! Python SDK (`MCPServer`, which serves both protocol eras on one endpoint), behind
+//! `idempotency-proxy --mcp /mcp`, driven by the official SDK clients (the Python `Client` at
+//! its defaults, 2026-07-28, and forced to the handshake era; the TypeScript client in both),
+//! whose own request timeouts make the cancellations. See the crate's
+//! `tests/support/sdk_clients.rs` for where the SDKs are installed.
 
 mod support;
 
 use std::path::PathBuf;
-use std::process::Command;
 
 use serde_json::Value;
+use support::sdk_clients::{self, Sdk};
 use support::{Proxy, Upstream};
 
 const SDK_CHECK: &str =
     "import importlib.metadata as m, mcp.server.mcpserver; assert m.version('mcp') == '2.3.0'";
 
-/// The interpreter with the SDK, or `None` where it is missing outside CI.
+/// The interpreter with the SDK (its server), or `None` where it is missing outside CI.
 fn sdk() -> Option<PathBuf> {
     support::python_with(SDK_CHECK, "the official Python MCP SDK (mcp 2.3.0)")
+}
+
+/// The Python SDK's client, where the SDK is installed.
+fn python_client() -> Option<Sdk> {
+    sdk_clients::python()
 }
 
 /// The Python SDK server, and a proxy in front of it serving `/mcp` in MCP mode with
@@ -41,43 +44,22 @@ const BOB: &str = "Authorization=Bearer bob-token";
 
 /// The Python SDK server behind a proxy with a 500 ms deadline (and `flags`), and one
 /// scenario of the SDK client (with `args`) against the proxy; what the client reported.
-fn scenario_with(python: &PathBuf, name: &str, args: &[&str], flags: &[&str]) -> Value {
+fn scenario_with(client: &Sdk, name: &str, args: &[&str], flags: &[&str]) -> Value {
     let mut proxy_flags = vec!["--deadline", "500ms"];
     proxy_flags.extend_from_slice(flags);
     let (_upstream, proxy) = behind_proxy(&proxy_flags);
-    let script = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../tests/interop/python_client.py"
-    );
-    let output = Command::new(python)
-        .args([
-            script,
-            "--url",
-            &format!("{}/mcp", proxy.url),
-            "--scenario",
-            name,
-        ])
-        .args(args)
-        .env("NO_PROXY", "127.0.0.1,localhost")
-        .env("no_proxy", "127.0.0.1,localhost")
-        .output()
-        .expect("the Python client runs");
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "{name} could not run:\n{stderr}");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let line = stdout.lines().last().unwrap_or_default();
-    serde_json::from_str(line).unwrap_or_else(|e| panic!("{name}: {e}: {stdout}\n{stderr}"))
+    sdk_clients::run(client, &format!("{}/mcp", proxy.url), name, args)
 }
 
 /// A scenario in the SDK's default mode, which speaks 2026-07-28 to this server, as Alice.
-fn scenario(python: &PathBuf, name: &str) -> Value {
+fn scenario(python: &Sdk, name: &str) -> Value {
     let report = scenario_with(python, name, &["--header", ALICE], &[]);
     assert_eq!(report["protocol_version"], "2026-07-28", "{report}");
     report
 }
 
 /// A scenario in the handshake era (`mode="legacy"`): the session names the caller.
-fn legacy(python: &PathBuf, name: &str) -> Value {
+fn legacy(python: &Sdk, name: &str) -> Value {
     let report = scenario_with(python, name, &["--mode", "legacy"], &[]);
     assert_eq!(report["protocol_version"], "2025-11-25", "{report}");
     report
@@ -103,13 +85,17 @@ fn sent_once_despite_timeouts(report: &Value) {
 
 #[test]
 fn an_sdk_client_whose_timeout_is_shorter_than_the_tool_retries_until_answered_and_it_runs_once() {
-    let Some(python) = sdk() else { return };
+    let Some(python) = python_client() else {
+        return;
+    };
     sent_once_despite_timeouts(&scenario(&python, "timeout_retry"));
 }
 
 #[test]
 fn a_handshake_era_sdk_client_that_cancels_on_timeout_retries_and_it_runs_once() {
-    let Some(python) = sdk() else { return };
+    let Some(python) = python_client() else {
+        return;
+    };
     sent_once_despite_timeouts(&legacy(&python, "timeout_retry"));
 }
 
@@ -130,19 +116,25 @@ fn replayed_with_notice(report: &Value) {
 
 #[test]
 fn an_sdk_client_retrying_with_a_fresh_id_gets_the_replay() {
-    let Some(python) = sdk() else { return };
+    let Some(python) = python_client() else {
+        return;
+    };
     replayed_with_notice(&scenario(&python, "fresh_id_replay"));
 }
 
 #[test]
 fn a_handshake_era_sdk_client_retrying_with_a_fresh_id_gets_the_replay() {
-    let Some(python) = sdk() else { return };
+    let Some(python) = python_client() else {
+        return;
+    };
     replayed_with_notice(&legacy(&python, "fresh_id_replay"));
 }
 
 #[test]
 fn callers_named_by_a_principal_header_get_their_replays_whatever_their_token() {
-    let Some(python) = sdk() else { return };
+    let Some(python) = python_client() else {
+        return;
+    };
     let args = ["--header", "x-user=alice", "--header", ALICE];
     let report = scenario_with(
         &python,
@@ -189,19 +181,25 @@ fn in_progress_then_the_report(report: &Value) {
 
 #[test]
 fn an_sdk_client_calling_a_slow_tool_is_told_in_progress_then_gets_the_result() {
-    let Some(python) = sdk() else { return };
+    let Some(python) = python_client() else {
+        return;
+    };
     in_progress_then_the_report(&scenario(&python, "slow_in_progress"));
 }
 
 #[test]
 fn a_handshake_era_sdk_client_calling_a_slow_tool_is_told_in_progress_then_gets_the_result() {
-    let Some(python) = sdk() else { return };
+    let Some(python) = python_client() else {
+        return;
+    };
     in_progress_then_the_report(&legacy(&python, "slow_in_progress"));
 }
 
 #[test]
 fn two_users_with_their_own_tokens_each_run_a_call_once_and_never_share_its_result() {
-    let Some(python) = sdk() else { return };
+    let Some(python) = python_client() else {
+        return;
+    };
     let args = ["--header", ALICE, "--other-header", BOB];
     let report = scenario_with(&python, "two_callers", &args, &[]);
     let texts = report["texts"].as_array().unwrap();
@@ -217,7 +215,9 @@ fn two_users_with_their_own_tokens_each_run_a_call_once_and_never_share_its_resu
 
 #[test]
 fn two_sdk_sessions_never_share_an_intent() {
-    let Some(python) = sdk() else { return };
+    let Some(python) = python_client() else {
+        return;
+    };
     let report = legacy(&python, "two_callers");
     let texts = report["texts"].as_array().unwrap();
     assert_ne!(texts[0], texts[1], "{report}");
@@ -230,7 +230,9 @@ fn two_sdk_sessions_never_share_an_intent() {
 
 #[test]
 fn the_quick_starts_shared_scope_protects_a_client_left_at_its_defaults() {
-    let Some(python) = sdk() else { return };
+    let Some(python) = python_client() else {
+        return;
+    };
     let report = scenario_with(&python, "fresh_id_replay", &[], &["--mcp-shared-scope"]);
     assert_eq!(report["protocol_version"], "2026-07-28", "{report}");
     replayed_with_notice(&report);
@@ -432,4 +434,82 @@ async fn a_stream_the_server_closes_after_a_priming_event_is_resumed_and_the_cal
     );
     assert!(text(&again).contains("(polled_1)"), "{again}");
     assert_eq!(support::stats(&upstream.url()).await["polled_send"], 1);
+}
+
+/// One 2026-07-28 `tools/call` to the proxy's `/mcp` as `token`, with `extra` headers; the
+/// HTTP status and the JSON-RPC answer.
+async fn stateless_call(
+    proxy: &str,
+    token: &str,
+    call: &Value,
+    extra: &[(&str, &str)],
+) -> (u16, Value) {
+    let mut request = support::client()
+        .post(format!("{proxy}/mcp"))
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", call["params"]["name"].as_str().unwrap())
+        .header("authorization", format!("Bearer {token}"));
+    for (name, value) in extra {
+        request = request.header(*name, *value);
+    }
+    let answer = support::answer(request.body(call.to_string())).await;
+    let status = answer.status;
+    (
+        status,
+        serde_json::from_str(&answer.body).unwrap_or(Value::Null),
+    )
+}
+
+#[tokio::test]
+async fn a_header_mismatch_the_server_finds_is_released_so_the_corrected_call_runs_once() {
+    if sdk().is_none() {
+        return;
+    }
+    let (upstream, proxy) = behind_proxy(&[]);
+    let call = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "regional_send", "arguments": {"to": "ada@example.com", "region": "eu"},
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                  "io.modelcontextprotocol/clientCapabilities": {}}}});
+    // The tool's schema asks for the region in a header too, which the server checks (the
+    // layer does not): refused with -32020, nothing run, and the key released.
+    let (status, refused) = stateless_call(&proxy.url, "t", &call, &[]).await;
+    assert_eq!(status, 400, "{refused}");
+    assert_eq!(refused["error"]["code"], -32020, "{refused}");
+    // The client's own recovery: the same call, with the header.
+    let region = [("mcp-param-region", "eu")];
+    let (status, ran) = stateless_call(&proxy.url, "t", &call, &region).await;
+    assert_eq!(status, 200, "{ran}");
+    assert_eq!(ran["result"]["resultType"], "complete", "{ran}");
+    let (_, replayed) = stateless_call(&proxy.url, "t", &call, &region).await;
+    let text = replayed["result"]["content"].to_string();
+    assert!(text.contains("This exact call already ran"), "{replayed}");
+    assert!(text.contains("(regional_1)"), "{replayed}");
+    assert_eq!(support::stats(&upstream.url()).await["regional_send"], 1);
+}
+
+#[test]
+fn the_typescript_sdk_client_in_either_era_gets_one_execution_and_its_replays() {
+    let Some(ts) = sdk_clients::typescript() else {
+        return;
+    };
+    if sdk().is_none() {
+        return;
+    }
+    for (args, version) in [
+        (&["--header", ALICE][..], "2025-11-25"),
+        (&["--mode", "auto", "--header", ALICE][..], "2026-07-28"),
+    ] {
+        for (name, check) in [
+            ("timeout_retry", sent_once_despite_timeouts as fn(&Value)),
+            ("fresh_id_replay", replayed_with_notice),
+            ("slow_in_progress", in_progress_then_the_report),
+        ] {
+            let report = scenario_with(&ts, name, args, &[]);
+            assert_eq!(report["protocol_version"], version, "{name}: {report}");
+            check(&report);
+        }
+    }
 }

@@ -367,6 +367,57 @@ mod tests {
     }
 
     #[test]
+    fn only_a_complete_result_is_kept_one_asking_for_input_released_and_a_task_may_have_run() {
+        let complete = json!({"id":1,"result":{"resultType":"complete","content":[]}});
+        assert_eq!(said(&complete), Said::Kept);
+        let input = json!({"id":1,"result":{"resultType":"input_required","requestState":"s"}});
+        assert_eq!(said(&input), Said::Released);
+        let task = json!({"id":1,"result":{"resultType":"task","taskId":"t","status":"working"}});
+        assert_eq!(said(&task), Said::MayHaveRun);
+    }
+
+    #[tokio::test]
+    async fn a_task_the_server_made_of_a_protected_call_is_kept_as_may_have_run() {
+        let task = r#"{"jsonrpc":"2.0","id":4,"result":{"resultType":"task","taskId":"t","status":"working"}}"#;
+        let mut response = Response::new(Full::new(Bytes::from(task)));
+        response.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        let Read::Answered(Produced::Answered(answered)) = read(response, &json!(4), 1024).await
+        else {
+            panic!("an answer");
+        };
+        assert_eq!(answered.judged, Judged::Interrupted, "never released");
+        let ServerAnswer::Message { message, .. } = answered.answer else {
+            panic!("a JSON-RPC answer");
+        };
+        assert_eq!(
+            message["result"]["taskId"], "t",
+            "the first caller gets the server's task"
+        );
+    }
+
+    #[tokio::test]
+    async fn an_answer_to_another_request_or_a_stream_that_ends_without_one_may_have_run() {
+        let other = r#"{"jsonrpc":"2.0","id":9,"result":{"content":[]}}"#;
+        let ended = "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\"}\n\n";
+        for (body, content_type) in [(other, "application/json"), (ended, "text/event-stream")] {
+            let mut response = Response::new(Full::new(Bytes::from(body)));
+            response.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_str(content_type).unwrap(),
+            );
+            let Read::Answered(Produced::Answered(answered)) =
+                read(response, &json!(4), 1024).await
+            else {
+                panic!("an answer");
+            };
+            assert_eq!(answered.judged, Judged::Interrupted, "{body}");
+        }
+    }
+
+    #[test]
     fn results_and_deterministic_refusals_are_kept_internal_errors_released() {
         let kept = [
             json!({"id":1,"result":{"content":[],"isError":true}}),

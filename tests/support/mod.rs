@@ -327,3 +327,4 @@ pub mod gateway;
 pub mod redis_server;
 #[cfg(feature = "redis-tls")]
 pub mod redis_tls;
+pub mod sdk_clients;

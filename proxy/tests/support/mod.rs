@@ -10,6 +10,8 @@ use std::time::Duration;
 
 #[path = "../../../tests/support/redis_server.rs"]
 pub mod redis_server;
+#[path = "../../../tests/support/sdk_clients.rs"]
+pub mod sdk_clients;
 
 /// A loopback port nothing listens on now.
 pub fn free_port() -> u16 {

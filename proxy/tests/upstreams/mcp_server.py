@@ -7,7 +7,8 @@ HTTP at /mcp, for the proxy's tests. It knows nothing of idempotency.
 
 Tools: send_email(to, subject, body, delay_ms) sends (counts) after `delay_ms`, unless
 cancelled first; generate_report(topic, seconds) counts after `seconds`; search(query) is
-read-only; polled_send(to, delay_ms) closes its event stream after a priming event (the
+read-only; regional_send(to, region) names its region in an `Mcp-Param-Region` header too
+(2026-07-28), which the server checks; polled_send(to, delay_ms) closes its event stream after a priming event (the
 SDK's `close_sse_stream`, SEP-1699: handshake-era clients resume it with GET and
 `Last-Event-ID`), then sends (counts) after `delay_ms`. GET /stats gives the counts per
 tool, and "cancelled": how many running calls a cancellation reached.
@@ -19,16 +20,19 @@ handshake-era stream with an event id and a 200 ms retry.
 import asyncio
 import socket
 import sys
+from typing import Annotated
 
 import uvicorn
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.streamable_http import EventMessage, EventStore
 from mcp_types import ToolAnnotations
+from pydantic import Field
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 server = MCPServer("python-tools")
-COUNTS = {"send_email": 0, "generate_report": 0, "search": 0, "polled_send": 0, "cancelled": 0}
+COUNTS = {"send_email": 0, "generate_report": 0, "search": 0, "polled_send": 0,
+          "regional_send": 0, "cancelled": 0}
 
 
 class MemoryEventStore(EventStore):
@@ -85,6 +89,15 @@ async def polled_send(to: str, delay_ms: int, ctx: Context) -> str:
     await asyncio.sleep(delay_ms / 1000)
     COUNTS["polled_send"] += 1
     return f"sent to {to} (polled_{COUNTS['polled_send']})"
+
+
+@server.tool()
+async def regional_send(
+    to: str, region: Annotated[str, Field(json_schema_extra={"x-mcp-header": "Region"})]
+) -> str:
+    """Sends an e-mail from a region that 2026-07-28 clients also name in a header."""
+    COUNTS["regional_send"] += 1
+    return f"sent to {to} from {region} (regional_{COUNTS['regional_send']})"
 
 
 @server.tool(annotations=ToolAnnotations(readOnlyHint=True))
