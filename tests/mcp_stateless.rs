@@ -8,6 +8,7 @@ mod support;
 
 use std::time::Duration;
 
+use rmcp::model::{CreateTaskResult, GetTaskResult, TaskAckResult};
 use serde_json::{json, Value};
 use support::gateway::{start_example, Gateway};
 
@@ -224,6 +225,9 @@ async fn a_task_past_the_deadline_is_polled_its_cancel_absorbed_and_its_result_r
         )
         .await;
     let task = &created["result"];
+    // The shapes are rmcp's model of the extension, which the reference server speaks.
+    let typed: CreateTaskResult = serde_json::from_value(task.clone()).expect("a task");
+    assert_eq!(typed.task.task_id, task["taskId"].as_str().unwrap());
     assert_eq!(task["resultType"], "task", "{created}");
     assert_eq!(task["status"], "working", "{created}");
     assert!(
@@ -236,6 +240,7 @@ async fn a_task_past_the_deadline_is_polled_its_cancel_absorbed_and_its_result_r
                "params": {"taskId": task_id, "_meta": takes_tasks.clone()}})
     };
     let (_, cancelled) = server.post("t", &ask(2, "tasks/cancel"), &[]).await;
+    let _: TaskAckResult = serde_json::from_value(cancelled["result"].clone()).expect("an ack");
     assert_eq!(
         cancelled["result"],
         json!({"resultType": "complete"}),
@@ -247,6 +252,7 @@ async fn a_task_past_the_deadline_is_polled_its_cancel_absorbed_and_its_result_r
     let mut done = Value::Null;
     for attempt in 0..40 {
         let (_, got) = server.post("t", &ask(10 + attempt, "tasks/get"), &[]).await;
+        let _: GetTaskResult = serde_json::from_value(got["result"].clone()).expect("a task");
         assert_eq!(got["result"]["resultType"], "complete", "{got}");
         if got["result"]["status"] == "completed" {
             done = got;

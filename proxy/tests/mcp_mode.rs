@@ -329,8 +329,14 @@ async fn a_server_that_dies_during_a_call_leaves_it_kept_as_may_have_run() {
     upstream.kill();
     let first = first.await.unwrap();
     assert_eq!(first["id"], 1, "{first}");
-    assert_eq!(first["error"]["data"]["outcome"], "unknown", "{first}");
-    let text = first["error"]["message"].as_str().unwrap_or_default();
+    assert_eq!(first["result"]["isError"], true, "{first}");
+    assert_eq!(
+        first["result"]["structuredContent"]["outcome"], "unknown",
+        "{first}"
+    );
+    let text = first["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
     assert!(text.starts_with("This action may have run"), "{first}");
     // Not released: the retry is told, not sent to a server that is gone (which would say
     // "not executed").

@@ -120,14 +120,19 @@ pub(crate) fn note_replay(message: &mut Value, ran_s_ago: u64, intent: &str) {
     }
 }
 
-/// The JSON-RPC error for an answer the layer holds but cannot read back.
+/// A tool result (an error result) saying that the action may have run, in `text`.
+pub(crate) fn may_have_run(id: &Value, text: String) -> Value {
+    let told = Told::new("unknown", "Outcome unknown", "unknown", false, text);
+    tool_result(id, &told, false)
+}
+
+/// The tool result for an answer the layer holds but cannot read back.
 pub(crate) fn lost(id: &Value) -> Value {
-    error(
+    may_have_run(
         id,
-        INTERNAL_ERROR,
-        "This call's answer could not be read back, and whether its action ran is not known. \
-         Check before calling again.",
-        Some(json!({ "outcome": "unknown", "retryable": false })),
+        "This action may have run: its answer could not be read back, so whether it took \
+         effect is not known. Check before calling again."
+            .to_owned(),
     )
 }
 

@@ -21,7 +21,7 @@ use crate::key::put_framed;
 const REMEMBERED: u64 = 65_536;
 const REMEMBERED_FOR: Duration = Duration::from_secs(15 * 60);
 
-/// The requests this instance forwarded unprotected, by session and JSON-RPC id.
+/// The requests this instance forwarded unprotected, by session, credential and JSON-RPC id.
 #[derive(Clone)]
 pub(crate) struct ForwardedRequests {
     ids: Cache<u128, ()>,
@@ -64,13 +64,13 @@ impl ForwardedRequests {
     }
 }
 
-/// The session and the id, hashed: a remembered id costs 16 bytes, whatever the client sent.
+/// The session, the credential and the id, hashed: a remembered id costs 16 bytes, whatever
+/// the client sent.
 fn slot(headers: &HeaderMap, id: &Value) -> u128 {
-    let session = headers
-        .get(MCP_SESSION_HEADER)
-        .map_or(&b""[..], |value| value.as_bytes());
+    let part = |name| headers.get(name).map_or(&b""[..], |value| value.as_bytes());
     let mut hasher = Sha256::new();
-    put_framed(&mut hasher, session);
+    put_framed(&mut hasher, part(MCP_SESSION_HEADER));
+    put_framed(&mut hasher, part(http::header::AUTHORIZATION.as_str()));
     put_framed(&mut hasher, id.to_string().as_bytes());
     let digest = hasher.finalize();
     let mut first = [0u8; 16];
@@ -99,5 +99,19 @@ mod tests {
         assert!(!forwarded.passes_on(&session("a"), &Value::from(2)));
         forwarded.protected(&session("a"), &Value::from(1));
         assert!(!forwarded.passes_on(&session("a"), &Value::from(1)));
+    }
+
+    #[test]
+    fn without_sessions_the_credential_tells_requests_apart() {
+        let token = |value: &'static str| {
+            let mut headers = HeaderMap::new();
+            headers.insert(http::header::AUTHORIZATION, HeaderValue::from_static(value));
+            headers
+        };
+        let forwarded = ForwardedRequests::default();
+        forwarded.forwarded(&token("Bearer a"), &Value::from(1));
+        assert!(forwarded.passes_on(&token("Bearer a"), &Value::from(1)));
+        assert!(!forwarded.passes_on(&token("Bearer b"), &Value::from(1)));
+        assert!(!forwarded.passes_on(&HeaderMap::new(), &Value::from(1)));
     }
 }

@@ -73,12 +73,9 @@ fn finished(task: &mut Map<String, Value>, record: &Record, key: &IntentKey) {
                 return;
             }
             None => {
-                let lost = answers::lost(&Value::Null);
-                task.insert(
-                    "status".to_owned(),
-                    Value::from(TaskStatus::Failed.as_str()),
-                );
-                task.insert("error".to_owned(), lost["error"].clone());
+                let mut lost = answers::lost(&Value::Null);
+                Era::Stateless.fit(&mut lost);
+                task.insert("result".to_owned(), lost["result"].take());
                 return;
             }
         },

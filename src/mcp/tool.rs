@@ -242,27 +242,26 @@ pub(crate) fn lost(id: &Value, status: StatusCode) -> Answered<ServerAnswer> {
     }
 }
 
-/// The JSON-RPC error for a call whose answer was lost after it reached the server: whether
-/// the tool ran is unknown, and it is kept so.
+/// The tool result for a call whose answer was lost after it reached the server: whether
+/// the tool ran is unknown, and it is kept so. A tool result, not a JSON-RPC error, so that
+/// every SDK hands the words to the model.
 fn interrupted(id: &Value) -> Value {
-    let message = "This action may have run: its request reached the server, but no complete \
-                   answer came back (the connection broke, the answer could not be read, or it \
-                   did not come in time), so whether it took effect is not known. Calling again with the same \
-                   arguments will not run it: check its effect first.";
-    let data = json!({ "outcome": "unknown", "retryable": false });
-    answers::error(id, answers::INTERNAL_ERROR, message, Some(data))
+    let text = "This action may have run: its request reached the server, but no complete \
+                answer came back (the connection broke, the answer could not be read, or it did \
+                not come in time), so whether it took effect is not known. Calling again with \
+                the same arguments will not run it: check its effect first.";
+    answers::may_have_run(id, text.to_owned())
 }
 
-/// The JSON-RPC error for a call whose answer never came: whether the tool ran is unknown.
+/// The tool result for a call whose answer broke off: whether the tool ran is unknown.
 fn unanswered(id: &Value, unreadable: Unreadable) -> Value {
-    let message = format!(
+    let text = format!(
         "This action may have run: its answer was lost ({}). Check whether it took effect \
          before calling the tool again: calling again with the same arguments would run it \
          again.",
         unreadable.why()
     );
-    let data = json!({ "outcome": "unknown", "retryable": false });
-    answers::error(id, answers::INTERNAL_ERROR, &message, Some(data))
+    answers::may_have_run(id, text)
 }
 
 #[cfg(test)]
@@ -312,8 +311,9 @@ mod tests {
             panic!("a JSON-RPC answer");
         };
         assert_eq!(message["id"], 7);
-        assert_eq!(message["error"]["data"]["outcome"], "unknown");
-        let text = message["error"]["message"].as_str().unwrap();
+        assert_eq!(message["result"]["isError"], true);
+        assert_eq!(message["result"]["structuredContent"]["outcome"], "unknown");
+        let text = message["result"]["content"][0]["text"].as_str().unwrap();
         assert!(text.starts_with("This action may have run"), "{text}");
         assert!(text.contains("will not run it"), "{text}");
     }
