@@ -193,14 +193,23 @@ impl<St> McpIdempotencyLayer<St> {
         self.layer.settings.scope_configured
     }
 
-    /// Serves MCP tasks (specification 2025-11-25, experimental, so off by default): a
-    /// `tools/call` that asks to run as a task (`params.task`) is answered at once with a task
-    /// whose id is its intent, while the server runs the call as a plain one; `tasks/get` and
-    /// `tasks/result` for it are answered from the store, so any instance sharing the store
-    /// answers them. The `initialize` answer then declares `tasks.requests.tools.call`, and
-    /// the `tools/list` answer marks every protected tool `execution.taskSupport: optional`.
-    /// `tasks/result` waits for a running task up to the deadline, then answers "in progress"
-    /// as a tool result.
+    /// Serves MCP tasks, off by default, answered from the store so that any instance sharing
+    /// it answers them; a task's id is its intent.
+    ///
+    /// - **The tasks extension** (2026-07-28, `io.modelcontextprotocol/tasks`): a call from a
+    ///   client that names the extension in its capabilities, still running at its deadline,
+    ///   is answered with a task (`resultType: "task"`); `tasks/get` gives its status and then
+    ///   its result, `tasks/update` is acknowledged, and `tasks/cancel` is acknowledged and
+    ///   absorbed (the action goes on). The `server/discover` answer declares the extension.
+    ///   The extension is left out of what a protected call forwards, so that only the layer
+    ///   makes tasks of protected calls.
+    /// - **The tasks of 2025-11-25** (experimental): a `tools/call` that asks to run as a task
+    ///   (`params.task`) is answered at once with a task, while the server runs the call as a
+    ///   plain one; `tasks/get` and `tasks/result` for it are answered from the store. The
+    ///   `initialize` answer then declares `tasks.requests.tools.call`, and the `tools/list`
+    ///   answer marks every protected tool `execution.taskSupport: optional`. `tasks/result`
+    ///   waits for a running task up to the deadline, then answers "in progress" as a tool
+    ///   result.
     pub fn tasks(mut self) -> Self {
         self.tasks = true;
         self
