@@ -11,16 +11,11 @@ mod support;
 
 use serde_json::Value;
 use support::gateway::start_example;
-use support::sdk_clients::{self, Sdk};
+use support::sdk_clients::{self, Sdk, Speaking, ALICE, BOB, HANDSHAKE, STATELESS};
 
 fn python() -> Option<Sdk> {
     sdk_clients::python()
 }
-
-/// A bearer token, as a client that authenticates sends it: the scope of a 2026-07-28 call,
-/// which has no session.
-const ALICE: &str = "Authorization=Bearer alice-token";
-const BOB: &str = "Authorization=Bearer bob-token";
 
 /// Runs one scenario of the Python client (`args` added to its command line) against a fresh
 /// `mcp_server` with a 500 ms deadline (and `env`), and returns what it reported.
@@ -31,18 +26,9 @@ fn scenario_with(sdk: &Sdk, name: &str, args: &[&str], env: &[(&str, &str)]) -> 
     sdk_clients::run(sdk, &server.client.base, name, args)
 }
 
-/// A scenario in the SDK's default mode (2026-07-28 against this server), as Alice.
-fn scenario(python: &Sdk, name: &str) -> Value {
-    let report = scenario_with(python, name, &["--header", ALICE], &[]);
-    assert_eq!(report["protocol_version"], "2026-07-28", "{report}");
-    report
-}
-
-/// A scenario in the handshake era (`mode="legacy"`): the session names the caller.
-fn legacy(python: &Sdk, name: &str) -> Value {
-    let report = scenario_with(python, name, &["--mode", "legacy"], &[]);
-    assert_eq!(report["protocol_version"], "2025-11-25", "{report}");
-    report
+/// A scenario of the Python client, spoken as `how` says.
+fn spoken(python: &Sdk, name: &str, how: Speaking) -> Value {
+    how.spoke(scenario_with(python, name, how.args, &[]))
 }
 
 fn text(value: &Value) -> &str {
@@ -65,13 +51,13 @@ fn sent_once_despite_timeouts(report: &Value) {
 #[test]
 fn an_sdk_client_whose_timeout_is_shorter_than_the_tool_retries_until_answered_and_it_runs_once() {
     let Some(python) = python() else { return };
-    sent_once_despite_timeouts(&scenario(&python, "timeout_retry"));
+    sent_once_despite_timeouts(&spoken(&python, "timeout_retry", STATELESS));
 }
 
 #[test]
 fn a_handshake_era_sdk_client_that_cancels_on_timeout_retries_and_it_runs_once() {
     let Some(python) = python() else { return };
-    sent_once_despite_timeouts(&legacy(&python, "timeout_retry"));
+    sent_once_despite_timeouts(&spoken(&python, "timeout_retry", HANDSHAKE));
 }
 
 /// Checks a `fresh_id_replay` report: the second call was told it is a replay of the first.
@@ -92,13 +78,13 @@ fn replayed_with_notice(report: &Value) {
 #[test]
 fn an_sdk_client_retrying_with_a_fresh_id_gets_the_replay() {
     let Some(python) = python() else { return };
-    replayed_with_notice(&scenario(&python, "fresh_id_replay"));
+    replayed_with_notice(&spoken(&python, "fresh_id_replay", STATELESS));
 }
 
 #[test]
 fn a_handshake_era_sdk_client_retrying_with_a_fresh_id_gets_the_replay() {
     let Some(python) = python() else { return };
-    replayed_with_notice(&legacy(&python, "fresh_id_replay"));
+    replayed_with_notice(&spoken(&python, "fresh_id_replay", HANDSHAKE));
 }
 
 /// Checks a `slow_in_progress` report: "in progress" first, as a result the SDK accepted
@@ -122,13 +108,13 @@ fn in_progress_then_the_report(report: &Value) {
 #[test]
 fn an_sdk_client_calling_a_slow_tool_is_told_in_progress_then_gets_the_result() {
     let Some(python) = python() else { return };
-    in_progress_then_the_report(&scenario(&python, "slow_in_progress"));
+    in_progress_then_the_report(&spoken(&python, "slow_in_progress", STATELESS));
 }
 
 #[test]
 fn a_handshake_era_sdk_client_calling_a_slow_tool_is_told_in_progress_then_gets_the_result() {
     let Some(python) = python() else { return };
-    in_progress_then_the_report(&legacy(&python, "slow_in_progress"));
+    in_progress_then_the_report(&spoken(&python, "slow_in_progress", HANDSHAKE));
 }
 
 #[test]

@@ -10,7 +10,7 @@ mod support;
 use std::path::PathBuf;
 
 use serde_json::Value;
-use support::sdk_clients::{self, Sdk};
+use support::sdk_clients::{self, Sdk, Speaking, ALICE, BOB, HANDSHAKE, STATELESS};
 use support::{Proxy, Upstream};
 
 const SDK_CHECK: &str =
@@ -37,11 +37,6 @@ fn behind_proxy(extra: &[&str]) -> (Upstream, Proxy) {
     (upstream, proxy)
 }
 
-/// A bearer token, as a client that authenticates sends it: the scope of a 2026-07-28 call,
-/// which has no session.
-const ALICE: &str = "Authorization=Bearer alice-token";
-const BOB: &str = "Authorization=Bearer bob-token";
-
 /// The Python SDK server behind a proxy with a 500 ms deadline (and `flags`), and one
 /// scenario of the SDK client (with `args`) against the proxy; what the client reported.
 fn scenario_with(client: &Sdk, name: &str, args: &[&str], flags: &[&str]) -> Value {
@@ -51,18 +46,9 @@ fn scenario_with(client: &Sdk, name: &str, args: &[&str], flags: &[&str]) -> Val
     sdk_clients::run(client, &format!("{}/mcp", proxy.url), name, args)
 }
 
-/// A scenario in the SDK's default mode, which speaks 2026-07-28 to this server, as Alice.
-fn scenario(python: &Sdk, name: &str) -> Value {
-    let report = scenario_with(python, name, &["--header", ALICE], &[]);
-    assert_eq!(report["protocol_version"], "2026-07-28", "{report}");
-    report
-}
-
-/// A scenario in the handshake era (`mode="legacy"`): the session names the caller.
-fn legacy(python: &Sdk, name: &str) -> Value {
-    let report = scenario_with(python, name, &["--mode", "legacy"], &[]);
-    assert_eq!(report["protocol_version"], "2025-11-25", "{report}");
-    report
+/// A scenario of the Python client, spoken as `how` says.
+fn spoken(python: &Sdk, name: &str, how: Speaking) -> Value {
+    how.spoke(scenario_with(python, name, how.args, &[]))
 }
 
 fn text(value: &Value) -> &str {
@@ -88,7 +74,7 @@ fn an_sdk_client_whose_timeout_is_shorter_than_the_tool_retries_until_answered_a
     let Some(python) = python_client() else {
         return;
     };
-    sent_once_despite_timeouts(&scenario(&python, "timeout_retry"));
+    sent_once_despite_timeouts(&spoken(&python, "timeout_retry", STATELESS));
 }
 
 #[test]
@@ -96,7 +82,7 @@ fn a_handshake_era_sdk_client_that_cancels_on_timeout_retries_and_it_runs_once()
     let Some(python) = python_client() else {
         return;
     };
-    sent_once_despite_timeouts(&legacy(&python, "timeout_retry"));
+    sent_once_despite_timeouts(&spoken(&python, "timeout_retry", HANDSHAKE));
 }
 
 /// Checks a `fresh_id_replay` report: the second call was told it is a replay of the first.
@@ -119,7 +105,7 @@ fn an_sdk_client_retrying_with_a_fresh_id_gets_the_replay() {
     let Some(python) = python_client() else {
         return;
     };
-    replayed_with_notice(&scenario(&python, "fresh_id_replay"));
+    replayed_with_notice(&spoken(&python, "fresh_id_replay", STATELESS));
 }
 
 #[test]
@@ -127,7 +113,7 @@ fn a_handshake_era_sdk_client_retrying_with_a_fresh_id_gets_the_replay() {
     let Some(python) = python_client() else {
         return;
     };
-    replayed_with_notice(&legacy(&python, "fresh_id_replay"));
+    replayed_with_notice(&spoken(&python, "fresh_id_replay", HANDSHAKE));
 }
 
 #[test]
@@ -184,7 +170,7 @@ fn an_sdk_client_calling_a_slow_tool_is_told_in_progress_then_gets_the_result() 
     let Some(python) = python_client() else {
         return;
     };
-    in_progress_then_the_report(&scenario(&python, "slow_in_progress"));
+    in_progress_then_the_report(&spoken(&python, "slow_in_progress", STATELESS));
 }
 
 #[test]
@@ -192,7 +178,7 @@ fn a_handshake_era_sdk_client_calling_a_slow_tool_is_told_in_progress_then_gets_
     let Some(python) = python_client() else {
         return;
     };
-    in_progress_then_the_report(&legacy(&python, "slow_in_progress"));
+    in_progress_then_the_report(&spoken(&python, "slow_in_progress", HANDSHAKE));
 }
 
 #[test]
@@ -218,7 +204,7 @@ fn two_sdk_sessions_never_share_an_intent() {
     let Some(python) = python_client() else {
         return;
     };
-    let report = legacy(&python, "two_callers");
+    let report = spoken(&python, "two_callers", HANDSHAKE);
     let texts = report["texts"].as_array().unwrap();
     assert_ne!(texts[0], texts[1], "{report}");
     assert!(

@@ -31,6 +31,7 @@ use std::borrow::Cow;
 use std::fmt;
 
 pub use number::NumberKinds;
+pub(crate) use pointer::leave_out;
 pub use pointer::JsonPointer;
 
 pub(crate) use digest::HashingSink;

@@ -99,7 +99,7 @@ impl JsonPointer {
 
     /// Leaves out the object the pointer names if nothing is left in it (its members all
     /// left out, or none written): an emptied object counts as absent.
-    pub(crate) fn remove_if_empty(&self, tree: &mut Tree<'_>) {
+    fn remove_if_empty(&self, tree: &mut Tree<'_>) {
         let place = self
             .tokens
             .iter()
@@ -110,6 +110,17 @@ impl JsonPointer {
                 tree.remove(place);
             }
         }
+    }
+}
+
+/// Leaves out of `tree` what each of `ignored` names, then each of `emptied` that names an
+/// object left empty: an emptied object counts as absent.
+pub(crate) fn leave_out(tree: &mut Tree<'_>, ignored: &[JsonPointer], emptied: &[JsonPointer]) {
+    for pointer in ignored {
+        pointer.remove(tree);
+    }
+    for pointer in emptied {
+        pointer.remove_if_empty(tree);
     }
 }
 

@@ -116,8 +116,7 @@ pub(crate) type Normalizer = Arc<dyn Fn(&mut serde_json::Value) + Send + Sync>;
 pub(crate) struct FingerprintRules {
     /// Fields that change on every attempt of one intent.
     pub(crate) ignored: Vec<JsonPointer>,
-    /// Objects left out where, once the ignored fields are, nothing is left in them: an
-    /// emptied object counts as absent.
+    /// Objects that count as absent once the ignored fields leave them empty.
     pub(crate) emptied: Vec<JsonPointer>,
     pub(crate) normalizer: Option<Normalizer>,
     /// A field that carries an explicit key.
@@ -211,12 +210,7 @@ impl FingerprintRules {
     }
 
     fn canonical_without_ignored(&self, mut tree: Tree<'_>, essence: &str) -> Fingerprint {
-        for pointer in &self.ignored {
-            pointer.remove(&mut tree);
-        }
-        for pointer in &self.emptied {
-            pointer.remove_if_empty(&mut tree);
-        }
+        canonical::leave_out(&mut tree, &self.ignored, &self.emptied);
         Fingerprint::canonical(&tree, essence, self.numbers)
     }
 }

@@ -5,6 +5,7 @@
 use serde_json::{json, Map, Value};
 
 use super::envelope::Refusal;
+use super::era::{self, Unservable};
 use crate::key::IntentKey;
 use crate::told::Told;
 
@@ -181,6 +182,47 @@ pub(crate) fn refused(refusal: &Refusal) -> Value {
     // The same message would be refused again: it must change first.
     let data = json!({ "outcome": "not_executed", "retryable": false });
     error(&id, code, message, Some(data))
+}
+
+/// The JSON-RPC error answering a request the layer will not answer for the server, as the
+/// protocol words it; it goes out with HTTP 400.
+pub(crate) fn unservable(id: &Value, why: &Unservable) -> Value {
+    let (code, message, data) = match why {
+        Unservable::Version(requested) => {
+            let supported: Vec<&str> = era::STATELESS
+                .iter()
+                .rev()
+                .chain(era::HANDSHAKE.iter().rev())
+                .copied()
+                .collect();
+            (
+                era::UNSUPPORTED_VERSION,
+                format!(
+                    "Unsupported protocol version {requested:?}: nothing was executed. Send the \
+                     call again with one of the supported versions; doing so is safe."
+                ),
+                json!({ "supported": supported, "requested": requested }),
+            )
+        }
+        Unservable::Mismatch(header) => (
+            era::HEADER_MISMATCH,
+            format!(
+                "Header mismatch: the {header} header is missing or does not match the \
+                 request body. Nothing was executed; send the call again with matching \
+                 headers, which is safe."
+            ),
+            json!({ "outcome": "not_executed", "retryable": true }),
+        ),
+        Unservable::MissingMeta(member) => (
+            INVALID_PARAMS,
+            format!(
+                "Invalid params: params._meta needs {member:?} in protocol 2026-07-28. \
+                 Nothing was executed; send the call again with it, which is safe."
+            ),
+            json!({ "outcome": "not_executed", "retryable": true }),
+        ),
+    };
+    error(id, code, &message, Some(data))
 }
 
 #[cfg(test)]

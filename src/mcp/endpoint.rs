@@ -167,7 +167,7 @@ impl<St: Store> Endpoint<St> {
         };
         crate::telemetry::not_executed(&op, reason);
         let mut response = message::write(
-            &era::unservable(id, why),
+            &answers::unservable(id, why),
             Form::Json,
             http::HeaderMap::new(),
         );

@@ -16,7 +16,7 @@
 //! the server: the SDKs then pick a version from that list by themselves.
 
 use http::HeaderMap;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 /// The header that names a request's protocol version.
 pub(crate) const VERSION_HEADER: &str = "mcp-protocol-version";
@@ -31,9 +31,9 @@ pub(crate) const META_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
 pub(crate) const META_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
 
 /// The versions of the handshake era, oldest first.
-const HANDSHAKE: [&str; 4] = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
+pub(crate) const HANDSHAKE: [&str; 4] = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
 /// The versions of the stateless era.
-const STATELESS: [&str; 1] = ["2026-07-28"];
+pub(crate) const STATELESS: [&str; 1] = ["2026-07-28"];
 
 /// JSON-RPC code of a routing header that does not match the body.
 pub(crate) const HEADER_MISMATCH: i64 = -32020;
@@ -184,51 +184,11 @@ impl RequestMeta {
     }
 }
 
-/// The JSON-RPC error answering a request the layer will not answer for the server, as the
-/// protocol words it; it goes out with HTTP 400.
-pub(crate) fn unservable(id: &Value, why: &Unservable) -> Value {
-    let (code, message, data) = match why {
-        Unservable::Version(requested) => {
-            let supported: Vec<&str> = STATELESS
-                .iter()
-                .rev()
-                .chain(HANDSHAKE.iter().rev())
-                .copied()
-                .collect();
-            (
-                UNSUPPORTED_VERSION,
-                format!(
-                    "Unsupported protocol version {requested:?}: nothing was executed. Send the \
-                     call again with one of the supported versions; doing so is safe."
-                ),
-                json!({ "supported": supported, "requested": requested }),
-            )
-        }
-        Unservable::Mismatch(header) => (
-            HEADER_MISMATCH,
-            format!(
-                "Header mismatch: the {header} header is missing or does not match the \
-                 request body. Nothing was executed; send the call again with matching \
-                 headers, which is safe."
-            ),
-            json!({ "outcome": "not_executed", "retryable": true }),
-        ),
-        Unservable::MissingMeta(member) => (
-            super::answers::INVALID_PARAMS,
-            format!(
-                "Invalid params: params._meta needs {member:?} in protocol 2026-07-28. \
-                 Nothing was executed; send the call again with it, which is safe."
-            ),
-            json!({ "outcome": "not_executed", "retryable": true }),
-        ),
-    };
-    super::answers::error(id, code, &message, Some(data))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use http::HeaderValue;
+    use serde_json::json;
 
     fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
         let mut headers = HeaderMap::new();

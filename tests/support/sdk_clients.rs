@@ -22,6 +22,39 @@ pub const PYTHON_SDK: &str = "2.3.0";
 /// The TypeScript SDK's version the client script is written for.
 pub const TYPESCRIPT_SDK: &str = "2.4.0";
 
+/// A bearer token, as a client that authenticates sends it: the scope of a 2026-07-28 call,
+/// which has no session.
+pub const ALICE: &str = "Authorization=Bearer alice-token";
+pub const BOB: &str = "Authorization=Bearer bob-token";
+
+/// How a client is asked to speak, and the protocol it must then speak.
+#[derive(Debug, Clone, Copy)]
+pub struct Speaking {
+    pub args: &'static [&'static str],
+    pub version: &'static str,
+}
+
+/// The Python `Client` at its defaults, as Alice: 2026-07-28 against a server that serves it.
+pub const STATELESS: Speaking = Speaking {
+    args: &["--header", ALICE],
+    version: "2026-07-28",
+};
+
+/// The Python `Client` forced to the handshake era (`mode="legacy"`): the session names the
+/// caller.
+pub const HANDSHAKE: Speaking = Speaking {
+    args: &["--mode", "legacy"],
+    version: "2025-11-25",
+};
+
+impl Speaking {
+    /// `report`, once it says the client spoke the protocol it had to.
+    pub fn spoke(&self, report: Value) -> Value {
+        assert_eq!(report["protocol_version"], self.version, "{report}");
+        report
+    }
+}
+
 /// An SDK client, ready to run.
 #[derive(Debug, Clone)]
 pub enum Sdk {
