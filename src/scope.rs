@@ -54,9 +54,20 @@ impl ScopeSource {
     /// The scope, or `None` when the request has none (an empty value is none); `Err` when
     /// the user's scope function panicked.
     pub(crate) fn scope_of(&self, parts: &Parts) -> Result<Option<Scope>, Panicked> {
+        self.scope_in(parts, Narrowing::AsSent)
+    }
+
+    /// The scope, where the narrowing header is read as `narrowing` says: an MCP request of
+    /// protocol 2026-07-28 has no session, and a `Mcp-Session-Id` it sends anyway is no
+    /// server's, so it names nothing.
+    pub(crate) fn scope_in(
+        &self,
+        parts: &Parts,
+        narrowing: Narrowing,
+    ) -> Result<Option<Scope>, Panicked> {
         let mut bytes = ScopeBytes::new();
         let mut principal_end = None;
-        let written = self.write(parts, &mut bytes, &mut principal_end)?;
+        let written = self.write(parts, narrowing, &mut bytes, &mut principal_end)?;
         Ok(written.map(|()| Scope {
             principal_end: principal_end.unwrap_or(bytes.len()),
             bytes,
@@ -66,6 +77,7 @@ impl ScopeSource {
     fn write(
         &self,
         parts: &Parts,
+        narrowing: Narrowing,
         out: &mut ScopeBytes,
         principal_end: &mut Option<usize>,
     ) -> Result<Option<()>, Panicked> {
@@ -92,10 +104,13 @@ impl ScopeSource {
                 shared,
             } => {
                 let value = parts.headers.get(by).map(|v| v.as_bytes());
-                let value = value.filter(|v| !v.is_empty());
+                let value = value.filter(|v| !v.is_empty() && narrowing == Narrowing::AsSent);
                 match principal {
                     Some(principal) => {
-                        if principal.write(parts, out, principal_end)?.is_none() {
+                        if principal
+                            .write(parts, narrowing, out, principal_end)?
+                            .is_none()
+                        {
                             return Ok(None);
                         }
                         principal_end.get_or_insert(out.len());
@@ -117,6 +132,18 @@ impl ScopeSource {
         })
     }
 
+    /// Whether a caller that neither a principal nor a session names is named by its
+    /// `Authorization` credential.
+    pub(crate) fn names_by_credential(&self) -> bool {
+        matches!(
+            self,
+            Self::Narrowed {
+                credential: true,
+                ..
+            }
+        )
+    }
+
     /// What to tell a caller that sent no scope.
     pub(crate) fn describe(&self) -> String {
         match self {
@@ -129,6 +156,15 @@ impl ScopeSource {
             Self::Narrowed { by, .. } => format!("the `{by}` header"),
         }
     }
+}
+
+/// Whether a request's narrowing header counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Narrowing {
+    /// As the request sends it.
+    AsSent,
+    /// Not at all.
+    Ignored,
 }
 
 /// The scope of an MCP caller that neither a principal nor a session names: its
@@ -314,6 +350,18 @@ mod tests {
             unnamed(false, false).scope(&parts(&[("authorization", "Bearer a")])),
             None
         );
+    }
+
+    #[test]
+    fn where_the_session_is_ignored_two_tokens_sending_one_session_id_are_apart() {
+        let scope = unnamed(true, false);
+        let of = |token: &'static str| {
+            let parts = parts(&[("authorization", token), ("mcp-session-id", "same")]);
+            let scope = scope.scope_in(&parts, Narrowing::Ignored).unwrap();
+            scope.map(|scope| scope.to_vec())
+        };
+        assert!(of("Bearer a").is_some());
+        assert_ne!(of("Bearer a"), of("Bearer b"));
     }
 
     #[test]

@@ -164,6 +164,24 @@ async fn every_answer_to_a_stateless_call_carries_a_result_type_replays_included
 }
 
 #[tokio::test]
+async fn two_tokens_sending_one_session_id_never_share_a_result() {
+    let server = Server::start(&[]);
+    // 2026-07-28 has no session: a `Mcp-Session-Id` sent anyway names nothing.
+    let session = [("mcp-session-id", "same")];
+    let call = tool_call(
+        1,
+        "send_email",
+        email("shared@example.com"),
+        meta(json!({})),
+    );
+    let (_, alice) = server.post("alice", &call, &session).await;
+    let (_, bob) = server.post("bob", &call, &session).await;
+    assert!(first_text(&alice).starts_with("Sent e-mail #1"), "{alice}");
+    assert!(first_text(&bob).starts_with("Sent e-mail #2"), "{bob}");
+    assert_eq!(server.stats().await["send_email"], 2);
+}
+
+#[tokio::test]
 async fn meta_members_a_tool_may_read_are_part_of_the_intent_and_per_attempt_ones_are_not() {
     let server = Server::start(&[]);
     let args = email("meta@example.com");
@@ -246,9 +264,13 @@ async fn a_task_past_the_deadline_is_polled_its_cancel_absorbed_and_its_result_r
         json!({"resultType": "complete"}),
         "{cancelled}"
     );
-    // Another caller cannot see the task.
+    // Another caller cannot see the task: the layer leaves it to the server, which does
+    // not know it.
     let (_, foreign) = server.post("other", &ask(3, "tasks/get"), &[]).await;
-    assert_eq!(foreign["error"]["code"], -32602, "{foreign}");
+    assert!(
+        foreign["error"].is_object() && foreign["result"].is_null(),
+        "{foreign}"
+    );
     let mut done = Value::Null;
     for attempt in 0..40 {
         let (_, got) = server.post("t", &ask(10 + attempt, "tasks/get"), &[]).await;

@@ -135,9 +135,11 @@ impl Service<Request<Inbound>> for Upstream {
             parts.headers.remove(header::HOST);
         }
         parts.uri = self.target(&parts.uri);
-        // A call that may change something gets its whole answer within the timeout; a GET's
+        // A call that may change something gets its whole answer within the timeout, and so
+        // does the resumption of its event stream (a GET with `Last-Event-ID`); any other GET's
         // stream (an MCP server's event stream) is not cut.
-        let bounded = !matches!(parts.method, Method::GET | Method::HEAD | Method::OPTIONS);
+        let bounded = !matches!(parts.method, Method::GET | Method::HEAD | Method::OPTIONS)
+            || parts.headers.contains_key("last-event-id");
         // The client speaks HTTP/1.1 to the upstream, whatever the caller spoke.
         parts.version = Version::HTTP_11;
         let outgoing = self

@@ -7,6 +7,7 @@ use serde_json::{json, Map, Value};
 use super::envelope::Refusal;
 use super::era::{self, Unservable};
 use crate::key::IntentKey;
+use crate::store::StoredResponse;
 use crate::told::Told;
 
 /// JSON-RPC's "Internal error".
@@ -223,6 +224,25 @@ pub(crate) fn unservable(id: &Value, why: &Unservable) -> Value {
         ),
     };
     error(id, code, &message, Some(data))
+}
+
+/// The JSON-RPC message a stored answer holds, if it holds one.
+pub(crate) fn stored_message(stored: &StoredResponse) -> Option<Value> {
+    if !stored.status.is_success() {
+        return None;
+    }
+    match serde_json::from_slice(&stored.body) {
+        Ok(message @ Value::Object(_)) => Some(message),
+        _ => None,
+    }
+}
+
+/// A JSON-RPC message answering the request `id`.
+pub(crate) fn with_id(mut message: Value, id: &Value) -> Value {
+    if let Value::Object(message) = &mut message {
+        message.insert("id".to_owned(), id.clone());
+    }
+    message
 }
 
 #[cfg(test)]

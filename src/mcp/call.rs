@@ -1,4 +1,4 @@
-//! A protected `tools/call`: keyed by its session, tool and arguments, run once by the engine,
+//! A protected `tools/call`: keyed by its scope, tool and arguments, run once by the engine,
 //! answered in JSON-RPC terms.
 
 use std::time::Duration;
@@ -9,9 +9,10 @@ use http::{header, Request, Response};
 use tracing::Instrument;
 
 use super::endpoint::{Answered, Endpoint};
-use super::envelope::{self, ToolCall};
+use super::envelope::ToolCall;
 use super::era::Era;
 use super::message::Form;
+use super::plain_call;
 use super::render::Rendering;
 use super::resume::{self, Resumption};
 use super::tool;
@@ -66,7 +67,7 @@ impl<St: Store> Endpoint<St> {
         let as_task = call.as_task && self.tasks && era == Era::Handshake;
         if as_task {
             // The server runs a plain call; the layer is the one that answers with a task.
-            if let Some(plain) = envelope::without_task(&bytes) {
+            if let Some(plain) = plain_call::without_task(&bytes) {
                 bytes = Bytes::from(plain);
                 parts.headers.remove(header::CONTENT_LENGTH);
             }
@@ -81,7 +82,7 @@ impl<St: Store> Endpoint<St> {
             offers_task: self.tasks && era == Era::Stateless && call.meta.tasks_extension,
             retention: timing.retention.unwrap_or(settings.paths.default_retention),
         };
-        let scope = settings.scope.scope_of(&parts);
+        let scope = settings.scope.scope_in(&parts, era.narrowing());
         let op = match &scope {
             Ok(Some(_)) => self.op_of(&parts, &call),
             _ => self.engine.runtime.ops.unscoped(),
@@ -110,7 +111,7 @@ impl<St: Store> Endpoint<St> {
         let work = move |mut parts: Parts, mut bytes: Bytes| async move {
             // Only the layer makes a task of a protected call.
             if names_extension {
-                if let Some(plain) = envelope::without_tasks_extension(&bytes) {
+                if let Some(plain) = plain_call::without_tasks_extension(&bytes) {
                     bytes = Bytes::from(plain);
                     parts.headers.remove(header::CONTENT_LENGTH);
                 }

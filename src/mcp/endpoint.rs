@@ -81,9 +81,7 @@ impl<St: Store> Endpoint<St> {
                     .await?;
                 Ok(self.read_discovery(response, &id, what, era).await)
             }
-            Envelope::TaskQuery(query)
-                if self.tasks && query.task_id.parse::<crate::key::IntentKey>().is_ok() =>
-            {
+            Envelope::TaskQuery(query) if self.tasks && query.key.is_some() => {
                 let method = query.asks.method();
                 let era = match served_era(&parts, method, &query.task_id, &query.meta) {
                     Ok(era) => era,
@@ -207,6 +205,9 @@ fn served_era(
     meta: &RequestMeta,
 ) -> Result<Era, Unservable> {
     let era = Era::of(&parts.headers, meta.version.as_deref())?;
+    if era::versions_disagree(&parts.headers, meta) {
+        return Err(Unservable::Mismatch(era::VERSION_HEADER));
+    }
     if era == Era::Stateless {
         era::check_routing(&parts.headers, method, Some(name), meta)?;
     }

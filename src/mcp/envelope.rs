@@ -1,9 +1,11 @@
 //! What a Streamable HTTP POST body holds, as far as the layer cares: a `tools/call` to
-//! protect, a `tools/list` whose answer names the read-only tools, or anything else.
+//! protect, a discovery request whose answer the layer reads, a task request it may answer, a
+//! cancellation it keeps, a refusal, or anything else.
 
 use serde_json::{Map, Value};
 
 use super::era::RequestMeta;
+use crate::key::IntentKey;
 
 /// The JSON-RPC method of a tool call.
 pub(crate) const TOOLS_CALL: &str = "tools/call";
@@ -71,6 +73,8 @@ pub(crate) struct TaskQuery {
     pub(crate) id: Value,
     pub(crate) asks: TaskAsk,
     pub(crate) task_id: String,
+    /// The intent the task id names, where it names one: only then may it be the layer's.
+    pub(crate) key: Option<IntentKey>,
     /// What `params._meta` says of the request.
     pub(crate) meta: RequestMeta,
 }
@@ -199,6 +203,7 @@ fn read_message(mut message: Map<String, Value>) -> Envelope {
                 id,
                 asks,
                 task_id: task_id.to_owned(),
+                key: task_id.parse().ok(),
                 meta,
             }),
             None => Envelope::Other { id: Some(id) },
@@ -216,57 +221,6 @@ fn read_message(mut message: Map<String, Value>) -> Envelope {
         }),
         None => Envelope::Refused(Refusal::NoToolName { id }),
     }
-}
-
-/// Members of a JSON object whose values keep their exact text.
-type RawMembers = std::collections::BTreeMap<String, Box<serde_json::value::RawValue>>;
-
-/// The body of a tool call asked to run as a task, without `params.task`: the layer runs
-/// it as a task, and the server runs it as a plain call. Every other member keeps its exact
-/// text (a number no f64 holds, `1.10`), so the plain call of the same arguments is the same
-/// intent and the server reads what the client sent.
-pub(crate) fn without_task(body: &[u8]) -> Option<Vec<u8>> {
-    without(body, &["params", "task"])
-}
-
-/// The body of a stateless-era tool call whose client capabilities name the tasks
-/// extension, without it: only the layer answers a protected call with a task, so the
-/// server must not make one of its own, which the layer could neither keep nor replay.
-pub(crate) fn without_tasks_extension(body: &[u8]) -> Option<Vec<u8>> {
-    let path = [
-        "params",
-        "_meta",
-        super::era::META_CAPABILITIES,
-        "extensions",
-        super::era::TASKS_EXTENSION,
-    ];
-    without(body, &path)
-}
-
-/// `body` without the member at `path`; `None` where there is none. Members keep their
-/// exact text.
-fn without(body: &[u8], path: &[&str]) -> Option<Vec<u8>> {
-    let body = serde_json::from_slice::<&serde_json::value::RawValue>(body).ok()?;
-    let edited = remove_at(body, path)?;
-    Some(edited.get().as_bytes().to_vec())
-}
-
-fn remove_at(
-    raw: &serde_json::value::RawValue,
-    path: &[&str],
-) -> Option<Box<serde_json::value::RawValue>> {
-    let mut members: RawMembers = serde_json::from_str(raw.get()).ok()?;
-    match path {
-        [] => return None,
-        [last] => {
-            members.remove(*last)?;
-        }
-        [first, rest @ ..] => {
-            let edited = remove_at(members.get(*first)?, rest)?;
-            members.insert((*first).to_owned(), edited);
-        }
-    }
-    serde_json::value::to_raw_value(&members).ok()
 }
 
 #[cfg(test)]
@@ -406,41 +360,5 @@ mod tests {
             panic!("not a task request")
         };
         assert_eq!(query.asks, TaskAsk::Cancel);
-    }
-
-    #[test]
-    fn a_call_asked_to_run_as_a_task_says_so_and_loses_the_request_on_the_way_in() {
-        let body = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{},"task":{"ttl":60000}}}"#;
-        let Envelope::ToolCall(call) = read_str(body) else {
-            panic!("not a tool call")
-        };
-        assert!(call.as_task);
-        let plain: Value = serde_json::from_slice(&without_task(body.as_bytes()).unwrap()).unwrap();
-        assert_eq!(
-            plain["params"],
-            serde_json::json!({"name":"x","arguments":{}})
-        );
-    }
-
-    #[test]
-    fn the_tasks_extension_is_left_out_of_what_the_server_reads_and_nothing_else() {
-        let body = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{"n":1.10},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{},"other":{}}}}}}"#;
-        let plain = String::from_utf8(without_tasks_extension(body.as_bytes()).unwrap()).unwrap();
-        assert!(!plain.contains("io.modelcontextprotocol/tasks"), "{plain}");
-        assert!(plain.contains(r#""extensions":{"other":{}}"#), "{plain}");
-        assert!(plain.contains(r#""n":1.10"#), "{plain}");
-        let without_it = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}"#;
-        assert_eq!(without_tasks_extension(without_it.as_bytes()), None);
-    }
-
-    #[test]
-    fn leaving_the_task_out_keeps_every_other_member_as_it_was_written() {
-        let body = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{"n":123456789012345678901234567890,"r":1.10,"e":1E2},"task":{}}}"#;
-        let plain = String::from_utf8(without_task(body.as_bytes()).unwrap()).unwrap();
-        assert!(
-            plain.contains(r#""arguments":{"n":123456789012345678901234567890,"r":1.10,"e":1E2}"#),
-            "{plain}"
-        );
-        assert!(!plain.contains("task"), "{plain}");
     }
 }

@@ -55,23 +55,32 @@ pub(crate) enum Era {
 pub(crate) enum Unservable {
     /// A protocol version this layer does not know.
     Version(String),
-    /// A routing header missing, or not what the body says: which, and what the body says.
+    /// A routing header missing, or not what the body says: which.
     Mismatch(&'static str),
     /// A stateless-era request without the `_meta` members the protocol requires.
     MissingMeta(&'static str),
 }
 
 impl Era {
-    /// The era of a request whose header says `header` and whose `_meta` says `meta`.
+    /// The era of a request with `headers`, whose `_meta` names the version `meta`.
     pub(crate) fn of(headers: &HeaderMap, meta: Option<&str>) -> Result<Self, Unservable> {
         let header = headers
             .get(VERSION_HEADER)
-            .map(|v| v.to_str().unwrap_or(""));
-        match header.or(meta) {
+            .map(|v| String::from_utf8_lossy(v.as_bytes()));
+        match header.as_deref().or(meta) {
             None => Ok(Self::Handshake),
             Some(version) if HANDSHAKE.contains(&version) => Ok(Self::Handshake),
             Some(version) if STATELESS.contains(&version) => Ok(Self::Stateless),
             Some(version) => Err(Unservable::Version(version.to_owned())),
+        }
+    }
+
+    /// How a request of this era reads its `Mcp-Session-Id`: as the session it names in the
+    /// handshake era; not at all in 2026-07-28, where no server mints or checks one.
+    pub(crate) fn narrowing(self) -> crate::scope::Narrowing {
+        match self {
+            Self::Handshake => crate::scope::Narrowing::AsSent,
+            Self::Stateless => crate::scope::Narrowing::Ignored,
         }
     }
 
@@ -104,6 +113,15 @@ impl Era {
     }
 }
 
+/// Whether a request's `MCP-Protocol-Version` header and `_meta` version, where it has both,
+/// disagree: a server of either era refuses such a request.
+pub(crate) fn versions_disagree(headers: &HeaderMap, meta: &RequestMeta) -> bool {
+    match (headers.get(VERSION_HEADER), &meta.version) {
+        (Some(header), Some(version)) => header.as_bytes() != version.as_bytes(),
+        _ => false,
+    }
+}
+
 /// Checks the routing headers of a stateless-era request the layer answers for the server:
 /// `MCP-Protocol-Version` as `_meta` says, `Mcp-Method` as the body's method, and `Mcp-Name`
 /// (where `name` is given) as the body's tool name or task id, in the protocol's encoding.
@@ -113,6 +131,9 @@ pub(crate) fn check_routing(
     name: Option<&str>,
     meta: &RequestMeta,
 ) -> Result<(), Unservable> {
+    if meta.version.is_none() {
+        return Err(Unservable::MissingMeta(META_VERSION));
+    }
     if !meta.has_capabilities {
         return Err(Unservable::MissingMeta(META_CAPABILITIES));
     }
@@ -207,6 +228,21 @@ mod tests {
         assert_eq!(Era::of(&old, Some("2026-07-28")), Ok(Era::Handshake));
         let new = headers(&[(VERSION_HEADER, "2026-07-28")]);
         assert_eq!(Era::of(&new, None), Ok(Era::Stateless));
+        let mut mixed = old.clone();
+        mixed.insert(
+            VERSION_HEADER,
+            HeaderValue::from_bytes(b"2025-\xff").unwrap(),
+        );
+        assert_eq!(
+            Era::of(&mixed, None),
+            Err(Unservable::Version("2025-\u{fffd}".to_owned()))
+        );
+        let meta = RequestMeta {
+            version: Some("2026-07-28".to_owned()),
+            ..RequestMeta::default()
+        };
+        assert!(versions_disagree(&old, &meta));
+        assert!(!versions_disagree(&new, &meta));
         let unknown = headers(&[(VERSION_HEADER, "2099-01-01")]);
         assert_eq!(
             Era::of(&unknown, None),

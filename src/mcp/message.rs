@@ -70,13 +70,10 @@ pub(crate) enum Unreadable {
     /// The event stream held a line its reader rejects (a field it does not know, say),
     /// where the answer may have been: the server has the call, and may have run it.
     Unparsable,
-    /// The event stream ended, or broke off, without the answer. Where an event before had
-    /// an id (a priming event), the server means the client to resume the stream from it
-    /// (2025-11-25, SEP-1699), after `retry`: the call goes on at the server.
-    Ended {
-        last_event_id: Option<String>,
-        retry: Option<std::time::Duration>,
-    },
+    /// The event stream ended, or broke off after an event with an id, without the answer.
+    /// Where the stream had an event id (a priming event, [`Primed`]), the server means the
+    /// client to resume it from there (2025-11-25, SEP-1699): the call goes on at the server.
+    Ended,
     /// The body was an answer, but to another request: the server has the call, and may
     /// have run it.
     NotTheAnswer,
@@ -91,7 +88,7 @@ impl Unreadable {
             Self::TooLarge => "an answer larger than the layer reads",
             Self::Interrupted => "the answer was lost after the request reached the server",
             Self::Unparsable => "the server's event stream could not be read",
-            Self::Ended { .. } => "the event stream ended without the answer",
+            Self::Ended => "the event stream ended without the answer",
             Self::NotTheAnswer => "the server answered another request",
             Self::Other(why) => why,
         }
@@ -130,6 +127,14 @@ fn is_past_the_bound(error: &BoxError) -> bool {
         .is_some_and(|error| error.0.is::<LengthLimitError>())
 }
 
+/// Where one call's event stream stands, across its resumptions: the last event id the
+/// server gave (the place to resume from) and the wait it asked for before a reconnection.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Primed {
+    pub(crate) last_event_id: Option<String>,
+    pub(crate) retry: Option<std::time::Duration>,
+}
+
 /// Reads the answer to the request `id` from a response body, up to `limit` bytes (for a
 /// stream, per event). An SSE stream is read only up to that answer: progress notifications
 /// before it are dropped, and a stream the server keeps open afterwards is let go.
@@ -143,13 +148,28 @@ where
     B: Body<Data = Bytes> + Send,
     B::Error: Into<BoxError>,
 {
+    read_answer_from(headers, body, id, limit, &mut Primed::default()).await
+}
+
+/// [`read_answer`], for a stream that may resume an earlier one: `primed` holds where the
+/// stream stood before, and learns the event ids and waits this one gives.
+pub(crate) async fn read_answer_from<B>(
+    headers: &HeaderMap,
+    body: B,
+    id: &Value,
+    limit: usize,
+    primed: &mut Primed,
+) -> Result<Value, Unreadable>
+where
+    B: Body<Data = Bytes> + Send,
+    B::Error: Into<BoxError>,
+{
     if is_event_stream(headers) {
         // Events are read one at a time and those before the answer dropped; the stream as a
         // whole is bounded at a multiple of the bound, so a stream that never answers cannot
         // grow without end.
         let body = Limited::new(body, limit.saturating_mul(4)).map_err(BodyError);
         let mut events = std::pin::pin!(SseStream::new(body));
-        let (mut last_event_id, mut retry) = (None, None);
         while let Some(event) = events.next().await {
             let event = match event {
                 Ok(event) => event,
@@ -158,7 +178,7 @@ where
                     return Err(Unreadable::TooLarge)
                 }
                 // Broken off after an event the client may resume from: resumed.
-                Err(sse_stream::Error::Body(_)) if last_event_id.is_some() => break,
+                Err(sse_stream::Error::Body(_)) if primed.last_event_id.is_some() => break,
                 Err(sse_stream::Error::Body(error)) => {
                     return Err(Unreadable::broken(&error, "the event stream broke off"))
                 }
@@ -166,10 +186,10 @@ where
                 Err(_) => return Err(Unreadable::Unparsable),
             };
             if let Some(id) = event.id {
-                last_event_id = Some(id);
+                primed.last_event_id = Some(id);
             }
             if let Some(ms) = event.retry {
-                retry = Some(std::time::Duration::from_millis(ms));
+                primed.retry = Some(std::time::Duration::from_millis(ms));
             }
             let Some(data) = event.data else { continue };
             if data.len() > limit {
@@ -181,10 +201,7 @@ where
                 }
             }
         }
-        return Err(Unreadable::Ended {
-            last_event_id,
-            retry,
-        });
+        return Err(Unreadable::Ended);
     }
     let bytes = match Limited::new(body, limit).collect().await {
         Ok(collected) => collected.to_bytes(),
@@ -256,23 +273,20 @@ mod tests {
     async fn a_stream_that_ends_after_a_priming_event_names_where_to_resume() {
         let stream = "id: s1-0\nretry: 250\ndata: \n\n";
         let body = Full::new(Bytes::from(stream));
-        let found = read_answer(&headers("text/event-stream"), body, &json!(7), 1 << 20).await;
-        assert_eq!(
-            found,
-            Err(Unreadable::Ended {
-                last_event_id: Some("s1-0".to_owned()),
-                retry: Some(std::time::Duration::from_millis(250)),
-            })
-        );
+        let mut primed = Primed::default();
+        let sse = headers("text/event-stream");
+        let found = read_answer_from(&sse, body, &json!(7), 1 << 20, &mut primed).await;
+        assert_eq!(found, Err(Unreadable::Ended));
+        let expected = Primed {
+            last_event_id: Some("s1-0".to_owned()),
+            retry: Some(std::time::Duration::from_millis(250)),
+        };
+        assert_eq!(primed, expected);
+        // A resumed stream that gives no new id keeps where the call stood.
         let body = Full::new(Bytes::from(": just a comment\n\n"));
-        let found = read_answer(&headers("text/event-stream"), body, &json!(7), 1 << 20).await;
-        assert_eq!(
-            found,
-            Err(Unreadable::Ended {
-                last_event_id: None,
-                retry: None
-            })
-        );
+        let found = read_answer_from(&sse, body, &json!(7), 1 << 20, &mut primed).await;
+        assert_eq!(found, Err(Unreadable::Ended));
+        assert_eq!(primed, expected);
     }
 
     #[tokio::test]

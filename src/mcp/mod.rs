@@ -49,10 +49,11 @@
 //!   input (`input_required`), every other reserved code (-32603 internal error, -32700, the
 //!   -32000 to -32099 server errors) and an HTTP error from the server (an unknown session;
 //!   in 2026-07-28, -32601 as 404 and -32602, -32020 or -32022 as 400, from which the SDKs
-//!   recover by themselves) release the key, so that a retry runs. An answer that never came,
-//!   an answer to another request, and a task the server made of the call are recorded "may
-//!   have run", never released. The layer's [`classify`](crate::IdempotencyLayer::classify)
-//!   rule does not apply in this mode;
+//!   recover by themselves) release the key, so that a retry runs. A stream that ends without
+//!   the answer, one that breaks off once primed, an answer to another request, and a task the
+//!   server made of the call are recorded "may have run", never released; a body that breaks
+//!   off before, unmarked, releases the key as in HTTP mode. The layer's
+//!   [`classify`](crate::IdempotencyLayer::classify) rule does not apply in this mode;
 //! - **in progress**: past its deadline, a call is answered with a `CallToolResult` whose text
 //!   says that the action is already running and must not be repeated with new arguments,
 //!   and whose `structuredContent` holds `outcome: "in_progress"`, `retry_after_s` and the
@@ -102,8 +103,10 @@ mod discovery;
 mod endpoint;
 mod envelope;
 mod era;
+mod judge;
 mod layer;
 mod message;
+mod plain_call;
 mod policy;
 mod render;
 mod resume;

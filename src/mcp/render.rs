@@ -7,7 +7,7 @@ use bytes::Bytes;
 use http::{header, HeaderMap, HeaderValue, Response};
 use serde_json::Value;
 
-use super::answers;
+use super::answers::{self, stored_message, with_id};
 use super::endpoint::Endpoint;
 use super::envelope::{self, ToolCall};
 use super::era::Era;
@@ -84,7 +84,8 @@ impl<St> Rendering<'_, St> {
         }
         let settings = &self.endpoint.engine.settings;
         if matches!(refusal, Refusal::MissingScope) && !settings.scope_configured {
-            return self.told(&told::unnamed_mcp_caller());
+            let by_credential = settings.scope.names_by_credential();
+            return self.told(&told::unnamed_mcp_caller(by_credential));
         }
         self.told(&told::refusal(refusal, settings, key))
     }
@@ -182,14 +183,22 @@ impl<St> Rendering<'_, St> {
     }
 
     /// A stored answer that is not a JSON-RPC message: the server's own HTTP refusal, passed
-    /// on as it came; anything else cannot be read back.
+    /// on as it came (with this caller's id where it holds a JSON-RPC error, as 2026-07-28
+    /// servers write them); anything else cannot be read back.
     fn verbatim_or_lost(&self, stored: &StoredResponse) -> Said {
         if stored.status.is_success() {
             return Said::Message(answers::lost(self.id()), HeaderMap::new());
         }
-        let mut response = Response::new(stored.body.clone());
+        let body = match serde_json::from_slice::<Value>(&stored.body) {
+            Ok(message @ Value::Object(_)) if message.get("id").is_some() => {
+                Bytes::from(with_id(message, self.id()).to_string())
+            }
+            _ => stored.body.clone(),
+        };
+        let mut response = Response::new(body);
         *response.status_mut() = stored.status;
         *response.headers_mut() = stored.headers.clone();
+        response.headers_mut().remove(header::CONTENT_LENGTH);
         Said::Verbatim(response)
     }
 
@@ -211,23 +220,4 @@ impl<St> Rendering<'_, St> {
         };
         Said::Message(created, HeaderMap::new())
     }
-}
-
-/// The JSON-RPC message a stored answer holds, if it holds one.
-pub(crate) fn stored_message(stored: &StoredResponse) -> Option<Value> {
-    if !stored.status.is_success() {
-        return None;
-    }
-    match serde_json::from_slice(&stored.body) {
-        Ok(message @ Value::Object(_)) => Some(message),
-        _ => None,
-    }
-}
-
-/// A JSON-RPC message answering the request `id`.
-pub(crate) fn with_id(mut message: Value, id: &Value) -> Value {
-    if let Value::Object(message) = &mut message {
-        message.insert("id".to_owned(), id.clone());
-    }
-    message
 }

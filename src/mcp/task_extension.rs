@@ -6,15 +6,14 @@
 
 use serde_json::{json, Map, Value};
 
-use super::answers;
+use super::answers::{self, stored_message};
 use super::envelope::TaskAsk;
 use super::era::Era;
-use super::render::stored_message;
 use super::tasks::{self, TaskStatus};
 use crate::engine::{Failure, Seen};
 use crate::key::IntentKey;
 use crate::store::{KeptResponse, Record};
-use crate::told::{self, failure_told};
+use crate::told;
 
 /// The answer to `asks` of the task `key`, as `seen` in the store.
 pub(crate) fn answer(
@@ -41,14 +40,20 @@ pub(crate) fn answer(
     }
     match seen {
         Seen::Completed(record) => finished(&mut task, record, &key),
-        Seen::Failed(tombstone) => {
-            let (outcome, retryable, message) = failure_told(Failure::of(tombstone), "The action");
-            let data =
-                json!({ "outcome": outcome, "retryable": retryable, "intent": key.to_hex() });
-            let error =
-                json!({ "code": answers::INTERNAL_ERROR, "message": message, "data": data });
-            task.insert("error".to_owned(), error);
-        }
+        Seen::Failed(tombstone) => match tasks::failed_answer(&key, Failure::of(tombstone)) {
+            // Whether it ran is not known: a tool result says so, as every such answer does.
+            Ok(mut result) => {
+                if let Value::Object(result) = &mut result {
+                    result.insert("resultType".to_owned(), Value::from("complete"));
+                }
+                let completed = Value::from(TaskStatus::Completed.as_str());
+                task.insert("status".to_owned(), completed);
+                task.insert("result".to_owned(), result);
+            }
+            Err(error) => {
+                task.insert("error".to_owned(), error);
+            }
+        },
         Seen::Running { .. } | Seen::Unknown => {}
     }
     answers::result(id, Value::Object(task))

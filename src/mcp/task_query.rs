@@ -1,23 +1,26 @@
-//! `tasks/get` and `tasks/result` for the layer's own tasks, answered from the store.
+//! Task requests for the layer's own tasks, answered from the store: `tasks/get` and
+//! `tasks/result` in the handshake era, `tasks/get`, `tasks/update` and `tasks/cancel` in
+//! 2026-07-28.
 
 use http::request::Parts;
 use serde_json::Value;
 
 use super::answers;
+use super::answers::{stored_message, with_id};
 use super::endpoint::Endpoint;
 use super::envelope::TaskQuery;
 use super::era::Era;
-use super::render::{stored_message, with_id};
 use super::task_extension;
 use super::tasks::{self, TaskAnswer};
 use crate::clock::seconds_since;
+use crate::engine::Seen;
 use crate::key::IntentKey;
 use crate::store::{KeptResponse, Record, Store};
 use crate::told;
 
 impl<St: Store> Endpoint<St> {
-    /// Answers `tasks/get` or `tasks/result` for one of the layer's tasks; `None` for a task
-    /// that is not (the server's own), which the server answers.
+    /// Answers a task request for one of the layer's tasks; `None` for a task this caller
+    /// cannot see here (the server's own, or another caller's), which the server answers.
     pub(crate) async fn answer_task_query(
         &self,
         parts: &Parts,
@@ -26,14 +29,19 @@ impl<St: Store> Endpoint<St> {
     ) -> Option<Value> {
         let settings = &self.engine.settings;
         // A scope function that panics finds no task: nothing leaks, nothing runs.
-        let scope = settings.scope.scope_of(parts).ok().flatten();
+        let scope = settings
+            .scope
+            .scope_in(parts, era.narrowing())
+            .ok()
+            .flatten();
         let scope = scope.map(|scope| scope.to_vec());
         let ttl = settings.paths.default_retention;
         let wait = settings.paths.default_deadline;
         let answered = tasks::answer(&self.engine, scope, query, wait).await?;
-        let key: IntentKey = query.task_id.parse().ok()?;
+        let key = query.key?;
         let mut message = match answered {
             TaskAnswer::Message(message) => return Some(message),
+            TaskAnswer::Seen(Seen::Unknown) => return None,
             TaskAnswer::Seen(seen) => {
                 return Some(match era {
                     Era::Handshake => tasks::get(&query.id, key, &seen, ttl),

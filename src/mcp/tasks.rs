@@ -46,8 +46,8 @@ impl TaskStatus {
             }
             Self::Completed => "The action ran; tasks/result gives its result.",
             Self::Failed => {
-                "The last attempt ended without a kept result; tasks/result tells what is known \
-                 of it. Check it before calling the tool again."
+                "The last attempt ended without a kept result. Check whether it took effect \
+                 before calling the tool again."
             }
         }
     }
@@ -122,13 +122,13 @@ impl TaskView {
 }
 
 /// The JSON-RPC error for a task this caller cannot see: unknown, expired, or another
-/// session's (one answer for all three, so that nothing leaks).
+/// caller's (one answer for all three, so that nothing leaks).
 pub(crate) fn unknown_task(id: &Value) -> Value {
     answers::error(
         id,
         answers::INVALID_PARAMS,
-        "No such task in this session: it is unknown, has expired, or belongs to another \
-         session, so whether its action ran cannot be told from here. If it may have run, \
+        "No such task for this caller: it is unknown, has expired, or belongs to another \
+         caller, so whether its action ran cannot be told from here. If it may have run, \
          check its effect before calling the tool again.",
         Some(json!({ "outcome": "not_found", "retryable": false })),
     )
@@ -154,10 +154,10 @@ pub(crate) async fn answer<St: Store>(
     query: &TaskQuery,
     wait: Duration,
 ) -> Option<TaskAnswer> {
-    let key: IntentKey = query.task_id.parse().ok()?;
-    let Some(scope) = scope else {
-        return Some(TaskAnswer::Message(unknown_task(&query.id)));
-    };
+    let key = query.key?;
+    // A task this caller cannot see is not the layer's to answer: the server says what it
+    // knows of the id, and learns nothing of the layer's.
+    let scope = scope?;
     let scope = ScopeHash::of(&scope);
     let give_up = crate::clock::later(tokio::time::Instant::now(), wait);
     let mut pause = Duration::from_millis(10);
@@ -185,7 +185,7 @@ pub(crate) async fn answer<St: Store>(
                 let failure = Failure::of(&tombstone);
                 return Some(TaskAnswer::Message(failed(&query.id, &key, failure)));
             }
-            Seen::Unknown => return Some(TaskAnswer::Message(unknown_task(&query.id))),
+            Seen::Unknown => return None,
         }
     }
 }
@@ -253,6 +253,11 @@ pub(crate) fn told_of(seen: &Seen) -> Option<String> {
                      be run again by itself; check its effect before calling the tool again."
                     .to_owned(),
             ),
+            KeptResponse::Full(ref stored) if stored_error(stored) => Some(
+                "The server answered the call with an error, which is kept: calling the tool \
+                 again with the same arguments gets the same answer."
+                    .to_owned(),
+            ),
             _ => None,
         },
         Seen::Failed(tombstone) => Some(failure_told(Failure::of(tombstone), "The action").2),
@@ -260,10 +265,30 @@ pub(crate) fn told_of(seen: &Seen) -> Option<String> {
     }
 }
 
-fn failed(id: &Value, key: &IntentKey, failure: Failure) -> Value {
+/// Whether a kept answer is a JSON-RPC error.
+fn stored_error(stored: &crate::store::StoredResponse) -> bool {
+    answers::stored_message(stored).is_some_and(|message| message.get("error").is_some())
+}
+
+/// What a task's result is where its last attempt ended without a kept outcome: a tool
+/// result saying that it may have run, where that is all that is known (`Ok`), else the
+/// JSON-RPC error object naming the failure (`Err`).
+pub(crate) fn failed_answer(key: &IntentKey, failure: Failure) -> Result<Value, Value> {
     let (outcome, retryable, message) = failure_told(failure, "This task's action");
+    if outcome == "unknown" {
+        let told = crate::told::Told::new("unknown", "Outcome unknown", outcome, false, message);
+        let mut answer = answers::tool_result(&Value::Null, &told.intent(key), false);
+        return Ok(answer["result"].take());
+    }
     let data = json!({ "outcome": outcome, "retryable": retryable, "intent": key.to_hex() });
-    answers::error(id, answers::INTERNAL_ERROR, &message, Some(data))
+    Err(json!({ "code": answers::INTERNAL_ERROR, "message": message, "data": data }))
+}
+
+fn failed(id: &Value, key: &IntentKey, failure: Failure) -> Value {
+    match failed_answer(key, failure) {
+        Ok(result) => answers::result(id, result),
+        Err(error) => json!({ "jsonrpc": "2.0", "id": id, "error": error }),
+    }
 }
 
 /// Ties a `tasks/result` answer to its task.

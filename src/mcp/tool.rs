@@ -9,7 +9,8 @@ use http_body_util::{BodyExt, Limited};
 use serde_json::{json, Value};
 
 use super::answers;
-use super::message::{read_answer, Unreadable};
+use super::judge::{said, Said};
+use super::message::{read_answer_from, Primed, Unreadable};
 use crate::bounds::BoxError;
 use crate::classify::Verdict;
 use crate::engine::{Answered, Judged, Produced};
@@ -21,66 +22,10 @@ pub(crate) enum ServerAnswer {
     /// A JSON-RPC answer to the call (or the layer's words in place of one it could not
     /// read), and whether it is kept.
     Message { message: Value, kept: bool },
-    /// The server's own HTTP refusal (an unknown session), passed on as it came.
+    /// The server's own HTTP refusal (an unknown session; in 2026-07-28 an unknown method as
+    /// 404, invalid params, a header mismatch or a version it does not serve as 400), passed
+    /// on as it came.
     Refused(Response<Bytes>),
-}
-
-/// What a JSON-RPC answer says of the call it answers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Said {
-    /// The tool's answer, to keep.
-    Kept,
-    /// Not the tool's answer to its arguments: released, so that a retry runs.
-    Released,
-    /// Neither a final answer nor a refusal (a task the server made of the call): the call
-    /// is running or ran at the server, so a repeat must not run it again.
-    MayHaveRun,
-}
-
-/// Whether a JSON-RPC answer is kept for replay. A result is, `isError: true` included: it
-/// is the tool's own answer, where it says it is complete (`resultType` absent or
-/// `complete`); a server that asks for input first (`input_required`) has not run the tool
-/// yet, and any other kind (a task) says the call goes on. The deterministic refusals (an
-/// invalid request, an unknown method, invalid params) are kept too, and so is every code
-/// outside JSON-RPC's reserved range, which servers define for their own refusals. The
-/// other reserved codes (internal error, parse error, the -32000 to -32099 server errors)
-/// release the key for a retry, and so does a server's answer to a call it cancelled: it
-/// says nothing of what the tool would answer.
-fn said(answer: &Value) -> Said {
-    let Some(error) = answer.get("error") else {
-        let kind = answer.pointer("/result/resultType").and_then(Value::as_str);
-        return match kind {
-            None | Some("complete") => Said::Kept,
-            Some("input_required") => Said::Released,
-            Some(_) => Said::MayHaveRun,
-        };
-    };
-    if keeps_error(error) {
-        Said::Kept
-    } else {
-        Said::Released
-    }
-}
-
-#[cfg(test)]
-fn keeps(answer: &Value) -> bool {
-    said(answer) == Said::Kept
-}
-
-fn keeps_error(error: &Value) -> bool {
-    if is_cancelled(error) {
-        return false;
-    }
-    let code = error.get("code").and_then(Value::as_i64).unwrap_or(-32603);
-    (-32602..=-32600).contains(&code) || !(-32768..=-32000).contains(&code)
-}
-
-/// Whether a JSON-RPC error is a server's answer to a cancelled call. Servers built on some
-/// SDKs answer one with "Request cancelled" and a code outside the reserved range (0).
-fn is_cancelled(error: &Value) -> bool {
-    let message = error.get("message").and_then(Value::as_str).unwrap_or("");
-    let message = message.trim().trim_end_matches('.').to_ascii_lowercase();
-    matches!(message.as_str(), "request cancelled" | "request canceled")
 }
 
 /// The server's answer, read: judged, or a stream to resume before it can be.
@@ -92,19 +37,22 @@ fn is_cancelled(error: &Value) -> bool {
 pub(crate) enum Read {
     Answered(Produced<ServerAnswer>),
     /// The event stream ended after a priming event, without the answer: the server means
-    /// it to be resumed from `last_event_id`, after `retry` (2025-11-25, SEP-1699).
+    /// it to be resumed from where [`Primed`] says (2025-11-25, SEP-1699).
     Resumable {
-        last_event_id: String,
-        retry: Option<std::time::Duration>,
         status: StatusCode,
     },
 }
 
-/// Reads and judges the server's answer to the call `id`. One over the stored-response cap
-/// (`limit`) still reaches its caller whole and is recorded as run without its answer; only
-/// one past a ceiling of sixteen times the cap is too large to read at all, and is kept as
-/// ran too.
-pub(crate) async fn read<B>(response: Response<B>, id: &Value, limit: usize) -> Read
+/// Reads and judges the server's answer to the call `id`, on a stream that stands where
+/// `primed` says (a fresh one, or one resumed). One over the stored-response cap (`limit`)
+/// still reaches its caller whole and is recorded as run without its answer; only one past a
+/// ceiling of sixteen times the cap is too large to read at all, and is kept as ran too.
+pub(crate) async fn read<B>(
+    response: Response<B>,
+    id: &Value,
+    limit: usize,
+    primed: &mut Primed,
+) -> Read
 where
     B: Body<Data = Bytes> + Send,
     B::Error: Into<BoxError>,
@@ -141,7 +89,8 @@ where
         }));
     }
     let ceiling = limit.saturating_mul(16).max(16 << 20);
-    let (verdict, message) = match read_answer(&parts.headers, body, id, ceiling).await {
+    let read = read_answer_from(&parts.headers, body, id, ceiling, primed).await;
+    let (verdict, message) = match read {
         Ok(answer) => match said(&answer) {
             Said::Kept => (Verdict::Keep, answer),
             Said::Released => (Verdict::Release(ReleaseCause::Status), answer),
@@ -157,24 +106,22 @@ where
         },
         // The tool answered, too much to read: it ran, and a repeat must not run it again.
         Err(Unreadable::TooLarge) => (Verdict::Keep, too_large(id, ceiling)),
-        Err(Unreadable::Ended {
-            last_event_id: Some(last_event_id),
-            retry,
-        }) => {
+        Err(Unreadable::Ended) if primed.last_event_id.is_some() => {
             return Read::Resumable {
-                last_event_id,
-                retry,
                 status: parts.status,
             }
         }
-        // The server has the call and answered something else, or broke off after it began:
-        // whether the tool ran is not known.
+        // The server has the call and answered something else, or ended or broke off after it
+        // began (once it primed its stream, it had the call): whether the tool ran is not known.
         Err(
             Unreadable::Interrupted
             | Unreadable::Unparsable
             | Unreadable::NotTheAnswer
-            | Unreadable::Ended { .. },
+            | Unreadable::Ended,
         ) => return Read::Answered(Produced::Answered(lost(id, parts.status))),
+        Err(Unreadable::Other(_)) if primed.last_event_id.is_some() => {
+            return Read::Answered(Produced::Answered(lost(id, parts.status)))
+        }
         Err(unreadable @ Unreadable::Other(_)) => (
             Verdict::Release(ReleaseCause::ResponseBody),
             unanswered(id, unreadable),
@@ -280,7 +227,8 @@ mod tests {
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),
         );
-        let Read::Answered(Produced::Answered(answered)) = read(response, &json!(1), 1024).await
+        let Read::Answered(Produced::Answered(answered)) =
+            read(response, &json!(1), 1024, &mut Primed::default()).await
         else {
             panic!("the tool answered");
         };
@@ -302,7 +250,8 @@ mod tests {
         let mut response = Response::new(Full::new(Bytes::from_static(b"connection reset")));
         *response.status_mut() = StatusCode::BAD_GATEWAY;
         response.extensions_mut().insert(crate::Interrupted);
-        let Read::Answered(Produced::Answered(answered)) = read(response, &json!(7), 1024).await
+        let Read::Answered(Produced::Answered(answered)) =
+            read(response, &json!(7), 1024, &mut Primed::default()).await
         else {
             panic!("an answer stands in for the lost one");
         };
@@ -331,7 +280,8 @@ mod tests {
             header::CONTENT_TYPE,
             HeaderValue::from_static("text/event-stream"),
         );
-        let Read::Answered(Produced::Answered(answered)) = read(response, &json!(3), 1024).await
+        let Read::Answered(Produced::Answered(answered)) =
+            read(response, &json!(3), 1024, &mut Primed::default()).await
         else {
             panic!("an answer");
         };
@@ -359,21 +309,12 @@ mod tests {
             header::CONTENT_TYPE,
             HeaderValue::from_static("text/event-stream"),
         );
-        let Read::Answered(Produced::Answered(answered)) = read(response, &json!(3), 1024).await
+        let Read::Answered(Produced::Answered(answered)) =
+            read(response, &json!(3), 1024, &mut Primed::default()).await
         else {
             panic!("an answer");
         };
         assert_eq!(answered.judged, Judged::Interrupted, "kept, never released");
-    }
-
-    #[test]
-    fn only_a_complete_result_is_kept_one_asking_for_input_released_and_a_task_may_have_run() {
-        let complete = json!({"id":1,"result":{"resultType":"complete","content":[]}});
-        assert_eq!(said(&complete), Said::Kept);
-        let input = json!({"id":1,"result":{"resultType":"input_required","requestState":"s"}});
-        assert_eq!(said(&input), Said::Released);
-        let task = json!({"id":1,"result":{"resultType":"task","taskId":"t","status":"working"}});
-        assert_eq!(said(&task), Said::MayHaveRun);
     }
 
     #[tokio::test]
@@ -384,7 +325,8 @@ mod tests {
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),
         );
-        let Read::Answered(Produced::Answered(answered)) = read(response, &json!(4), 1024).await
+        let Read::Answered(Produced::Answered(answered)) =
+            read(response, &json!(4), 1024, &mut Primed::default()).await
         else {
             panic!("an answer");
         };
@@ -409,37 +351,11 @@ mod tests {
                 HeaderValue::from_str(content_type).unwrap(),
             );
             let Read::Answered(Produced::Answered(answered)) =
-                read(response, &json!(4), 1024).await
+                read(response, &json!(4), 1024, &mut Primed::default()).await
             else {
                 panic!("an answer");
             };
             assert_eq!(answered.judged, Judged::Interrupted, "{body}");
-        }
-    }
-
-    #[test]
-    fn results_and_deterministic_refusals_are_kept_internal_errors_released() {
-        let kept = [
-            json!({"id":1,"result":{"content":[],"isError":true}}),
-            json!({"id":1,"error":{"code":-32602,"message":"unknown tool"}}),
-            json!({"id":1,"error":{"code":-32601,"message":"no such method"}}),
-            json!({"id":1,"error":{"code":4001,"message":"card declined"}}),
-        ];
-        for answer in kept {
-            assert!(keeps(&answer), "{answer}");
-        }
-        let refusal = json!({"id":1,"error":{"code":0,"message":"account closed"}});
-        assert!(keeps(&refusal), "code 0 alone is a server's own refusal");
-        let released = [
-            json!({"id":1,"error":{"code":-32603,"message":"internal"}}),
-            json!({"id":1,"error":{"code":-32000,"message":"server error"}}),
-            json!({"id":1,"error":{"code":-32700,"message":"parse error"}}),
-            json!({"id":1,"error":{"message":"no code"}}),
-            json!({"id":1,"error":{"code":0,"message":"Request cancelled"}}),
-            json!({"id":1,"error":{"code":4002,"message":"Request canceled."}}),
-        ];
-        for answer in released {
-            assert!(!keeps(&answer), "{answer}");
         }
     }
 }

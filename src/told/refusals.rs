@@ -72,24 +72,32 @@ fn layer_fault(what: &str) -> Told {
 }
 
 /// An MCP call that nothing names the caller of: no principal is configured, and the
-/// request has no session (protocol 2026-07-28 has none) and no credential. The operator,
-/// not the caller, must change something.
+/// request has no session (protocol 2026-07-28 has none) and no credential the layer reads
+/// (`by_credential`: whether it reads one). The operator, not the caller, must change
+/// something.
 #[cfg(feature = "mcp")]
-pub(crate) fn unnamed_mcp_caller() -> Told {
+pub(crate) fn unnamed_mcp_caller(by_credential: bool) -> Told {
+    let lacks = if by_credential {
+        "The request has no `Authorization` credential and no `Mcp-Session-Id` session, and \
+         no principal is configured."
+    } else {
+        "No principal is configured, the request has no `Mcp-Session-Id` session, and this \
+         server does not tell callers apart by their credential."
+    };
     Told::new(
         "missing-scope",
         "Caller cannot be told apart",
         "not_executed",
         false,
-        "This call was not run: the server cannot tell who is calling, so it cannot make \
-         sure that a repeat of the call does not run it twice. The request has no \
-         `Authorization` credential and no `Mcp-Session-Id` session, and no principal is \
-         configured. Calling again the same way will be refused the same way. The server's \
-         operator must configure a principal (a header that an authenticating gateway sets: \
-         `--principal-header` on idempotency-proxy, `IdempotencyLayer::scope_header`), or, \
-         for a server with a single user, one shared scope (`--mcp-shared-scope`, \
-         `McpIdempotencyLayer::shared_scope`)."
-            .to_owned(),
+        format!(
+            "This call was not run: the server cannot tell who is calling, so it cannot make \
+             sure that a repeat of the call does not run it twice. {lacks} Calling again the \
+             same way will be refused the same way. The server's operator must configure a \
+             principal (a header that an authenticating gateway sets: `--principal-header` \
+             on idempotency-proxy, `IdempotencyLayer::scope_header`), or, for a server with a \
+             single user, one shared scope (`--mcp-shared-scope`, \
+             `McpIdempotencyLayer::shared_scope`)."
+        ),
     )
 }
 
