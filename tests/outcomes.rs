@@ -56,6 +56,41 @@ async fn server_errors_and_retry_statuses_release_the_key() {
 }
 
 #[tokio::test]
+async fn a_refusal_of_the_credentials_or_preconditions_is_not_kept_so_the_call_runs_again() {
+    // None of these is the tool's answer to its arguments, and none of the headers they answer
+    // (a token, `If-Match`) is in the key: a refreshed token must be able to run the call.
+    for code in [401u16, 403, 407, 412, 428] {
+        let (client, counts) = start(IdempotencyLayer::new()).await;
+        let path = format!("/tools/status/{code}");
+        let first = client.post(&path, "s", "{}").await;
+        assert_eq!(first.status.as_u16(), code);
+        let retry = client.post(&path, "s", "{}").await;
+        assert!(!retry.replayed(), "status {code} must not be replayed");
+        assert_eq!(counts.get("status"), 2, "status {code} must run again");
+    }
+}
+
+#[tokio::test]
+async fn a_gateway_that_lost_the_tool_leaves_it_may_have_run_and_never_run_again() {
+    // A 502 or 504 from a gateway in front of the tool: the tool may have run, or still run.
+    for code in [502u16, 504] {
+        let (client, counts) = start(IdempotencyLayer::new()).await;
+        let path = format!("/tools/status/{code}");
+        let first = client.post(&path, "s", "{}").await;
+        assert_eq!(first.status.as_u16(), code, "the first caller gets the gateway's answer");
+        let retry = client.post(&path, "s", "{}").await;
+        let told = retry.json();
+        assert_eq!(told["outcome"], "unknown", "{code}: {told}");
+        assert_eq!(told["retryable"], false, "{code}: {told}");
+        assert!(
+            told["detail"].as_str().unwrap().starts_with("This action may have run"),
+            "{code}: {told}"
+        );
+        assert_eq!(counts.get("status"), 1, "status {code} must not run again");
+    }
+}
+
+#[tokio::test]
 async fn cache_control_no_store_records_that_it_ran_without_its_response() {
     let (client, counts) = start(IdempotencyLayer::new()).await;
     client.post("/tools/no_store", "s", "{}").await;
