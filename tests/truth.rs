@@ -164,15 +164,39 @@ async fn in_progress_names_what_a_repeat_must_keep() {
         )
         .await;
     assert_eq!(running.status, StatusCode::ACCEPTED);
+    // This caller's own call started the action: it is never told someone else did.
     says(
         &running,
         "in_progress",
         true,
+        "This call started the action, which is still running",
+    );
+    let told = detail(&running);
+    assert!(told.contains("x-session-id"), "{told}");
+    assert!(told.contains("idempotency-key"), "{told}");
+    // The status path cannot tell whether the call sent a key: it names it, if one was sent.
+    let status = status_of(&client, &running).await;
+    says(&status, "in_progress", true, "This action is still running");
+    let told = detail(&status);
+    assert!(told.contains("x-session-id"), "{told}");
+    assert!(told.contains("`idempotency-key` header if the call sent one"), "{told}");
+}
+
+#[tokio::test]
+async fn a_duplicate_of_a_running_action_is_told_it_was_not_started_again() {
+    let (client, counts) = start(IdempotencyLayer::new().deadline(Duration::from_millis(100))).await;
+    let slow = r#"{"delay_ms":600}"#;
+    let first = client.post("/tools/echo", "s", slow).await;
+    says(&first, "in_progress", true, "This call started the action");
+    let duplicate = client.post("/tools/echo", "s", slow).await;
+    says(
+        &duplicate,
+        "in_progress",
+        true,
         "This action is already running",
     );
-    let detail = detail(&running);
-    assert!(detail.contains("x-session-id"), "{detail}");
-    assert!(detail.contains("idempotency-key"), "{detail}");
+    assert!(detail(&duplicate).contains("was not started again"));
+    assert_eq!(counts.get("echo"), 1);
 }
 
 #[tokio::test]
