@@ -134,6 +134,7 @@ impl ScopeSource {
 
     /// Whether a caller that neither a principal nor a session names is named by its
     /// `Authorization` credential.
+    #[cfg(feature = "mcp")]
     pub(crate) fn names_by_credential(&self) -> bool {
         matches!(
             self,
@@ -164,6 +165,7 @@ pub(crate) enum Narrowing {
     /// As the request sends it.
     AsSent,
     /// Not at all.
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code, reason = "the MCP mode's"))]
     Ignored,
 }
 
