@@ -53,17 +53,26 @@ where
     }
 }
 
-/// The default rule: keep 2xx, 3xx and 4xx, except 408, 425 and 429; release 5xx. A response
-/// marked `cache-control: no-store` is not kept: a 2xx or 3xx is recorded as run without its
-/// response (its action happened), anything else releases the key. The answers of another
-/// idempotency layer inside this one (they carry `idempotency-intent` and `no-store`) say
-/// nothing of an outcome, so they release it too.
+/// The default rule: keep 2xx, 3xx and 4xx; release 5xx, 408, 425 and 429 (the tool failed or
+/// asks for a retry) and 401, 403, 407, 412 and 428 (the answer of the credentials or the
+/// preconditions, not the tool's to its arguments: a retry with a fresh token must run); a 502
+/// or 504 (a gateway in front of the tool lost it or gave up waiting) is an outcome not known:
+/// the tool may have run, or still run. A response marked `cache-control: no-store` is not
+/// kept: a 2xx or 3xx is recorded as run without its response (its action happened), anything
+/// else releases the key. The answers of another idempotency layer inside this one (they
+/// carry `idempotency-intent` and `no-store`) say nothing of an outcome, so they release it
+/// too.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct DefaultClassify;
 
 impl DefaultClassify {
     /// The default verdict, for custom rules that refine it.
     pub fn verdict(status: StatusCode, headers: &HeaderMap) -> Verdict {
+        match status.as_u16() {
+            502 | 504 => return Verdict::Unknown,
+            401 | 403 | 407 | 412 | 428 => return Verdict::Release(ReleaseCause::Credentials),
+            _ => {}
+        }
         let transient = status.is_server_error()
             || matches!(status.as_u16(), 408 | 425 | 429)
             || status.is_informational();
@@ -109,13 +118,25 @@ mod tests {
                 "{kept}"
             );
         }
-        for released in [408, 425, 429, 500, 502, 503] {
+        for released in [408, 425, 429, 500, 503] {
             let status = StatusCode::from_u16(released).unwrap();
             assert_eq!(
                 DefaultClassify::verdict(status, &empty),
                 Verdict::Release(ReleaseCause::Status),
                 "{released}"
             );
+        }
+        for credentials in [401, 403, 407, 412, 428] {
+            let status = StatusCode::from_u16(credentials).unwrap();
+            assert_eq!(
+                DefaultClassify::verdict(status, &empty),
+                Verdict::Release(ReleaseCause::Credentials),
+                "{credentials}"
+            );
+        }
+        for gateway in [502, 504] {
+            let status = StatusCode::from_u16(gateway).unwrap();
+            assert_eq!(DefaultClassify::verdict(status, &empty), Verdict::Unknown);
         }
         let mut no_store = HeaderMap::new();
         no_store.insert(

@@ -292,6 +292,23 @@ impl<St> IdempotencyLayer<St> {
         self.set(|s| s.paths.retention_for(prefix, retention))
     }
 
+    /// How long an outcome that is not known blocks the action's repeats (default 1 h, and
+    /// never longer than the retention): a call abandoned past its `max_execution`, whose
+    /// answer was lost, or whose answer says nothing of the effect (a gateway's 502 or 504).
+    /// Until then every repeat is told that the action may have run and must be checked
+    /// before it is repeated; after it, a repeat runs again.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tower_idempotency::IdempotencyLayer;
+    ///
+    /// let layer = IdempotencyLayer::new().unknown_retention(Duration::from_secs(15 * 60));
+    /// # let _ = layer;
+    /// ```
+    pub fn unknown_retention(self, retention: Duration) -> Self {
+        self.set(|s| s.unknown_retention = retention)
+    }
+
     /// Abandons an execution still running after `limit` (off by default): the action is
     /// recorded as run with an unknown outcome, its callers and the status path are told it may
     /// have happened and must be checked before it is repeated, and it never runs again by

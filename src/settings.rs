@@ -22,6 +22,8 @@ pub(crate) const DEFAULT_RETENTION: Duration = Duration::from_secs(24 * 60 * 60)
 pub(crate) const DEFAULT_LEASE: Duration = Duration::from_secs(30);
 /// Default bound on one store call.
 pub(crate) const DEFAULT_STORE_TIMEOUT: Duration = Duration::from_secs(2);
+/// Default time an outcome that is not known (the action may have run) blocks its repeats.
+pub(crate) const DEFAULT_UNKNOWN_RETENTION: Duration = Duration::from_secs(60 * 60);
 /// Default time a failed attempt stays visible on the status path.
 pub(crate) const DEFAULT_FAILURE_TTL: Duration = Duration::from_secs(5 * 60);
 /// Default limit of a buffered request body, and of a stored response.
@@ -61,6 +63,8 @@ pub(crate) struct Settings {
     pub(crate) lease: Duration,
     pub(crate) store_timeout: Duration,
     pub(crate) failure_ttl: Duration,
+    /// How long an outcome that is not known is kept, at most.
+    pub(crate) unknown_retention: Duration,
     pub(crate) fail_open: bool,
     pub(crate) annotate_replays: bool,
     pub(crate) route_label: Option<RouteLabel>,
@@ -94,6 +98,7 @@ impl Default for Settings {
             lease: DEFAULT_LEASE,
             store_timeout: DEFAULT_STORE_TIMEOUT,
             failure_ttl: DEFAULT_FAILURE_TTL,
+            unknown_retention: DEFAULT_UNKNOWN_RETENTION,
             fail_open: false,
             annotate_replays: false,
             route_label: None,
@@ -119,6 +124,19 @@ impl Settings {
                 format!("{scope} and the key in the `{pointer}` field")
             }
             _ => scope,
+        }
+    }
+
+    /// What a repeat must send again, said to a caller of whom it is not known whether it sent
+    /// an explicit key (the status path): the scope, and the key where one may have been sent.
+    pub(crate) fn repeat_keeps_if_sent(&self) -> String {
+        let scope = self.scope.describe();
+        match (&self.key_header, &self.fingerprint.key_field) {
+            (Some(name), _) => format!("{scope}, and the `{name}` header if the call sent one"),
+            (None, Some(pointer)) => {
+                format!("{scope}, and the key in the `{pointer}` field if the call sent one")
+            }
+            (None, None) => scope,
         }
     }
 

@@ -92,7 +92,7 @@ fn a_handshake_era_sdk_client_retrying_with_a_fresh_id_gets_the_replay() {
 fn in_progress_then_the_report(report: &Value) {
     let texts = report["texts"].as_array().unwrap();
     assert!(
-        text(&texts[0]).starts_with("This action is already running"),
+        text(&texts[0]).starts_with("This call started the action"),
         "{report}"
     );
     assert_eq!(report["first_is_error"], false, "{report}");

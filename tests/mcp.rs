@@ -213,7 +213,7 @@ async fn in_progress_for_a_tool_not_listed_through_the_layer_is_an_error_result(
     let report = json!({"topic": "unlisted", "seconds": 1.0});
     let early = call_tool(&client, call("generate_report", report)).await;
     assert_eq!(early.is_error, Some(true));
-    assert!(text(&early).starts_with("This action is already running"));
+    assert!(text(&early).starts_with("This call started the action"));
     let structured = early
         .structured_content
         .as_ref()
@@ -232,7 +232,7 @@ async fn a_slow_tool_answers_in_progress_then_its_result() {
     let early = call_tool(&client, call("generate_report", report.clone())).await;
     assert_eq!(early.is_error, Some(false));
     assert!(
-        text(&early).starts_with("This action is already running"),
+        text(&early).starts_with("This call started the action"),
         "{}",
         text(&early)
     );
@@ -488,7 +488,7 @@ async fn the_agent_example_sends_one_email_and_gets_the_report_after_in_progress
     );
     assert!(lines[1].ends_with(sent), "{printed}");
     assert!(
-        lines[2].contains("This action is already running"),
+        lines[2].contains("This call started the action"),
         "{printed}"
     );
     assert!(

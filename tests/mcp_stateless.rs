@@ -317,7 +317,7 @@ async fn a_client_that_takes_no_task_is_told_in_progress_in_words() {
         .await;
     assert_eq!(answer["result"]["resultType"], "complete", "{answer}");
     assert!(
-        first_text(&answer).starts_with("This action is already running"),
+        first_text(&answer).starts_with("This call started the action"),
         "{answer}"
     );
 }

@@ -77,17 +77,41 @@ async fn a_gateway_that_lost_the_tool_leaves_it_may_have_run_and_never_run_again
         let (client, counts) = start(IdempotencyLayer::new()).await;
         let path = format!("/tools/status/{code}");
         let first = client.post(&path, "s", "{}").await;
-        assert_eq!(first.status.as_u16(), code, "the first caller gets the gateway's answer");
+        assert_eq!(
+            first.status.as_u16(),
+            code,
+            "the first caller gets the gateway's answer"
+        );
         let retry = client.post(&path, "s", "{}").await;
         let told = retry.json();
         assert_eq!(told["outcome"], "unknown", "{code}: {told}");
         assert_eq!(told["retryable"], false, "{code}: {told}");
         assert!(
-            told["detail"].as_str().unwrap().starts_with("This action may have run"),
+            told["detail"]
+                .as_str()
+                .unwrap()
+                .starts_with("This action may have run"),
             "{code}: {told}"
         );
         assert_eq!(counts.get("status"), 1, "status {code} must not run again");
     }
+}
+
+#[tokio::test]
+async fn an_unknown_outcome_blocks_the_action_only_for_its_own_shorter_retention() {
+    let layer = IdempotencyLayer::new().unknown_retention(Duration::from_millis(300));
+    let (client, counts) = start(layer).await;
+    client.post("/tools/status/504", "s", "{}").await;
+    let blocked = client.post("/tools/status/504", "s", "{}").await;
+    assert_eq!(blocked.json()["outcome"], "unknown");
+    assert_eq!(counts.get("status"), 1);
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    client.post("/tools/status/504", "s", "{}").await;
+    assert_eq!(
+        counts.get("status"),
+        2,
+        "past its retention, the call runs again"
+    );
 }
 
 #[tokio::test]

@@ -51,7 +51,7 @@ async fn past_the_deadline_the_caller_gets_202_and_the_action_goes_on() {
     assert!(first.header("retry-after").is_some());
     assert!(body["retry_after_s"].as_u64().unwrap() >= 1);
     assert!(body["started_s_ago"].is_u64());
-    assert!(detail(&body).starts_with("This action is already running"));
+    assert!(detail(&body).starts_with("This call started the action"));
 
     // A duplicate while it runs: also 202, and still one execution.
     let duplicate = client.post("/tools/echo", "s", slow).await;

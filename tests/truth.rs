@@ -179,12 +179,16 @@ async fn in_progress_names_what_a_repeat_must_keep() {
     says(&status, "in_progress", true, "This action is still running");
     let told = detail(&status);
     assert!(told.contains("x-session-id"), "{told}");
-    assert!(told.contains("`idempotency-key` header if the call sent one"), "{told}");
+    assert!(
+        told.contains("`idempotency-key` header if the call sent one"),
+        "{told}"
+    );
 }
 
 #[tokio::test]
 async fn a_duplicate_of_a_running_action_is_told_it_was_not_started_again() {
-    let (client, counts) = start(IdempotencyLayer::new().deadline(Duration::from_millis(100))).await;
+    let (client, counts) =
+        start(IdempotencyLayer::new().deadline(Duration::from_millis(100))).await;
     let slow = r#"{"delay_ms":600}"#;
     let first = client.post("/tools/echo", "s", slow).await;
     says(&first, "in_progress", true, "This call started the action");

@@ -38,8 +38,10 @@ struct Problem<'a> {
 /// protects), so the words here hold either way.
 pub fn lost(lost: Lost, timeout: Duration) -> Response<Outbound> {
     let (status, slug, title, outcome, retryable, detail) = match lost {
+        // 503, not 502: a gateway's 502 says the tool may have run, and this one knows it
+        // did not.
         Lost::Unreachable => (
-            StatusCode::BAD_GATEWAY,
+            StatusCode::SERVICE_UNAVAILABLE,
             "upstream-unreachable",
             "Upstream unreachable",
             "not_executed",

@@ -147,7 +147,7 @@ fn callers_named_by_a_principal_header_get_their_replays_whatever_their_token() 
 fn in_progress_then_the_report(report: &Value) {
     let texts = report["texts"].as_array().unwrap();
     assert!(
-        text(&texts[0]).starts_with("This action is already running"),
+        text(&texts[0]).starts_with("This call started the action"),
         "{report}"
     );
     // The SDK server declares an output schema for the tool (its return type), which a

@@ -15,7 +15,7 @@ async fn an_upstream_that_is_down_is_not_executed_and_runs_once_it_is_back() {
     let proxy = Proxy::in_front_of(&url, &["--metrics-listen", "127.0.0.1:0"]);
     let email = r#"{"to":"ada@example.com"}"#;
     let down = post(&proxy.url, "/tools/send_email", Some("s1"), email).await;
-    assert_eq!(down.status, 502, "{down:?}");
+    assert_eq!(down.status, 503, "{down:?}");
     let told = down.json();
     assert_eq!(told["outcome"], "not_executed");
     assert_eq!(told["retryable"], true);

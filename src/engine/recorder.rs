@@ -119,6 +119,9 @@ impl<St: Store> Recorder<'_, St> {
             (Judged::Verdict(Verdict::Unknown), _) => omitted(Omission::Unclassified),
             (Judged::Verdict(Verdict::Release(cause)), stored) => {
                 let tombstone = self.tombstone(status, cause, retry_after_s);
+                // The credentials' answer is the caller's, not the tool's: a duplicate, which
+                // may hold other credentials, is not handed it.
+                let stored = stored.filter(|_| cause != ReleaseCause::Credentials);
                 let settled = Settled::Failed {
                     response: stored.map(Arc::new),
                     failure: Failure::of(&tombstone),
@@ -172,10 +175,29 @@ impl<St: Store> Recorder<'_, St> {
             fingerprint: self.intent.fingerprint,
             started_at_ms: self.started_at_ms,
             completed_at_ms,
-            expires_at_ms: completed_at_ms.saturating_add(millis(self.intent.retention)),
+            expires_at_ms: completed_at_ms.saturating_add(millis(self.retention_of(&response))),
             response,
             dialect: self.intent.dialect,
         })
+    }
+
+    /// How long a record is kept: the intent's retention, or for an outcome that is not known
+    /// (the action may have run) the shorter retention of such outcomes.
+    fn retention_of(&self, response: &KeptResponse) -> std::time::Duration {
+        let unknown = matches!(
+            response,
+            KeptResponse::Abandoned
+                | KeptResponse::Omitted {
+                    why: Omission::Unclassified | Omission::Interrupted,
+                    ..
+                }
+        );
+        let retention = self.intent.retention;
+        if unknown {
+            retention.min(self.engine.settings.unknown_retention)
+        } else {
+            retention
+        }
     }
 
     /// The tombstone of a released key, left for the status path.
@@ -215,7 +237,7 @@ impl<St: Store> Recorder<'_, St> {
     /// One attempt at writing the record; a fence is final, so only an error is retried.
     async fn write(&self, record: &Arc<Record>) -> Result<(), StoreError> {
         let key = &self.intent.key;
-        let retention = self.intent.retention;
+        let retention = self.retention_of(&record.response);
         let written = self
             .engine
             .store

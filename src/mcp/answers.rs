@@ -55,12 +55,15 @@ pub(crate) fn tool_result(id: &Value, told: &Told, takes_unstructured: bool) -> 
     let in_progress = told.outcome == "in_progress";
     let detail = if in_progress {
         let seconds = |name| told.get(name).and_then(Value::as_u64).unwrap_or(1);
+        let (started, again) = (seconds("started_s_ago"), seconds("retry_after_s"));
+        let first = if told.get("started_by_this_call") == Some(&Value::Bool(true)) {
+            format!("This call started the action, which is still running ({started} s so far).")
+        } else {
+            format!("This action is already running (started {started} s ago) and was not started again.")
+        };
         format!(
-            "This action is already running (started {} s ago) and was not started again. Do \
-             not repeat it with new arguments: call this tool again with the same arguments in \
-             {} s to get its result.",
-            seconds("started_s_ago"),
-            seconds("retry_after_s")
+            "{first} Do not repeat it with new arguments: call this tool again with the same \
+             arguments in {again} s to get its result."
         )
     } else {
         told.detail.clone()
@@ -252,7 +255,8 @@ mod tests {
     #[test]
     fn in_progress_is_a_result_that_is_not_an_error_where_the_tool_takes_one() {
         let key = IntentKey::from_bytes([0xab; 32]);
-        let told = crate::told::in_progress(&key, "/_idempotency/ab", 3, "the session");
+        let duplicate = crate::told::Asker::Duplicate;
+        let told = crate::told::in_progress(&key, "/_idempotency/ab", 3, "the session", duplicate);
         let schema_unknown = tool_result(&json!(5), &told, false);
         assert_eq!(schema_unknown["result"]["isError"], true);
         let result = tool_result(&json!(5), &told, true);

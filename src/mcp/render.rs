@@ -118,7 +118,10 @@ impl<St> Rendering<'_, St> {
             },
             Outcome::Replayed(record) => self.replayed(key, &record),
             Outcome::Abandoned(_) => self.told(&told::abandoned(key)),
-            Outcome::InProgress { started_at_ms, .. } => {
+            Outcome::InProgress {
+                started_at_ms,
+                duplicate,
+            } => {
                 let started_s_ago = seconds_since(started_at_ms);
                 if self.as_task || self.offers_task {
                     return self.task(key, TaskStatus::Working, started_s_ago);
@@ -126,7 +129,13 @@ impl<St> Rendering<'_, St> {
                 let settings = &self.endpoint.engine.settings;
                 let status_url = settings.status_url(key);
                 let keeps = settings.repeat_keeps(intent.explicit);
-                self.told(&told::in_progress(key, &status_url, started_s_ago, &keeps))
+                let asker = if duplicate {
+                    told::Asker::Duplicate
+                } else {
+                    told::Asker::Starter
+                };
+                let told = told::in_progress(key, &status_url, started_s_ago, &keeps, asker);
+                self.told(&told)
             }
             Outcome::Failed {
                 answer: Some(stored),

@@ -63,7 +63,10 @@ where
         return Read::Answered(Produced::Answered(lost(id, parts.status)));
     }
     if !parts.status.is_success() {
-        // Not a JSON-RPC answer: the transport's own refusal, released and passed on.
+        // Not the tool's answer: the transport's own refusal, passed on as it came. It is
+        // released, so that a retry runs (one of the credentials or preconditions without a
+        // refusal handed to duplicates), except a gateway's 502 or 504: the server may have the
+        // call, so whether the tool ran is not known.
         let bytes = match Limited::new(body, limit).collect().await {
             Ok(collected) => collected.to_bytes(),
             Err(_) => Bytes::new(),
@@ -80,8 +83,12 @@ where
         let mut refusal = Response::new(bytes);
         *refusal.status_mut() = parts.status;
         *refusal.headers_mut() = headers;
+        let verdict = match crate::DefaultClassify::verdict(parts.status, &HeaderMap::new()) {
+            verdict @ (Verdict::Unknown | Verdict::Release(ReleaseCause::Credentials)) => verdict,
+            _ => Verdict::Release(ReleaseCause::Status),
+        };
         return Read::Answered(Produced::Answered(Answered {
-            judged: Judged::Verdict(Verdict::Release(ReleaseCause::Status)),
+            judged: Judged::Verdict(verdict),
             stored: Some(stored),
             status: Some(parts.status),
             retry_after_s: None,

@@ -177,6 +177,10 @@ impl Record {
 pub enum ReleaseCause {
     /// The response status says the action did not happen (5xx, 408, 425, 429).
     Status,
+    /// The response is the answer of the credentials or of the request's preconditions, not
+    /// the tool's to its arguments (401, 403, 407, 412, 428): a retry with other credentials
+    /// or preconditions must be able to run.
+    Credentials,
     /// A response other than a success said `cache-control: no-store`.
     NoStore,
     /// The classification predicate said so for another reason.
@@ -194,6 +198,7 @@ impl ReleaseCause {
     pub fn as_str(&self) -> &'static str {
         match self {
             Self::Status => "status",
+            Self::Credentials => "credentials",
             Self::NoStore => "no_store",
             Self::Predicate => "predicate",
             Self::InnerError => "inner_error",

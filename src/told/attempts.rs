@@ -38,11 +38,17 @@ pub(crate) fn failure_told(failure: Failure, subject: &str) -> (&'static str, bo
             );
             ("unknown", false, text)
         }
+        // The service in front of the tool failed (a timeout, a client that lost the
+        // connection): whether the request reached the tool is not known.
         Failure::Error => {
             let text = format!(
-                "{subject} failed with an internal error and its result was not kept. {again}"
+                "{subject} may have run: the service in front of the tool failed before an \
+                 answer came (it timed out, or lost the connection), so whether the request \
+                 reached the tool is not known. Check whether it took effect before calling \
+                 again: {}",
+                again.to_lowercase()
             );
-            ("failed", true, text)
+            ("unknown", false, text)
         }
         Failure::Panic => {
             let text = format!(
@@ -99,20 +105,50 @@ pub(crate) fn status_failed(key: &IntentKey, failure: Failure) -> Told {
     failed(key, failure, "The last attempt of this action")
 }
 
-/// The action is still running at the caller's deadline. `keeps` names what a repeat must
-/// send again besides the arguments (the scope header, the idempotency key).
+/// Who is told that an action is still running.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Asker {
+    /// The caller whose own call started it.
+    Starter,
+    /// A caller whose call repeated a running one, and started nothing.
+    Duplicate,
+    /// A caller asking the status path.
+    Status,
+}
+
+impl Asker {
+    /// The first sentence: what became of the action, as this caller knows it.
+    fn says(self, started_s_ago: u64) -> String {
+        match self {
+            Self::Starter => format!(
+                "This call started the action, which is still running ({started_s_ago} s so \
+                 far)."
+            ),
+            Self::Duplicate => format!(
+                "This action is already running (started {started_s_ago} s ago) and was not \
+                 started again."
+            ),
+            Self::Status => {
+                format!("This action is still running (started {started_s_ago} s ago).")
+            }
+        }
+    }
+}
+
+/// The action is still running at the caller's deadline, told to `asker`. `keeps` names what
+/// a repeat must send again besides the arguments (the scope header, the idempotency key).
 pub(crate) fn in_progress(
     key: &IntentKey,
     status_url: &str,
     started_s_ago: u64,
     keeps: &str,
+    asker: Asker,
 ) -> Told {
     let retry_after = started_s_ago.div_ceil(2).clamp(1, 30);
     let detail = format!(
-        "This action is already running (started {started_s_ago} s ago) and was not started \
-         again. Do not repeat it with new arguments: call again with the same arguments, \
-         keeping {keeps}, in {retry_after} s, or GET {status_url} (keeping the same) for its \
-         result."
+        "{} Do not repeat it with new arguments: call again with the same arguments, keeping \
+         {keeps}, in {retry_after} s, or GET {status_url} (keeping the same) for its result.",
+        asker.says(started_s_ago)
     );
     Told::new(
         "in-progress",
@@ -124,23 +160,34 @@ pub(crate) fn in_progress(
     .intent(key)
     .member("status_url", status_url)
     .member("started_s_ago", started_s_ago)
+    .member("started_by_this_call", asker == Asker::Starter)
     .retry_after(retry_after)
 }
 
 /// The action ran, but its outcome could not be classified: whether it took effect is not
 /// known.
 fn outcome_unknown(key: &IntentKey, status: StatusCode) -> Told {
+    let code = status.as_u16();
+    let detail = if matches!(code, 502 | 504) {
+        format!(
+            "This action may have run: a gateway in front of the tool answered status {code} \
+             (it lost the tool, or gave up waiting for it), so whether the tool ran, or is \
+             still running, is not known. It was not run again: check its effect before \
+             calling again."
+        )
+    } else {
+        format!(
+            "This action ran (it answered status {code}), but its outcome could not be \
+             classified, so whether it took effect is not known. It was not run again: check \
+             its effect before calling again."
+        )
+    };
     Told::new(
         "outcome-unknown",
         "Outcome unknown",
         "unknown",
         false,
-        format!(
-            "This action ran (it answered status {}), but its outcome could not be \
-             classified, so whether it took effect is not known. It was not run again: check \
-             its effect before calling again.",
-            status.as_u16()
-        ),
+        detail,
     )
     .intent(key)
     .member("last_status", status.as_u16())
@@ -215,4 +262,17 @@ pub(crate) fn already_executed(key: &IntentKey, status: StatusCode, why: Omissio
         ),
     )
     .intent(key)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_inner_error_is_told_as_may_have_run_never_as_a_failure() {
+        let (outcome, retryable, text) = failure_told(Failure::Error, "This action");
+        assert_eq!((outcome, retryable), ("unknown", false));
+        assert!(text.starts_with("This action may have run"), "{text}");
+        assert!(!text.contains("failed with"), "{text}");
+    }
 }

@@ -17,6 +17,7 @@ use crate::key::IntentKey;
 pub(crate) use attempts::failure_told;
 pub(crate) use attempts::{
     abandoned, already_executed, answer_broke_off, attempt_failed, in_progress, status_failed,
+    Asker,
 };
 pub(crate) use refusals::refusal;
 #[cfg(feature = "mcp")]

@@ -43,7 +43,6 @@ from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-IN_PROGRESS = "This action is already running"
 # The SDK's code for a request that timed out on the client's side.
 REQUEST_TIMEOUT = -32001
 
@@ -152,7 +151,8 @@ async def slow_in_progress(caller, other, url, suffix):
         texts.append(text)
         if first is None and result is not None:
             first = result
-        if result is None or not (text or "").startswith(IN_PROGRESS):
+        in_progress = (result.structured_content or {}).get("outcome") == "in_progress" if result else False
+        if not in_progress:
             break
     return {
         "texts": texts,

@@ -24,8 +24,6 @@ const modules = process.env.MCP_NODE_MODULES ?? join(homedir(), '.cache/tower-id
 const require = createRequire(join(modules, 'package.json'));
 const { Client, StreamableHTTPClientTransport, SdkError, SdkErrorCode } = require('@modelcontextprotocol/client');
 
-const IN_PROGRESS = 'This action is already running';
-
 function parseArgs(argv) {
     const args = { mode: 'default', header: [] };
     for (let i = 0; i < argv.length; i += 2) {
@@ -104,7 +102,7 @@ const scenarios = {
             log(`try ${attempt + 1}: ${text}`);
             texts.push(text);
             first ??= result;
-            if (!result || !(text ?? '').startsWith(IN_PROGRESS)) break;
+            if (result?.structuredContent?.outcome !== 'in_progress') break;
         }
         return {
             texts,

@@ -123,7 +123,8 @@ mod tests {
     fn in_progress_says_first_that_the_action_runs() {
         let key = IntentKey::from_bytes([1; 32]);
         let keeps = "the `x-session-id` header";
-        let told = crate::told::in_progress(&key, "/_idempotency/x", 7, keeps);
+        let asker = crate::told::Asker::Duplicate;
+        let told = crate::told::in_progress(&key, "/_idempotency/x", 7, keeps, asker);
         let response = write(StatusCode::ACCEPTED, &told, Some("/_idempotency/x"));
         let (status, value, headers) = body(response);
         assert_eq!(status, 202);

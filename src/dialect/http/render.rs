@@ -45,13 +45,13 @@ pub(crate) fn in_progress<B>(
     settings: &Settings,
     key: &crate::IntentKey,
     started_at_ms: u64,
-    duplicate: bool,
+    asker: told::Asker,
     keeps: &str,
 ) -> Response<ResponseBody<B>> {
     let status_url = settings.status_url(key);
     let started_s_ago = crate::clock::seconds_since(started_at_ms);
-    let told = told::in_progress(key, &status_url, started_s_ago, keeps);
-    let status = if duplicate && settings.strict_ietf {
+    let told = told::in_progress(key, &status_url, started_s_ago, keeps, asker);
+    let status = if asker == told::Asker::Duplicate && settings.strict_ietf {
         StatusCode::CONFLICT
     } else {
         StatusCode::ACCEPTED
@@ -87,7 +87,12 @@ fn of_intent<B>(
             duplicate,
         } => {
             let keeps = settings.repeat_keeps(intent.explicit);
-            in_progress(settings, key, started_at_ms, duplicate, &keeps)
+            let asker = if duplicate {
+                told::Asker::Duplicate
+            } else {
+                told::Asker::Starter
+            };
+            in_progress(settings, key, started_at_ms, asker, &keeps)
         }
         Outcome::Failed {
             answer: Some(stored),
@@ -119,13 +124,12 @@ mod tests {
         let answer = |settings: &Settings, duplicate| {
             in_progress::<Full<bytes::Bytes>>(settings, &key, now_ms(), duplicate, "it").status()
         };
-        assert_eq!(answer(&settings, true), StatusCode::ACCEPTED);
+        let duplicate = told::Asker::Duplicate;
+        assert_eq!(answer(&settings, duplicate), StatusCode::ACCEPTED);
         settings.strict_ietf = true;
-        assert_eq!(answer(&settings, true), StatusCode::CONFLICT);
-        assert_eq!(
-            answer(&settings, false),
-            StatusCode::ACCEPTED,
-            "the first caller"
-        );
+        assert_eq!(answer(&settings, duplicate), StatusCode::CONFLICT);
+        for other in [told::Asker::Starter, told::Asker::Status] {
+            assert_eq!(answer(&settings, other), StatusCode::ACCEPTED, "{other:?}");
+        }
     }
 }

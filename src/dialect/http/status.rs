@@ -67,8 +67,9 @@ pub(crate) async fn answer_status<St: Store, B>(
         }
         Ok(Seen::Completed(record)) => replay(settings, &key, &record),
         Ok(Seen::Running { started_at_ms }) => {
-            let keeps = settings.repeat_keeps(None);
-            in_progress(settings, &key, started_at_ms, false, &keeps)
+            // Whether the call sent an explicit key is not known here: named if it did.
+            let keeps = settings.repeat_keeps_if_sent();
+            in_progress(settings, &key, started_at_ms, told::Asker::Status, &keeps)
         }
         Ok(Seen::Failed(tombstone)) => {
             let told = told::status_failed(&key, Failure::of(&tombstone));

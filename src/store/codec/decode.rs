@@ -177,6 +177,7 @@ pub(crate) fn decode(bytes: Bytes) -> Result<Stored, DecodeError> {
                 4 => ReleaseCause::InnerError,
                 5 => ReleaseCause::Panic,
                 6 => ReleaseCause::ResponseBody,
+                7 => ReleaseCause::Credentials,
                 _ => return Err(DecodeError("release cause")),
             };
             let retry_after_s = match r.remaining() {
