@@ -78,6 +78,14 @@ async fn holds_its_promises(gateway: &Gateway) {
         metrics.contains("idempotency_replays_total"),
         "the layer's metrics are served: {metrics}"
     );
+    // Histograms come with buckets, as the README's panels read them.
+    for series in [
+        "idempotency_request_duration_seconds_bucket{",
+        "idempotency_intent_attempts_bucket{",
+        "idempotency_store_duration_seconds_bucket{",
+    ] {
+        assert!(metrics.contains(series), "{series} in {metrics}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

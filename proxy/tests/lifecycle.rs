@@ -87,6 +87,14 @@ async fn health_readiness_and_metrics_are_served_apart_and_readiness_follows_the
     let scraped = get("/metrics").await;
     let executed = r#"idempotency_executions_total{operation="POST /tools/send_email"} 1"#;
     assert!(scraped.body.contains(executed), "{}", scraped.body);
+    // Histograms come with buckets, as the README's panels read them.
+    for series in [
+        r#"idempotency_request_duration_seconds_bucket{operation="POST /tools/send_email",le="0.1"}"#,
+        r#"idempotency_intent_attempts_bucket{operation="POST /tools/send_email",le="1"} 1"#,
+        r#"idempotency_store_duration_seconds_bucket{call="claim",le="0.01"}"#,
+    ] {
+        assert!(scraped.body.contains(series), "{series} in {}", scraped.body);
+    }
     // The traffic listener does not serve them.
     let not_here = support::answer(client().get(format!("{}/readyz", proxy.url))).await;
     assert_eq!(not_here.status, 404);
