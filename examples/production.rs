@@ -31,10 +31,10 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use metrics_exporter_prometheus::PrometheusBuilder;
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use serde_json::{json, Value};
 use tower_idempotency::store::Store;
-use tower_idempotency::IdempotencyLayer;
+use tower_idempotency::{IdempotencyLayer, ATTEMPT_BUCKETS, DURATION_BUCKETS};
 
 /// Who the authentication layer says a request comes from; the idempotency layer reads it.
 #[derive(Clone, Debug)]
@@ -76,10 +76,26 @@ fn idempotency<St: Store>(store: St) -> IdempotencyLayer<St> {
         .protect("/tools")
 }
 
-async fn serve<St: Store>(addr: SocketAddr, layer: IdempotencyLayer<St>, tokens: Tokens) {
-    let prometheus = PrometheusBuilder::new()
+/// The Prometheus recorder, its histograms with the layer's buckets, as quantile queries
+/// need. Installed before the layer is built: the layer registers its store's series once.
+fn prometheus() -> PrometheusHandle {
+    PrometheusBuilder::new()
+        .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), &DURATION_BUCKETS)
+        .and_then(|builder| {
+            let attempts = Matcher::Full("idempotency_intent_attempts".into());
+            builder.set_buckets_for_metric(attempts, &ATTEMPT_BUCKETS)
+        })
+        .expect("the layer's buckets")
         .install_recorder()
-        .expect("install the Prometheus recorder");
+        .expect("install the Prometheus recorder")
+}
+
+async fn serve<St: Store>(
+    addr: SocketAddr,
+    prometheus: PrometheusHandle,
+    layer: IdempotencyLayer<St>,
+    tokens: Tokens,
+) {
     let executions = layer.detached();
     let sent = Arc::new(AtomicU64::new(0));
     // Every path but the open ones below goes through authentication, then the idempotency
@@ -136,6 +152,7 @@ async fn main() {
         .with_writer(std::io::stderr)
         .with_ansi(false)
         .init();
+    let prometheus = prometheus();
     if let Ok(url) = std::env::var("REDIS_URL") {
         #[cfg(feature = "redis")]
         {
@@ -143,11 +160,11 @@ async fn main() {
                 .await
                 .expect("connect to REDIS_URL")
                 .tiered();
-            return serve(addr, idempotency(store), tokens).await;
+            return serve(addr, prometheus, idempotency(store), tokens).await;
         }
         #[cfg(not(feature = "redis"))]
         panic!("REDIS_URL={url} needs the redis feature (redis-tls for rediss://)");
     }
     let store = tower_idempotency::store::MemoryStore::new();
-    serve(addr, idempotency(store), tokens).await
+    serve(addr, prometheus, idempotency(store), tokens).await
 }

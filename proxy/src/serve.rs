@@ -9,10 +9,11 @@ use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
-use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
+use metrics_exporter_prometheus::{BuildError, Matcher, PrometheusBuilder, PrometheusHandle};
 use tokio::net::TcpListener;
 use tower::ServiceExt;
 use tower_idempotency::store::{MemoryStore, RedisStore, Store, TieredStore};
+use tower_idempotency::{ATTEMPT_BUCKETS, DURATION_BUCKETS};
 
 use crate::admin::{self, Admin};
 use crate::body::Inbound;
@@ -20,12 +21,22 @@ use crate::config::{Config, LogFormat, Mode, StoreKind};
 use crate::forward::ClientAddr;
 use crate::stack;
 
+/// The Prometheus exporter, its histograms with the layer's buckets.
+fn recorder() -> Result<PrometheusBuilder, BuildError> {
+    PrometheusBuilder::new()
+        .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), &DURATION_BUCKETS)?
+        .set_buckets_for_metric(
+            Matcher::Full("idempotency_intent_attempts".into()),
+            &ATTEMPT_BUCKETS,
+        )
+}
+
 /// Runs until a shutdown signal; `Err` says why it could not start.
 pub async fn run(config: Config) -> Result<(), String> {
     // Metrics are recorded only where they are served.
     let prometheus = config
         .metrics_listen
-        .map(|_| PrometheusBuilder::new().install_recorder())
+        .map(|_| recorder().and_then(PrometheusBuilder::install_recorder))
         .transpose()
         .map_err(|error| format!("cannot install the metrics recorder: {error}"))?;
     let store = &config.store;

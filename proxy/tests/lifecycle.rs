@@ -93,7 +93,11 @@ async fn health_readiness_and_metrics_are_served_apart_and_readiness_follows_the
         r#"idempotency_intent_attempts_bucket{operation="POST /tools/send_email",le="1"} 1"#,
         r#"idempotency_store_duration_seconds_bucket{call="claim",le="0.01"}"#,
     ] {
-        assert!(scraped.body.contains(series), "{series} in {}", scraped.body);
+        assert!(
+            scraped.body.contains(series),
+            "{series} in {}",
+            scraped.body
+        );
     }
     // The traffic listener does not serve them.
     let not_here = support::answer(client().get(format!("{}/readyz", proxy.url))).await;

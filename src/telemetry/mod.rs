@@ -14,8 +14,8 @@ use crate::key::IntentKey;
 mod ops;
 mod stopwatch;
 
-pub use ops::MAX_OPERATIONS;
 pub(crate) use ops::{Op, Ops, RouteLabel};
+pub use ops::{ATTEMPT_BUCKETS, DURATION_BUCKETS, MAX_OPERATIONS};
 pub(crate) use stopwatch::{calibrate, Stopwatch};
 
 /// The span of one protected request; its intent, attempt and outcome are recorded later.

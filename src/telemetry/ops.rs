@@ -68,6 +68,30 @@ pub(crate) struct Ops {
     unscoped: Op,
 }
 
+/// Bucket boundaries, in seconds, for the layer's duration histograms
+/// (`idempotency_request_duration_seconds`, `idempotency_store_duration_seconds`): from
+/// 100 µs, a store call in process, to a minute, a slow tool. Give them to the exporter you
+/// install, so that the histograms are exported with buckets, as quantile queries need:
+///
+/// ```
+/// use metrics_exporter_prometheus::{Matcher, PrometheusBuilder};
+/// use tower_idempotency::{ATTEMPT_BUCKETS, DURATION_BUCKETS};
+///
+/// let builder = PrometheusBuilder::new()
+///     .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), &DURATION_BUCKETS)?
+///     .set_buckets_for_metric(Matcher::Full("idempotency_intent_attempts".into()), &ATTEMPT_BUCKETS)?;
+/// # let _ = builder;
+/// # Ok::<(), metrics_exporter_prometheus::BuildError>(())
+/// ```
+pub const DURATION_BUCKETS: [f64; 16] = [
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
+    10.0, 60.0,
+];
+
+/// Bucket boundaries for `idempotency_intent_attempts`, the attempt number of each request
+/// for its intent: `le="1"` counts first attempts, and the rest are repeats.
+pub const ATTEMPT_BUCKETS: [f64; 8] = [1.0, 2.0, 3.0, 4.0, 5.0, 10.0, 20.0, 50.0];
+
 /// Distinct `operation` labels one layer reports in its metrics and spans; past them every
 /// new label is reported as `(other)`, and requests without a scope as `(no scope)`.
 pub const MAX_OPERATIONS: usize = 512;
