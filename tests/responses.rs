@@ -307,6 +307,24 @@ async fn an_unreachable_store_fails_closed_with_503() {
     assert_eq!(counts.get("echo"), 0);
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fail_open_still_coalesces_concurrent_duplicates_in_process() {
+    // Coalescing in one process needs no store: five identical calls while the store is down
+    // run once, and every caller gets that one answer.
+    let (client, counts) = start(IdempotencyLayer::with_store(DownStore).fail_open()).await;
+    let calls = (0..5).map(|_| {
+        let client = client.clone();
+        tokio::spawn(async move { client.post("/tools/echo", "s", r#"{"delay_ms":400}"#).await })
+    });
+    let answers = futures_util::future::join_all(calls).await;
+    assert_eq!(counts.get("echo"), 1, "coalesced, though unprotected");
+    let bodies: std::collections::HashSet<_> = answers
+        .into_iter()
+        .map(|answer| answer.unwrap().body)
+        .collect();
+    assert_eq!(bodies.len(), 1, "every caller got the one answer");
+}
+
 #[tokio::test]
 async fn fail_open_runs_the_action_unprotected_when_the_store_is_down() {
     let recorder = metrics_util::debugging::DebuggingRecorder::new();
