@@ -10,7 +10,7 @@ use tokio::time::Instant;
 
 use super::execute::{self, Claimed, Started};
 use super::inflight::{Lead, Settled};
-use super::recorder::FirstOutcome;
+use super::recorder::{FirstOutcome, Recorder};
 use super::{Engine, Failure, Intent, Outcome, Produced, Refusal, Unprotected, Work};
 use crate::detached::Reservation;
 use crate::key::IntentKey;
@@ -107,8 +107,14 @@ pub(crate) enum Next<A, E, F> {
         lead: Lead,
         started_at_ms: u64,
     },
-    /// The store failed and the layer fails open: run without protection.
-    Unprotected(F),
+    /// The store failed and the layer fails open: run without protection, holding the
+    /// in-process slot, so that duplicates here still wait for this run's answer.
+    Unprotected {
+        work: F,
+        lead: Lead,
+        token: OwnerToken,
+        started_at_ms: u64,
+    },
     /// The execution started: its first answer, or the channel it comes on.
     Started(Started<A, E>, u64),
     /// The execution started and its first answer is known not to be there yet: it comes on
@@ -140,13 +146,19 @@ where
     let claimed = match claimed {
         Ok(claimed) => claimed,
         Err(error) => {
-            drop(lead);
             tracing::warn!(%error, "the store could not answer a claim");
             give_back(engine, &intent.key, token);
             if engine.settings.fail_open {
                 tracing::warn!("fail-open: running without protection");
-                return Next::Unprotected(work);
+                drop(reservation);
+                return Next::Unprotected {
+                    work,
+                    lead,
+                    token,
+                    started_at_ms,
+                };
             }
+            drop(lead);
             return Next::Decided(Outcome::NotExecuted(Refusal::StoreUnavailable));
         }
     };
@@ -208,8 +220,19 @@ where
             let waiting = Box::pin(wait_elsewhere(engine, work, intent, lead, started_at_ms));
             waiting.await
         }
-        Next::Unprotected(work) => {
-            let running = Box::pin(run_unprotected(work));
+        Next::Unprotected {
+            work,
+            lead,
+            token,
+            started_at_ms,
+        } => {
+            let recorder = Recorder {
+                engine,
+                intent,
+                token,
+                started_at_ms,
+            };
+            let running = Box::pin(run_unprotected(recorder, work, lead));
             Led::Decided(running.await)
         }
         Next::Started(started, started_at_ms) => {
@@ -286,19 +309,22 @@ fn dropped_midway<A>() -> Outcome<A> {
     }
 }
 
-/// Runs the work in place, unprotected (fail-open).
-async fn run_unprotected<A, E, F>(work: F) -> Result<Outcome<A>, E>
+/// Runs the work in place, unprotected (fail-open): nothing is written, but the duplicates
+/// waiting on `lead` in this process are given its outcome, as `recorder` would record it.
+async fn run_unprotected<St, A, E, F>(
+    recorder: Recorder<'_, St>,
+    work: F,
+    lead: Lead,
+) -> Result<Outcome<A>, E>
 where
+    St: Store,
     F: Future<Output = Result<Produced<A>, E>>,
 {
-    Ok(match work.await? {
-        Produced::Answered(answered) => {
-            Outcome::Unprotected(answered.answer, Unprotected::StoreUnavailable)
-        }
-        Produced::Broken => Outcome::Failed {
-            failure: Failure::Body,
-            answer: None,
-        },
+    let plan = recorder.plan(Some(Ok(work.await)));
+    lead.settle(plan.settled);
+    Ok(match plan.answer? {
+        Outcome::Executed(answer) => Outcome::Unprotected(answer, Unprotected::StoreUnavailable),
+        other => other,
     })
 }
 
