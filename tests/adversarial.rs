@@ -289,3 +289,24 @@ async fn one_scope_whose_calls_all_fail_cannot_evict_another_scopes_records() {
     let (_, counts) = victim_survives_a_flood(256 * 1024, "/tools/status/503", 1200, flood).await;
     assert_eq!(counts.get("status"), 1200);
 }
+
+#[tokio::test]
+async fn a_scope_header_sent_more_than_once_is_refused_and_nothing_runs() {
+    // A gateway in front that appends its own value would let the client's first one win:
+    // two values name no one caller.
+    let (client, counts) = start(IdempotencyLayer::new()).await;
+    let headers = [
+        ("x-session-id", "mine"),
+        ("x-session-id", "theirs"),
+        ("content-type", "application/json"),
+    ];
+    let answer = client.post_with("/tools/echo", &headers, "{}").await;
+    assert_eq!(answer.status, StatusCode::BAD_REQUEST);
+    let told = answer.json();
+    assert_eq!(told["outcome"], "not_executed", "{told}");
+    assert_eq!(told["retryable"], false, "{told}");
+    let detail = told["detail"].as_str().unwrap_or_default();
+    assert!(detail.starts_with("The action was not executed"), "{told}");
+    assert!(detail.contains("x-session-id"), "{told}");
+    assert_eq!(counts.get("echo"), 0);
+}
