@@ -53,7 +53,7 @@ pub(crate) enum ScopeSource {
 impl ScopeSource {
     /// The scope, or `None` when the request has none (an empty value is none); `Err` when
     /// the user's scope function panicked.
-    pub(crate) fn scope_of(&self, parts: &Parts) -> Result<Option<Scope>, Panicked> {
+    pub(crate) fn scope_of(&self, parts: &Parts) -> Result<Option<Scope>, ScopeFault> {
         self.scope_in(parts, Narrowing::AsSent)
     }
 
@@ -64,7 +64,7 @@ impl ScopeSource {
         &self,
         parts: &Parts,
         narrowing: Narrowing,
-    ) -> Result<Option<Scope>, Panicked> {
+    ) -> Result<Option<Scope>, ScopeFault> {
         let mut bytes = ScopeBytes::new();
         let mut principal_end = None;
         let written = self.write(parts, narrowing, &mut bytes, &mut principal_end)?;
@@ -80,17 +80,18 @@ impl ScopeSource {
         narrowing: Narrowing,
         out: &mut ScopeBytes,
         principal_end: &mut Option<usize>,
-    ) -> Result<Option<()>, Panicked> {
+    ) -> Result<Option<()>, ScopeFault> {
         Ok(match self {
             Self::Header(name) => {
-                let Some(value) = parts.headers.get(name) else {
+                let Some(value) = single(parts, name)? else {
                     return Ok(None);
                 };
                 put(out, HEADER, name.as_str().as_bytes());
                 put_nonempty(out, value.as_bytes())
             }
             Self::Extract(extract) => {
-                let Some(value) = guarded("scope_fn", || extract(parts))? else {
+                let extracted = guarded("scope_fn", || extract(parts));
+                let Some(value) = extracted.map_err(ScopeFault::Panicked)? else {
                     return Ok(None);
                 };
                 out.push(FUNCTION);
@@ -103,8 +104,11 @@ impl ScopeSource {
                 credential,
                 shared,
             } => {
-                let value = parts.headers.get(by).map(|v| v.as_bytes());
-                let value = value.filter(|v| !v.is_empty() && narrowing == Narrowing::AsSent);
+                let value = match narrowing {
+                    Narrowing::AsSent => single(parts, by)?.map(|v| v.as_bytes()),
+                    Narrowing::Ignored => None,
+                };
+                let value = value.filter(|v| !v.is_empty());
                 match principal {
                     Some(principal) => {
                         if principal
@@ -125,7 +129,7 @@ impl ScopeSource {
                             put(out, NARROWED, by.as_str().as_bytes());
                             put_nonempty(out, value)
                         }
-                        None => unnamed_caller(parts, out, *credential, *shared),
+                        None => unnamed_caller(parts, out, *credential, *shared)?,
                     },
                 }
             }
@@ -159,6 +163,29 @@ impl ScopeSource {
     }
 }
 
+/// Why a request's scope could not be read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum ScopeFault {
+    /// The user's scope function panicked.
+    Panicked(Panicked),
+    /// A header that names the scope came more than once: no one caller is named (a gateway
+    /// in front that appends its value would let the client's first one win).
+    Repeated(HeaderName),
+}
+
+/// The one value of the header `name`, where the request has it; more than one is a fault.
+fn single<'p>(
+    parts: &'p Parts,
+    name: &HeaderName,
+) -> Result<Option<&'p http::HeaderValue>, ScopeFault> {
+    let mut values = parts.headers.get_all(name).iter();
+    let first = values.next();
+    if values.next().is_some() {
+        return Err(ScopeFault::Repeated(name.clone()));
+    }
+    Ok(first)
+}
+
 /// Whether a request's narrowing header counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Narrowing {
@@ -177,24 +204,25 @@ fn unnamed_caller(
     out: &mut ScopeBytes,
     credential: bool,
     shared: bool,
-) -> Option<()> {
+) -> Result<Option<()>, ScopeFault> {
     use sha2::{Digest, Sha256};
-    let token = parts
-        .headers
-        .get(http::header::AUTHORIZATION)
-        .map(|v| v.as_bytes())
-        .filter(|v| !v.is_empty());
-    match token {
-        Some(token) if credential => {
+    let token = if credential {
+        single(parts, &http::header::AUTHORIZATION)?
+    } else {
+        None
+    };
+    let token = token.map(|v| v.as_bytes()).filter(|v| !v.is_empty());
+    Ok(match token {
+        Some(token) => {
             put(out, CREDENTIAL, &Sha256::digest(token));
             Some(())
         }
-        _ if shared => {
+        None if shared => {
             out.push(SHARED);
             Some(())
         }
-        _ => None,
-    }
+        None => None,
+    })
 }
 
 /// A scope's encoding, held inline up to a size that covers a header's name and a session id
@@ -364,6 +392,37 @@ mod tests {
         };
         assert!(of("Bearer a").is_some());
         assert_ne!(of("Bearer a"), of("Bearer b"));
+    }
+
+    #[test]
+    fn a_header_that_names_the_caller_twice_names_no_one() {
+        let twice = |name: &'static str| {
+            let mut request = http::Request::builder();
+            for value in ["a", "b"] {
+                request = request.header(name, value);
+            }
+            request.body(()).unwrap().into_parts().0
+        };
+        let repeated =
+            |name: &'static str| Err(ScopeFault::Repeated(HeaderName::from_static(name)));
+        assert_eq!(
+            header("x-user").scope_of(&twice("x-user")),
+            repeated("x-user")
+        );
+        let narrowed = mcp(Some(header("x-user")), true);
+        let parts = twice("mcp-session-id");
+        assert_eq!(
+            narrowed.scope_of(&parts).map(|_| ()),
+            repeated("mcp-session-id").map(|_: Option<Scope>| ())
+        );
+        // In the stateless era the session is not read: two of them fault nothing.
+        let alone = mcp(None, true);
+        assert!(alone.scope_in(&parts, Narrowing::Ignored).is_ok());
+        let by_token = unnamed(true, false);
+        assert_eq!(
+            by_token.scope_of(&twice("authorization")).map(|_| ()),
+            repeated("authorization").map(|_: Option<Scope>| ())
+        );
     }
 
     #[test]

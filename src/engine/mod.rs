@@ -27,8 +27,8 @@ use std::sync::Arc;
 use bytes::Bytes;
 use http::request::Parts;
 
-use crate::guard::{guarded, Panicked};
-use crate::scope::Scope;
+use crate::guard::guarded;
+use crate::scope::{Scope, ScopeFault};
 use crate::settings::Settings;
 use crate::store::{Observed, Store};
 use crate::telemetry::{self, Op};
@@ -186,7 +186,7 @@ pub(crate) enum Scoped {
 /// Decides on a request from its scope, as `scope_of` found it.
 pub(crate) fn scoped(
     settings: &Settings,
-    scope: Result<Option<Scope>, Panicked>,
+    scope: Result<Option<Scope>, ScopeFault>,
     op: &Op,
 ) -> Scoped {
     match scope {
@@ -196,7 +196,8 @@ pub(crate) fn scoped(
             Scoped::PassThrough
         }
         Ok(None) => Scoped::Refuse(Refusal::MissingScope),
-        Err(panicked) => Scoped::Refuse(Refusal::LayerFault(panicked.what)),
+        Err(ScopeFault::Panicked(panicked)) => Scoped::Refuse(Refusal::LayerFault(panicked.what)),
+        Err(ScopeFault::Repeated(name)) => Scoped::Refuse(Refusal::RepeatedScope(name)),
     }
 }
 

@@ -86,6 +86,8 @@ pub(crate) enum Refusal {
     LayerFault(&'static str),
     /// The request has no scope.
     MissingScope,
+    /// A header that names the scope came more than once.
+    RepeatedScope(http::HeaderName),
     /// The body is over the limit.
     BodyTooLarge(usize),
     /// The body could not be read to the end.
@@ -108,6 +110,7 @@ impl Refusal {
         match self {
             Self::LayerFault(_) => "layer-fault",
             Self::MissingScope => "missing-scope",
+            Self::RepeatedScope(_) => "repeated-scope",
             Self::BodyTooLarge(_) => "body-too-large",
             Self::BodyUnreadable => "body-unreadable",
             Self::MalformedKey(_) => "malformed-key",

@@ -10,6 +10,7 @@ pub(crate) fn refusal(refusal: &Refusal, settings: &Settings, key: Option<&Inten
     match refusal {
         Refusal::LayerFault(what) => layer_fault(what),
         Refusal::MissingScope => missing_scope(&settings.scope.describe()),
+        Refusal::RepeatedScope(name) => repeated_scope(name.as_str()),
         Refusal::BodyTooLarge(limit) => body_too_large(*limit),
         Refusal::BodyUnreadable => body_unreadable(),
         Refusal::MalformedKey(source) => malformed_key(&key_source(settings, *source)),
@@ -97,6 +98,22 @@ pub(crate) fn unnamed_mcp_caller(by_credential: bool) -> Told {
              on idempotency-proxy, `IdempotencyLayer::scope_header`), or, for a server with a \
              single user, one shared scope (`--mcp-shared-scope`, \
              `McpIdempotencyLayer::shared_scope`)."
+        ),
+    )
+}
+
+/// A header that names the caller came more than once: which value is the caller's is not
+/// known, so no one is named.
+fn repeated_scope(name: &str) -> Told {
+    Told::new(
+        "repeated-scope",
+        "Scope header repeated",
+        "not_executed",
+        false,
+        format!(
+            "The action was not executed: the `{name}` header came more than once, so the \
+             caller it names is not known. Send it once; a gateway in front should replace the \
+             header, not add to it."
         ),
     )
 }

@@ -16,6 +16,7 @@ pub(crate) fn refusal_status(refusal: &Refusal) -> StatusCode {
     match refusal {
         Refusal::LayerFault(_) => StatusCode::INTERNAL_SERVER_ERROR,
         Refusal::MissingScope
+        | Refusal::RepeatedScope(_)
         | Refusal::BodyUnreadable
         | Refusal::MalformedKey(_)
         | Refusal::Unkeyable(_) => StatusCode::BAD_REQUEST,

@@ -9,10 +9,11 @@ use super::answer::written;
 use super::render::in_progress;
 use super::replay::replay;
 use crate::body::ResponseBody;
-use crate::engine::{Engine, Failure, Seen};
+use crate::engine::{Engine, Failure, Refusal, Seen};
 use crate::future::ResponseFuture;
 use crate::headers::with_intent;
 use crate::key::{IntentKey, ScopeHash};
+use crate::scope::ScopeFault;
 use crate::settings::Settings;
 use crate::store::Store;
 use crate::told;
@@ -50,9 +51,13 @@ pub(crate) async fn answer_status<St: Store, B>(
     };
     let scope = match settings.scope.scope_of(parts) {
         Ok(scope) => scope,
-        Err(panicked) => {
+        Err(ScopeFault::Panicked(panicked)) => {
             let told = told::status_layer_fault(panicked.what);
             return written(StatusCode::INTERNAL_SERVER_ERROR, &told);
+        }
+        Err(ScopeFault::Repeated(name)) => {
+            let told = told::refusal(&Refusal::RepeatedScope(name), settings, None);
+            return written(StatusCode::BAD_REQUEST, &told);
         }
     };
     let Some(scope) = scope else {
