@@ -167,3 +167,24 @@ async fn an_http2_callers_authority_is_kept_as_host_and_earlier_hops_are_kept() 
         "for=203.0.113.7, for=127.0.0.1;proto=http;host=\"tools.example:8443\""
     );
 }
+
+#[tokio::test]
+async fn a_header_the_connection_header_names_is_neither_keyed_on_nor_forwarded() {
+    // `Connection: x-session-id` makes the session hop-by-hop: the upstream never sees it, so
+    // the layer must not scope the call by it either. Without a scope the call is refused,
+    // nothing run, as any call without one.
+    let upstream = Upstream::tools(0);
+    let proxy = Proxy::in_front_of(&upstream.url(), &[]);
+    let answer = support::answer(
+        client()
+            .post(format!("{}/tools/send_email", proxy.url))
+            .header("content-type", "application/json")
+            .header("connection", "x-session-id")
+            .header("x-session-id", "s1")
+            .body(r#"{"to":"ada@example.com"}"#),
+    )
+    .await;
+    assert_eq!(answer.status, 400, "{answer:?}");
+    assert_eq!(answer.json()["outcome"], "not_executed", "{answer:?}");
+    assert_eq!(support::stats(&upstream.url()).await["send_email"], 0);
+}
