@@ -18,7 +18,7 @@ use tower_idempotency::{ATTEMPT_BUCKETS, DURATION_BUCKETS};
 use crate::admin::{self, Admin};
 use crate::body::Inbound;
 use crate::config::{Config, LogFormat, Mode, StoreKind};
-use crate::forward::ClientAddr;
+use crate::forward::{strip_hop_by_hop, ClientAddr};
 use crate::stack;
 
 /// The Prometheus exporter, its histograms with the layer's buckets.
@@ -142,6 +142,9 @@ async fn serve<St: Store>(
         let routes = built.routes.clone();
         let service = tower::service_fn(move |request: Request<Incoming>| {
             let mut request = request.map(Inbound::new);
+            // Hop-by-hop headers end here, before the layer reads any: it keys and scopes a
+            // call on what the upstream is sent.
+            strip_hop_by_hop(request.headers_mut());
             request.extensions_mut().insert(ClientAddr(peer));
             routes.clone().oneshot(request)
         });
