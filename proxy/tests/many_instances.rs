@@ -53,3 +53,24 @@ async fn two_proxies_on_one_redis_cluster_run_each_intent_once() {
     let urls = cluster.urls().join(",");
     each_intent_runs_once(&["--redis-cluster-urls", &urls]).await;
 }
+
+#[tokio::test]
+async fn proxies_in_front_of_different_upstreams_on_one_redis_never_share_a_result() {
+    // The same route, session and body sent to two services: two actions, one each. By
+    // default each proxy's keys are prefixed by its upstream.
+    let redis = RedisServer::start();
+    let url = redis.url();
+    let (mail, billing) = (Upstream::tools(0), Upstream::tools(0));
+    let proxies = [
+        Proxy::in_front_of(&mail.url(), &["--redis-url", &url]),
+        Proxy::in_front_of(&billing.url(), &["--redis-url", &url]),
+    ];
+    let body = r#"{"to":"ada@example.com"}"#;
+    for proxy in &proxies {
+        let answer = post(&proxy.url, "/tools/send_email", Some("s1"), body).await;
+        assert_eq!(answer.status, 200, "{answer:?}");
+        assert!(!answer.replayed(), "not another service's result: {answer:?}");
+    }
+    assert_eq!(stats(&mail.url()).await["send_email"], 1);
+    assert_eq!(stats(&billing.url()).await["send_email"], 1);
+}
