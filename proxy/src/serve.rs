@@ -31,6 +31,30 @@ fn recorder() -> Result<PrometheusBuilder, BuildError> {
         )
 }
 
+/// The prefix of the Redis keys of a proxy that names none: `idempotency:`, then its upstream
+/// (`127.0.0.1:8000/api`), so that proxies in front of different services, sharing one
+/// Redis, never replay each other's results for the same route and body. Characters other
+/// than letters, digits and `.:/_-` become `_` (a `{` would take the keys' cluster hash tag).
+fn default_prefix(upstream: &http::Uri) -> String {
+    let place = format!(
+        "{}{}",
+        upstream.authority().map_or("", |a| a.as_str()),
+        upstream.path().trim_end_matches('/')
+    );
+    let place: String = place
+        .chars()
+        .map(|c| {
+            let kept = c.is_ascii_alphanumeric() || ".:/_-".contains(c);
+            if kept {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!("idempotency:{place}:")
+}
+
 /// Runs until a shutdown signal; `Err` says why it could not start.
 pub async fn run(config: Config) -> Result<(), String> {
     // Metrics are recorded only where they are served.
@@ -41,10 +65,11 @@ pub async fn run(config: Config) -> Result<(), String> {
         .map_err(|error| format!("cannot install the metrics recorder: {error}"))?;
     let store = &config.store;
     let redis = || {
-        let mut builder = RedisStore::builder();
-        if let Some(prefix) = &store.prefix {
-            builder = builder.prefix(prefix.clone());
-        }
+        let prefix = store
+            .prefix
+            .clone()
+            .unwrap_or_else(|| default_prefix(&config.upstream.url));
+        let mut builder = RedisStore::builder().prefix(prefix);
         if let Some(timeout) = store.call_timeout {
             builder = builder.call_timeout(timeout);
         }

@@ -69,7 +69,10 @@ async fn proxies_in_front_of_different_upstreams_on_one_redis_never_share_a_resu
     for proxy in &proxies {
         let answer = post(&proxy.url, "/tools/send_email", Some("s1"), body).await;
         assert_eq!(answer.status, 200, "{answer:?}");
-        assert!(!answer.replayed(), "not another service's result: {answer:?}");
+        assert!(
+            !answer.replayed(),
+            "not another service's result: {answer:?}"
+        );
     }
     assert_eq!(stats(&mail.url()).await["send_email"], 1);
     assert_eq!(stats(&billing.url()).await["send_email"], 1);

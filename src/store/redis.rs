@@ -109,7 +109,11 @@ pub struct RedisStoreBuilder {
 }
 
 impl RedisStoreBuilder {
-    /// Prefix of every key (default `idempotency:`).
+    /// Prefix of every key (default `idempotency:`). Layers in front of different services
+    /// that share one Redis need prefixes of their own: two calls with the same scope, route
+    /// and body are one intent to every layer on the same prefix, so one service would replay
+    /// the other's result. Instances of one service share theirs. A prefix holds no `{` or `}`
+    /// (the keys of one intent share a cluster hash tag).
     pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
         self.prefix = prefix.into();
         self
