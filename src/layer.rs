@@ -297,14 +297,6 @@ impl<St> IdempotencyLayer<St> {
     /// answer was lost, or whose answer says nothing of the effect (a gateway's 502 or 504).
     /// Until then every repeat is told that the action may have run and must be checked
     /// before it is repeated; after it, a repeat runs again.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use tower_idempotency::IdempotencyLayer;
-    ///
-    /// let layer = IdempotencyLayer::new().unknown_retention(Duration::from_secs(15 * 60));
-    /// # let _ = layer;
-    /// ```
     pub fn unknown_retention(self, retention: Duration) -> Self {
         self.set(|s| s.unknown_retention = retention)
     }

@@ -1,7 +1,6 @@
 //! Leading an intent: claiming it in the store, and carrying out what the store's answer
 //! leaves to do (start the execution, replay, wait on another instance's, or refuse).
 
-use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -9,9 +8,10 @@ use tokio::sync::oneshot;
 use tokio::time::Instant;
 
 use super::execute::{self, Claimed, Started};
+use super::fail_open;
 use super::inflight::{Lead, Settled};
 use super::recorder::{FirstOutcome, Recorder};
-use super::{Engine, Failure, Intent, Outcome, Produced, Refusal, Unprotected, Work};
+use super::{Engine, Failure, Intent, Outcome, Refusal, Work};
 use crate::detached::Reservation;
 use crate::key::IntentKey;
 use crate::store::{Claim, ClaimRequest, Entry, OwnerToken, Store, StoreError};
@@ -232,7 +232,7 @@ where
                 token,
                 started_at_ms,
             };
-            let running = Box::pin(run_unprotected(recorder, work, lead));
+            let running = Box::pin(fail_open::run_unprotected(recorder, work, lead));
             Led::Decided(running.await)
         }
         Next::Started(started, started_at_ms) => {
@@ -307,25 +307,6 @@ fn dropped_midway<A>() -> Outcome<A> {
         failure: Failure::Panic,
         answer: None,
     }
-}
-
-/// Runs the work in place, unprotected (fail-open): nothing is written, but the duplicates
-/// waiting on `lead` in this process are given its outcome, as `recorder` would record it.
-async fn run_unprotected<St, A, E, F>(
-    recorder: Recorder<'_, St>,
-    work: F,
-    lead: Lead,
-) -> Result<Outcome<A>, E>
-where
-    St: Store,
-    F: Future<Output = Result<Produced<A>, E>>,
-{
-    let plan = recorder.plan(Some(Ok(work.await)));
-    lead.settle(plan.settled);
-    Ok(match plan.answer? {
-        Outcome::Executed(answer) => Outcome::Unprotected(answer, Unprotected::StoreUnavailable),
-        other => other,
-    })
 }
 
 /// Gives back, in the background, a lease that a failed or abandoned claim may have taken

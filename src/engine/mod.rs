@@ -10,6 +10,7 @@
 mod at_once;
 mod coalesce;
 mod execute;
+mod fail_open;
 mod inflight;
 mod intent;
 mod lead;
