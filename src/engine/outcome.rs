@@ -127,8 +127,13 @@ impl Refusal {
 pub(crate) enum Failure {
     /// It answered with this status, which released the key; with the wait it asked for.
     Status(StatusCode, Option<u64>),
-    /// The tool returned an error, or an answer that says it failed.
+    /// The inner service returned an error instead of an answer: whether the request
+    /// reached the tool is not known.
     Error,
+    /// The tool's server answered that the call failed (a JSON-RPC error it does not keep).
+    Answered,
+    /// The tool's server cancelled the call before it answered: it may have run.
+    Cancelled,
     /// The tool panicked, or its execution stopped before it reported an outcome: it may
     /// have run.
     Panic,
@@ -152,8 +157,10 @@ impl Failure {
         match (status, cause) {
             (_, ReleaseCause::Panic) => Self::Panic,
             (_, ReleaseCause::ResponseBody) => Self::Body,
+            (_, ReleaseCause::Cancelled) => Self::Cancelled,
             (Some(status), _) => Self::Status(status, retry_after_s),
-            (None, _) => Self::Error,
+            (None, ReleaseCause::InnerError) => Self::Error,
+            (None, _) => Self::Answered,
         }
     }
 

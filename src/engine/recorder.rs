@@ -120,8 +120,10 @@ impl<St: Store> Recorder<'_, St> {
             (Judged::Verdict(Verdict::Release(cause)), stored) => {
                 let tombstone = self.tombstone(status, cause, retry_after_s);
                 // The credentials' answer is the caller's, not the tool's: a duplicate, which
-                // may hold other credentials, is not handed it.
-                let stored = stored.filter(|_| cause != ReleaseCause::Credentials);
+                // may hold other credentials, is not handed it; nor a server's cancellation,
+                // which says nothing of the tool: the duplicate is told it may have run.
+                let handed = !matches!(cause, ReleaseCause::Credentials | ReleaseCause::Cancelled);
+                let stored = stored.filter(|_| handed);
                 let settled = Settled::Failed {
                     response: stored.map(Arc::new),
                     failure: Failure::of(&tombstone),

@@ -11,6 +11,9 @@ pub(crate) enum Said {
     Kept,
     /// Not the tool's answer to its arguments: released, so that a retry runs.
     Released,
+    /// The server's answer to a call it cancelled: released, so that a retry runs, though
+    /// the tool may have run part of the way.
+    Cancelled,
     /// Neither a final answer nor a refusal (a task the server made of the call): the call
     /// is running or ran at the server, so a repeat must not run it again.
     MayHaveRun,
@@ -37,7 +40,9 @@ pub(crate) fn said(answer: &Value) -> Said {
             _ => Said::MayHaveRun,
         };
     };
-    if keeps_error(error) {
+    if is_cancelled(error) {
+        Said::Cancelled
+    } else if keeps_error(error) {
         Said::Kept
     } else {
         Said::Released
@@ -50,9 +55,6 @@ fn keeps(answer: &Value) -> bool {
 }
 
 fn keeps_error(error: &Value) -> bool {
-    if is_cancelled(error) {
-        return false;
-    }
     let code = error.get("code").and_then(Value::as_i64).unwrap_or(-32603);
     (-32602..=-32600).contains(&code) || !(-32768..=-32000).contains(&code)
 }
@@ -76,6 +78,12 @@ mod tests {
         assert_eq!(said(&complete), Said::Kept);
         let input = json!({"id":1,"result":{"resultType":"input_required","requestState":"s"}});
         assert_eq!(said(&input), Said::Released);
+        let cancelled = json!({"id":1,"error":{"code":-32800,"message":"Request cancelled"}});
+        assert_eq!(
+            said(&cancelled),
+            Said::Cancelled,
+            "released, and told as may have run"
+        );
         let task = json!({"id":1,"result":{"resultType":"task","taskId":"t","status":"working"}});
         assert_eq!(said(&task), Said::MayHaveRun);
         let task_of_2025 = json!({"id":1,"result":{"task":{"taskId":"t","status":"working"}}});

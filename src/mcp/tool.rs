@@ -101,6 +101,7 @@ where
         Ok(answer) => match said(&answer) {
             Said::Kept => (Verdict::Keep, answer),
             Said::Released => (Verdict::Release(ReleaseCause::Status), answer),
+            Said::Cancelled => (Verdict::Release(ReleaseCause::Cancelled), answer),
             // The first caller gets what the server said; a repeat is told it may have run.
             Said::MayHaveRun => {
                 let mut answered = lost(id, parts.status);

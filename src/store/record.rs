@@ -191,6 +191,9 @@ pub enum ReleaseCause {
     Panic,
     /// The response body failed while being read.
     ResponseBody,
+    /// The tool's server cancelled the call before it answered (an MCP server's "Request
+    /// cancelled"): the tool may have run part of the way.
+    Cancelled,
 }
 
 impl ReleaseCause {
@@ -204,6 +207,7 @@ impl ReleaseCause {
             Self::InnerError => "inner_error",
             Self::Panic => "panic",
             Self::ResponseBody => "response_body",
+            Self::Cancelled => "cancelled",
         }
     }
 }

@@ -50,6 +50,22 @@ pub(crate) fn failure_told(failure: Failure, subject: &str) -> (&'static str, bo
             );
             ("unknown", false, text)
         }
+        Failure::Answered => {
+            let text = format!(
+                "{subject} failed: the tool's server answered it with an error, which was not \
+                 kept. {again}"
+            );
+            ("failed", true, text)
+        }
+        Failure::Cancelled => {
+            let text = format!(
+                "{subject} may have run: the tool's server cancelled the call before it \
+                 answered, so whether it took effect is not known. Check whether it did before \
+                 calling again: {}",
+                again.to_lowercase()
+            );
+            ("unknown", false, text)
+        }
         Failure::Panic => {
             let text = format!(
                 "{subject} may have run: the tool crashed or stopped before it answered, so \
@@ -267,6 +283,22 @@ pub(crate) fn already_executed(key: &IntentKey, status: StatusCode, why: Omissio
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_servers_cancellation_may_have_run_and_its_error_answer_failed() {
+        use crate::store::ReleaseCause;
+        let cancelled = Failure::released(None, ReleaseCause::Cancelled, None);
+        let (outcome, retryable, text) = failure_told(cancelled, "This action");
+        assert_eq!((outcome, retryable), ("unknown", false));
+        assert!(text.starts_with("This action may have run"), "{text}");
+        let answered = Failure::released(None, ReleaseCause::Status, None);
+        let (outcome, retryable, text) = failure_told(answered, "This action");
+        assert_eq!((outcome, retryable), ("failed", true));
+        assert!(
+            text.starts_with("This action failed: the tool's server"),
+            "{text}"
+        );
+    }
 
     #[test]
     fn an_inner_error_is_told_as_may_have_run_never_as_a_failure() {

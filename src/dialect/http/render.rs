@@ -31,7 +31,9 @@ fn failure_status(failure: Failure) -> StatusCode {
     match failure {
         Failure::Status(status, _) => status,
         Failure::Panic => StatusCode::INTERNAL_SERVER_ERROR,
-        Failure::Error | Failure::Body => StatusCode::BAD_GATEWAY,
+        Failure::Error | Failure::Body | Failure::Answered | Failure::Cancelled => {
+            StatusCode::BAD_GATEWAY
+        }
     }
 }
 

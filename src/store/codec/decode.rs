@@ -178,6 +178,7 @@ pub(crate) fn decode(bytes: Bytes) -> Result<Stored, DecodeError> {
                 5 => ReleaseCause::Panic,
                 6 => ReleaseCause::ResponseBody,
                 7 => ReleaseCause::Credentials,
+                8 => ReleaseCause::Cancelled,
                 _ => return Err(DecodeError("release cause")),
             };
             let retry_after_s = match r.remaining() {

@@ -156,6 +156,7 @@ pub(crate) fn encode_tombstone(tombstone: &Tombstone) -> Vec<u8> {
         ReleaseCause::Panic => 5,
         ReleaseCause::ResponseBody => 6,
         ReleaseCause::Credentials => 7,
+        ReleaseCause::Cancelled => 8,
     });
     if let Some(seconds) = tombstone.retry_after_s {
         out.extend_from_slice(&(seconds.min(u64::from(u32::MAX)) as u32).to_be_bytes());
