@@ -267,3 +267,50 @@ async fn an_answer_of_a_layer_behind_this_one_is_never_called_a_failure() {
     );
     assert!(!detail(&status).contains("failed"), "{}", detail(&status));
 }
+
+#[tokio::test]
+async fn a_gateways_502_or_504_is_told_as_may_have_run_to_repeats_and_on_the_status_path() {
+    let (client, counts) = start(IdempotencyLayer::new()).await;
+    let first = client.post("/tools/status/504", "s", "{}").await;
+    assert_eq!(
+        first.status.as_u16(),
+        504,
+        "the first caller gets the gateway's answer"
+    );
+    let repeat = client.post("/tools/status/504", "s", "{}").await;
+    says(
+        &repeat,
+        "unknown",
+        false,
+        "This action may have run: a gateway",
+    );
+    let status = status_of(&client, &first).await;
+    says(
+        &status,
+        "unknown",
+        false,
+        "This action may have run: a gateway",
+    );
+    assert_eq!(counts.get("status"), 1);
+}
+
+#[tokio::test]
+async fn a_credentials_refusal_is_told_as_refused_and_that_a_repeat_runs() {
+    let (client, counts) = start(IdempotencyLayer::new()).await;
+    let first = client.post("/tools/status/401", "s", "{}").await;
+    assert_eq!(first.status.as_u16(), 401);
+    let status = status_of(&client, &first).await;
+    says(
+        &status,
+        "failed",
+        true,
+        "The last attempt of this action was refused with status 401",
+    );
+    assert!(
+        detail(&status).contains("will run it again"),
+        "{}",
+        detail(&status)
+    );
+    client.post("/tools/status/401", "s", "{}").await;
+    assert_eq!(counts.get("status"), 2, "the repeat ran");
+}
