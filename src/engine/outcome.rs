@@ -134,6 +134,8 @@ pub(crate) enum Failure {
     Answered,
     /// The tool's server cancelled the call before it answered: it may have run.
     Cancelled,
+    /// The tool's server asked for more input before it would complete the call.
+    AsksForInput,
     /// The tool panicked, or its execution stopped before it reported an outcome: it may
     /// have run.
     Panic,
@@ -158,6 +160,7 @@ impl Failure {
             (_, ReleaseCause::Panic) => Self::Panic,
             (_, ReleaseCause::ResponseBody) => Self::Body,
             (_, ReleaseCause::Cancelled) => Self::Cancelled,
+            (_, ReleaseCause::InputRequired) => Self::AsksForInput,
             (Some(status), _) => Self::Status(status, retry_after_s),
             (None, ReleaseCause::InnerError) => Self::Error,
             (None, _) => Self::Answered,

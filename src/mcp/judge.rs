@@ -14,6 +14,9 @@ pub(crate) enum Said {
     /// The server's answer to a call it cancelled: released, so that a retry runs, though
     /// the tool may have run part of the way.
     Cancelled,
+    /// The server asks for more input before it completes the call (`input_required`):
+    /// released, so that the call, sent again with the input, runs.
+    AsksForInput,
     /// Neither a final answer nor a refusal (a task the server made of the call): the call
     /// is running or ran at the server, so a repeat must not run it again.
     MayHaveRun,
@@ -36,7 +39,7 @@ pub(crate) fn said(answer: &Value) -> Said {
             && answer.pointer("/result/content").is_none();
         return match kind {
             None | Some("complete") if !task_of_2025 => Said::Kept,
-            Some("input_required") => Said::Released,
+            Some("input_required") => Said::AsksForInput,
             _ => Said::MayHaveRun,
         };
     };
@@ -77,7 +80,7 @@ mod tests {
         let complete = json!({"id":1,"result":{"resultType":"complete","content":[]}});
         assert_eq!(said(&complete), Said::Kept);
         let input = json!({"id":1,"result":{"resultType":"input_required","requestState":"s"}});
-        assert_eq!(said(&input), Said::Released);
+        assert_eq!(said(&input), Said::AsksForInput);
         let cancelled = json!({"id":1,"error":{"code":-32800,"message":"Request cancelled"}});
         assert_eq!(
             said(&cancelled),

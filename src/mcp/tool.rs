@@ -102,6 +102,7 @@ where
             Said::Kept => (Verdict::Keep, answer),
             Said::Released => (Verdict::Release(ReleaseCause::Status), answer),
             Said::Cancelled => (Verdict::Release(ReleaseCause::Cancelled), answer),
+            Said::AsksForInput => (Verdict::Release(ReleaseCause::InputRequired), answer),
             // The first caller gets what the server said; a repeat is told it may have run.
             Said::MayHaveRun => {
                 let mut answered = lost(id, parts.status);

@@ -194,6 +194,9 @@ pub enum ReleaseCause {
     /// The tool's server cancelled the call before it answered (an MCP server's "Request
     /// cancelled"): the tool may have run part of the way.
     Cancelled,
+    /// The tool's server asked for more input before it would complete the call (an MCP
+    /// `input_required` result): the call, sent again with the input, must run.
+    InputRequired,
 }
 
 impl ReleaseCause {
@@ -208,6 +211,7 @@ impl ReleaseCause {
             Self::Panic => "panic",
             Self::ResponseBody => "response_body",
             Self::Cancelled => "cancelled",
+            Self::InputRequired => "input_required",
         }
     }
 }

@@ -57,6 +57,14 @@ pub(crate) fn failure_told(failure: Failure, subject: &str) -> (&'static str, bo
             );
             ("failed", true, text)
         }
+        Failure::AsksForInput => {
+            let text = format!(
+                "{subject} did not complete: the tool's server asked for more input before it \
+                 would finish it, and that answer is not kept. Calling again with the same \
+                 arguments runs it again, and the server asks again; send the input it asks for."
+            );
+            ("failed", true, text)
+        }
         Failure::Cancelled => {
             let text = format!(
                 "{subject} may have run: the tool's server cancelled the call before it \
@@ -291,6 +299,10 @@ mod tests {
         let (outcome, retryable, text) = failure_told(cancelled, "This action");
         assert_eq!((outcome, retryable), ("unknown", false));
         assert!(text.starts_with("This action may have run"), "{text}");
+        let asks = Failure::released(None, ReleaseCause::InputRequired, None);
+        let (outcome, retryable, text) = failure_told(asks, "This action");
+        assert_eq!((outcome, retryable), ("failed", true));
+        assert!(text.starts_with("This action did not complete"), "{text}");
         let answered = Failure::released(None, ReleaseCause::Status, None);
         let (outcome, retryable, text) = failure_told(answered, "This action");
         assert_eq!((outcome, retryable), ("failed", true));

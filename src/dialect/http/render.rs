@@ -31,9 +31,11 @@ fn failure_status(failure: Failure) -> StatusCode {
     match failure {
         Failure::Status(status, _) => status,
         Failure::Panic => StatusCode::INTERNAL_SERVER_ERROR,
-        Failure::Error | Failure::Body | Failure::Answered | Failure::Cancelled => {
-            StatusCode::BAD_GATEWAY
-        }
+        Failure::Error
+        | Failure::Body
+        | Failure::Answered
+        | Failure::Cancelled
+        | Failure::AsksForInput => StatusCode::BAD_GATEWAY,
     }
 }
 

@@ -179,6 +179,7 @@ pub(crate) fn decode(bytes: Bytes) -> Result<Stored, DecodeError> {
                 6 => ReleaseCause::ResponseBody,
                 7 => ReleaseCause::Credentials,
                 8 => ReleaseCause::Cancelled,
+                9 => ReleaseCause::InputRequired,
                 _ => return Err(DecodeError("release cause")),
             };
             let retry_after_s = match r.remaining() {

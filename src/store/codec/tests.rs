@@ -108,6 +108,27 @@ fn running_entries_and_tombstones_round_trip() {
         panic!("failed")
     };
     assert_eq!(back.retry_after_s, Some(7));
+    // Every cause reads back as itself.
+    for cause in [
+        ReleaseCause::Status,
+        ReleaseCause::Credentials,
+        ReleaseCause::NoStore,
+        ReleaseCause::Predicate,
+        ReleaseCause::InnerError,
+        ReleaseCause::Panic,
+        ReleaseCause::ResponseBody,
+        ReleaseCause::Cancelled,
+        ReleaseCause::InputRequired,
+    ] {
+        let released = Tombstone {
+            cause,
+            ..busy.clone()
+        };
+        let Stored::Failed(back) = decode(Bytes::from(encode_tombstone(&released))).unwrap() else {
+            panic!("failed")
+        };
+        assert_eq!(back.cause, cause);
+    }
 }
 
 #[test]
