@@ -153,34 +153,17 @@ impl<St: Store> Endpoint<St> {
         id: &Value,
         why: &Unservable,
     ) -> Response<ResponseBody<B>> {
-        let engine = &self.engine;
-        let op = engine
-            .runtime
-            .ops
-            .of(engine.settings.route_label.as_ref(), parts);
         let reason = match why {
             Unservable::Version(_) => "mcp-version",
             Unservable::Mismatch(_) => "mcp-header-mismatch",
             Unservable::MissingMeta(_) => "mcp-envelope",
         };
-        crate::telemetry::not_executed(&op, reason);
-        let mut response = message::write(
-            &answers::unservable(id, why),
-            Form::Json,
-            http::HeaderMap::new(),
-        );
-        *response.status_mut() = StatusCode::BAD_REQUEST;
-        response.map(ResponseBody::full)
+        let error = answers::unservable(id, why);
+        self.not_executed(parts, reason, &error, StatusCode::BAD_REQUEST, Form::Json)
     }
 
     /// Answers a refused envelope, counted as not executed.
     fn refuse<B>(&self, parts: &Parts, refusal: &Refusal, form: Form) -> Response<ResponseBody<B>> {
-        let engine = &self.engine;
-        let op = engine
-            .runtime
-            .ops
-            .of(engine.settings.route_label.as_ref(), parts);
-        crate::telemetry::not_executed(&op, "mcp-envelope");
         let error = answers::refused(refusal);
         let (status, form) = match refusal {
             // A request with an id is answered as requests are.
@@ -188,7 +171,26 @@ impl<St: Store> Endpoint<St> {
             // The rest cannot be answered as a request: an HTTP error with the JSON-RPC error.
             _ => (StatusCode::BAD_REQUEST, Form::Json),
         };
-        let mut response = message::write(&error, form, http::HeaderMap::new());
+        self.not_executed(parts, "mcp-envelope", &error, status, form)
+    }
+
+    /// The layer's JSON-RPC error for a message it runs nothing for, counted as not executed
+    /// for `reason`.
+    fn not_executed<B>(
+        &self,
+        parts: &Parts,
+        reason: &'static str,
+        error: &Value,
+        status: StatusCode,
+        form: Form,
+    ) -> Response<ResponseBody<B>> {
+        let engine = &self.engine;
+        let op = engine
+            .runtime
+            .ops
+            .of(engine.settings.route_label.as_ref(), parts);
+        crate::telemetry::not_executed(&op, reason);
+        let mut response = message::write(error, form, http::HeaderMap::new());
         *response.status_mut() = status;
         response.map(ResponseBody::full)
     }

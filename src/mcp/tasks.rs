@@ -69,16 +69,25 @@ pub(crate) struct TaskView {
 }
 
 impl TaskView {
+    /// The task's members, its status message and its two times named as given.
+    fn members(&self, message: &str, ttl: &str, poll_interval: &str) -> Map<String, Value> {
+        let mut task = Map::new();
+        task.insert("taskId".to_owned(), self.key.to_hex().into());
+        task.insert("status".to_owned(), self.status.as_str().into());
+        task.insert("statusMessage".to_owned(), message.into());
+        task.insert("createdAt".to_owned(), timestamp(self.created_at_ms).into());
+        task.insert(
+            "lastUpdatedAt".to_owned(),
+            timestamp(self.updated_at_ms).into(),
+        );
+        task.insert(ttl.to_owned(), millis(self.ttl).into());
+        task.insert(poll_interval.to_owned(), millis(POLL_INTERVAL).into());
+        task
+    }
+
+    /// The task as the 2025-11-25 tasks show it.
     fn to_value(&self) -> Value {
-        json!({
-            "taskId": self.key.to_hex(),
-            "status": self.status.as_str(),
-            "statusMessage": self.status.message(),
-            "createdAt": timestamp(self.created_at_ms),
-            "lastUpdatedAt": timestamp(self.updated_at_ms),
-            "ttl": millis(self.ttl),
-            "pollInterval": millis(POLL_INTERVAL),
-        })
+        Value::Object(self.members(self.status.message(), "ttl", "pollInterval"))
     }
 
     /// The task as the tasks extension (protocol 2026-07-28) shows it: its times named
@@ -92,19 +101,7 @@ impl TaskView {
             TaskStatus::Completed => "The action ran; its result is in this answer.",
             TaskStatus::Failed => self.status.message(),
         };
-        let task = json!({
-            "taskId": self.key.to_hex(),
-            "status": self.status.as_str(),
-            "statusMessage": message,
-            "createdAt": timestamp(self.created_at_ms),
-            "lastUpdatedAt": timestamp(self.updated_at_ms),
-            "ttlMs": millis(self.ttl),
-            "pollIntervalMs": millis(POLL_INTERVAL),
-        });
-        match task {
-            Value::Object(task) => task,
-            _ => Map::new(),
-        }
+        self.members(message, "ttlMs", "pollIntervalMs")
     }
 
     /// The answer to the call that created the task.
