@@ -251,6 +251,26 @@ mod faults_in_user_code_and_stores {
     }
 
     #[tokio::test]
+    async fn a_repeat_while_the_key_is_not_yet_freed_is_told_when_calling_again_runs_it() {
+        let store = FaultyStore::new(MemoryStore::new(), always(Call::Release, Fault::Fail));
+        let layer = IdempotencyLayer::with_store(store)
+            .deadline(Duration::from_secs(3))
+            .lease(Duration::from_secs(4));
+        let (client, counts) = start(layer).await;
+        let failed = client.post("/tools/status/503", "s", "{}").await;
+        assert_eq!(failed.status, StatusCode::SERVICE_UNAVAILABLE);
+        // The store refused the release: a repeat now does not run it, and is not told it
+        // would; it is told the attempt failed and how long until a repeat runs it.
+        let again = client.post("/tools/status/503", "s", "{}").await;
+        assert_eq!(counts.get("status"), 1);
+        let told = again.json();
+        assert_eq!(told["outcome"], "failed", "{told}");
+        assert_eq!(again.header("retry-after"), Some("4"));
+        let detail = told["detail"].as_str().unwrap_or_default();
+        assert!(detail.contains("in 4 s will run it again"), "{detail}");
+    }
+
+    #[tokio::test]
     async fn a_duplicate_waiting_on_another_instance_holds_no_execution_slot() {
         let store = MemoryStore::new();
         let other = IdempotencyLayer::with_store(store.clone());

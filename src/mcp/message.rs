@@ -238,8 +238,13 @@ pub(crate) fn write(message: &Value, form: Form, mut headers: HeaderMap) -> Resp
 
 #[cfg(test)]
 mod tests {
+    use std::convert::Infallible;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
     use super::*;
-    use http_body_util::Full;
+    use http_body::Frame;
+    use http_body_util::{Full, StreamBody};
     use serde_json::json;
 
     fn headers(content_type: &str) -> HeaderMap {
@@ -308,6 +313,52 @@ mod tests {
         let body = Full::new(Bytes::from(note.repeat(8)));
         let found = read_answer(&headers("text/event-stream"), body, &json!(7), note.len()).await;
         assert_eq!(found, Err(Unreadable::TooLarge));
+    }
+
+    /// An event stream of `chunk`, repeated without end, counting the bytes read of it.
+    fn endless(
+        chunk: &'static str,
+        read: Arc<AtomicUsize>,
+    ) -> impl Body<Data = Bytes, Error = Infallible> + Send {
+        let frames = futures_util::stream::repeat_with(move || {
+            read.fetch_add(chunk.len(), Ordering::Relaxed);
+            Ok::<_, Infallible>(Frame::data(Bytes::from_static(chunk.as_bytes())))
+        });
+        StreamBody::new(frames)
+    }
+
+    #[tokio::test]
+    async fn a_tool_that_streams_notifications_past_the_bound_is_read_to_its_answer() {
+        // Four times the bound and more of notifications, each within it, then the answer: the
+        // notifications are dropped as they come, so the stream is read on to the answer.
+        let note = "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\"}\n\n";
+        let answer = "data: {\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{\"content\":[]}}\n\n";
+        let stream = format!("{}{answer}", note.repeat(64));
+        let body = Full::new(Bytes::from(stream));
+        let found = read_answer(
+            &headers("text/event-stream"),
+            body,
+            &json!(7),
+            4 * note.len(),
+        )
+        .await
+        .unwrap();
+        assert_eq!(found["result"], json!({"content": []}));
+    }
+
+    #[tokio::test]
+    async fn one_event_that_never_ends_is_read_no_further_than_the_bound() {
+        let read = Arc::new(AtomicUsize::new(0));
+        let chunk = "data: 0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+        let body = endless(chunk, Arc::clone(&read));
+        let bound = 64 * chunk.len();
+        let found = read_answer(&headers("text/event-stream"), body, &json!(7), bound).await;
+        assert_eq!(found, Err(Unreadable::TooLarge));
+        let read = read.load(Ordering::Relaxed);
+        assert!(
+            read <= bound + chunk.len(),
+            "{read} bytes read, bound {bound}"
+        );
     }
 
     #[test]
