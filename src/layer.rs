@@ -320,7 +320,10 @@ impl<St> IdempotencyLayer<St> {
     }
 
     /// Largest response kept for replay (default 1 MiB). A larger one still reaches its first
-    /// caller; repeats are told the action already ran.
+    /// caller; repeats are told the action already ran. In MCP mode the layer reads the
+    /// server's answer to find it: at most sixteen times this (at least 16 MiB) of one answer,
+    /// or of one event of a stream, whose notifications before the answer are dropped as they
+    /// come however many there are.
     pub fn response_limit(self, bytes: usize) -> Self {
         self.set(|s| s.response_limit = bytes)
     }

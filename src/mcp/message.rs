@@ -120,11 +120,53 @@ impl std::error::Error for BodyError {
     }
 }
 
-/// Whether the SSE reader's body error is the stream passing its bound.
+/// The bytes of the event being read, counted as they come: what the SSE reader holds before
+/// it can hand the event over. A blank line ends an event; lines end with LF or CRLF (a
+/// stream that ends its lines with a lone CR is counted as one event, and so bounded as one).
+#[derive(Debug, Default)]
+struct Unfinished {
+    held: usize,
+    line: usize,
+}
+
+impl Unfinished {
+    /// Counts `chunk` in; the bytes of the event still unfinished after it.
+    fn take(&mut self, chunk: &[u8]) -> usize {
+        for &byte in chunk {
+            match byte {
+                b'\n' if self.line == 0 => self.held = 0,
+                b'\n' => {
+                    self.line = 0;
+                    self.held += 1;
+                }
+                b'\r' => self.held += 1,
+                _ => {
+                    self.line += 1;
+                    self.held += 1;
+                }
+            }
+        }
+        self.held
+    }
+}
+
+/// One event of a stream grew past the bound before it ended.
+#[derive(Debug)]
+struct PastTheBound;
+
+impl std::fmt::Display for PastTheBound {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("an event larger than the layer reads")
+    }
+}
+
+impl std::error::Error for PastTheBound {}
+
+/// Whether the SSE reader's body error is an event passing its bound.
 fn is_past_the_bound(error: &BoxError) -> bool {
     error
         .downcast_ref::<BodyError>()
-        .is_some_and(|error| error.0.is::<LengthLimitError>())
+        .is_some_and(|error| error.0.is::<PastTheBound>())
 }
 
 /// Where one call's event stream stands, across its resumptions: the last event id the
@@ -165,15 +207,21 @@ where
     B::Error: Into<BoxError>,
 {
     if is_event_stream(headers) {
-        // Events are read one at a time and those before the answer dropped; the stream as a
-        // whole is bounded at a multiple of the bound, so a stream that never answers cannot
-        // grow without end.
-        let body = Limited::new(body, limit.saturating_mul(4)).map_err(BodyError);
-        let mut events = std::pin::pin!(SseStream::new(body));
+        // Events are read one at a time and those before the answer dropped, so the stream as
+        // a whole may run as long as the tool does; what the reader holds is bounded per event.
+        let mut unfinished = Unfinished::default();
+        let chunks = body.into_data_stream().map(move |chunk| {
+            let chunk = chunk.map_err(|error| BodyError(error.into()))?;
+            if unfinished.take(&chunk) > limit {
+                return Err(BodyError(Box::new(PastTheBound)));
+            }
+            Ok(chunk)
+        });
+        let mut events = std::pin::pin!(SseStream::from_bytes_stream(chunks));
         while let Some(event) = events.next().await {
             let event = match event {
                 Ok(event) => event,
-                // Past its bound the server was still answering: the tool ran.
+                // One event past the bound, still coming: the tool is answering, so it ran.
                 Err(sse_stream::Error::Body(error)) if is_past_the_bound(&error) => {
                     return Err(Unreadable::TooLarge)
                 }
@@ -305,16 +353,6 @@ mod tests {
         assert!(found.is_err());
     }
 
-    #[tokio::test]
-    async fn an_event_stream_past_its_bound_is_an_answer_too_large_to_read() {
-        // Notifications, each within the bound, until the stream passes four times it: the
-        // tool is answering, so it ran.
-        let note = "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\"}\n\n";
-        let body = Full::new(Bytes::from(note.repeat(8)));
-        let found = read_answer(&headers("text/event-stream"), body, &json!(7), note.len()).await;
-        assert_eq!(found, Err(Unreadable::TooLarge));
-    }
-
     /// An event stream of `chunk`, repeated without end, counting the bytes read of it.
     fn endless(
         chunk: &'static str,
@@ -359,6 +397,15 @@ mod tests {
             read <= bound + chunk.len(),
             "{read} bytes read, bound {bound}"
         );
+    }
+
+    #[test]
+    fn an_event_ends_at_a_blank_line_whichever_line_ends_it_uses() {
+        let mut unfinished = Unfinished::default();
+        assert_eq!(unfinished.take(b"data: a\r\n\r\ndata: bc"), 8);
+        assert_eq!(unfinished.take(b"\n"), 9);
+        assert_eq!(unfinished.take(b"\ndata: d\n"), 8);
+        assert_eq!(unfinished.take(b"\n"), 0);
     }
 
     #[test]

@@ -46,7 +46,8 @@ pub(crate) enum Read {
 /// Reads and judges the server's answer to the call `id`, on a stream that stands where
 /// `primed` says (a fresh one, or one resumed). One over the stored-response cap (`limit`)
 /// still reaches its caller whole and is recorded as run without its answer; only one past a
-/// ceiling of sixteen times the cap is too large to read at all, and is kept as ran too.
+/// ceiling of sixteen times the cap (for a stream, one event past it) is too large to read at
+/// all, and is kept as ran too.
 pub(crate) async fn read<B>(
     response: Response<B>,
     id: &Value,
