@@ -93,9 +93,14 @@ pub(crate) fn join<St>(engine: &Engine<St>, intent: &Intent, now_ms: u64) -> Rol
 fn settled_outcome<A>(settled: Settled) -> Outcome<A> {
     match settled {
         Settled::Replay(record) => Outcome::Replayed(record),
-        Settled::Failed { response, failure } => Outcome::Failed {
+        Settled::Failed {
+            response,
+            failure,
+            freed_in_s,
+        } => Outcome::Failed {
             failure,
             answer: response,
+            freed_in_s,
         },
     }
 }

@@ -190,13 +190,32 @@ impl Settle {
             lead.settle(settled);
             return None;
         }
-        lead.publish(settled.clone());
         let owned = owned();
+        lead.publish(unwritten(
+            &write,
+            settled.clone(),
+            owned.recorder().engine.settings.lease,
+        ));
         Some(async move {
             let _reservation = _reservation;
             owned.recorder().keep_trying(write).await;
             lead.settle(settled);
         })
+    }
+}
+
+/// What repeats in this process are told while a write the store refused is retried. A record
+/// is the outcome all the same. A release is not: the store holds the key until the release is
+/// written or the lease, no longer renewed, lapses, so a repeat meanwhile does not run the
+/// action, and is told that it failed and how long until a repeat runs it again.
+fn unwritten(write: &Write, settled: Settled, lease: Duration) -> Settled {
+    match (write, settled) {
+        (Write::Release(_), Settled::Failed { failure, .. }) => Settled::Failed {
+            response: None,
+            failure,
+            freed_in_s: Some((lease.as_secs() + u64::from(lease.subsec_nanos() > 0)).max(1)),
+        },
+        (_, settled) => settled,
     }
 }
 

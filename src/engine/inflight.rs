@@ -21,6 +21,8 @@ pub(crate) enum Settled {
     Failed {
         response: Option<Arc<StoredResponse>>,
         failure: Failure,
+        /// Where the store refused the release: the seconds at most until the key is free.
+        freed_in_s: Option<u64>,
     },
 }
 
@@ -243,6 +245,7 @@ mod tests {
         lead.settle(Settled::Failed {
             response: None,
             failure: Failure::Panic,
+            freed_in_s: None,
         });
         assert!(matches!(
             waiter.await.unwrap(),
@@ -262,6 +265,7 @@ mod tests {
         lead.settle(Settled::Failed {
             response: None,
             failure: Failure::Panic,
+            freed_in_s: None,
         });
         assert_eq!(inflight.len(), 0);
         let state = slot.state.lock().unwrap();

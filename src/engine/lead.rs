@@ -306,6 +306,7 @@ fn dropped_midway<A>() -> Outcome<A> {
     Outcome::Failed {
         failure: Failure::Panic,
         answer: None,
+        freed_in_s: None,
     }
 }
 
@@ -433,6 +434,7 @@ async fn wait_elsewhere<St: Store, A, E, F>(
                 return decided(Outcome::Failed {
                     failure: Failure::of(&tombstone),
                     answer: None,
+                    freed_in_s: None,
                 });
             }
             Ok(_) => {

@@ -37,6 +37,9 @@ pub(crate) enum Outcome<A> {
     Failed {
         failure: Failure,
         answer: Option<Arc<StoredResponse>>,
+        /// Where the key is not free yet (the store refused its release), the seconds at
+        /// most until a repeat runs the action again.
+        freed_in_s: Option<u64>,
     },
     /// Nothing was executed, for this reason.
     NotExecuted(Refusal),

@@ -127,6 +127,7 @@ impl<St: Store> Recorder<'_, St> {
                 let settled = Settled::Failed {
                     response: stored.map(Arc::new),
                     failure: Failure::of(&tombstone),
+                    freed_in_s: None,
                 };
                 return Plan {
                     write: Write::Release(tombstone),
@@ -162,10 +163,12 @@ impl<St: Store> Recorder<'_, St> {
             settled: Settled::Failed {
                 response: None,
                 failure,
+                freed_in_s: None,
             },
             answer: Ok(Outcome::Failed {
                 failure,
                 answer: None,
+                freed_in_s: None,
             }),
         }
     }

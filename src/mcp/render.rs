@@ -147,7 +147,8 @@ impl<St> Rendering<'_, St> {
             Outcome::Failed {
                 failure,
                 answer: None,
-            } => self.told(&told::attempt_failed(key, failure)),
+                freed_in_s,
+            } => self.told(&told::attempt_failed(key, failure, freed_in_s)),
             Outcome::NotExecuted(refusal) => self.refused(&refusal, Some(key)),
         }
     }

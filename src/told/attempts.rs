@@ -10,10 +10,20 @@ use crate::store::Omission;
 /// The outcome, whether a repeat is safe, and the sentences after `subject` ("This action",
 /// "The last attempt of this action") for an attempt that ended without a kept outcome.
 pub(crate) fn failure_told(failure: Failure, subject: &str) -> (&'static str, bool, String) {
-    let again = "Calling again with the same arguments will run it again.";
+    told_of(failure, subject, None)
+}
+
+/// [`failure_told`], for a key the layer frees only in `freed_in` seconds at most (the store
+/// refused its release): a repeat sooner does not run the action.
+fn told_of(failure: Failure, subject: &str, freed_in: Option<u64>) -> (&'static str, bool, String) {
+    let when = |wait: Option<u64>| wait.map_or(String::new(), |s| format!(" in {s} s"));
+    let again = format!(
+        "Calling again with the same arguments{} will run it again.",
+        when(freed_in)
+    );
     match failure {
         Failure::Status(status, wait) if status.is_client_error() => {
-            let when = wait.map_or(String::new(), |s| format!(" in {s} s"));
+            let when = when(wait.max(freed_in));
             let code = status.as_u16();
             let text = format!(
                 "{subject} was refused with status {code} and its answer was not kept. Calling \
@@ -61,7 +71,9 @@ pub(crate) fn failure_told(failure: Failure, subject: &str) -> (&'static str, bo
             let text = format!(
                 "{subject} did not complete: the tool's server asked for more input before it \
                  would finish it, and that answer is not kept. Calling again with the same \
-                 arguments runs it again, and the server asks again; send the input it asks for."
+                 arguments{} runs it again, and the server asks again; send the input it asks \
+                 for.",
+                when(freed_in)
             );
             ("failed", true, text)
         }
@@ -78,7 +90,8 @@ pub(crate) fn failure_told(failure: Failure, subject: &str) -> (&'static str, bo
             let text = format!(
                 "{subject} may have run: the tool crashed or stopped before it answered, so \
                  whether it took effect is not known. Check whether it did before calling \
-                 again: calling again with the same arguments would run it again."
+                 again: calling again with the same arguments{} would run it again.",
+                when(freed_in)
             );
             ("unknown", false, text)
         }
@@ -86,7 +99,8 @@ pub(crate) fn failure_told(failure: Failure, subject: &str) -> (&'static str, bo
             let text = format!(
                 "{subject} may have run: it answered, but its response broke off before it was \
                  complete, so whether it took effect is not known. Check whether it did before \
-                 calling again: calling again with the same arguments would run it again."
+                 calling again: calling again with the same arguments{} would run it again.",
+                when(freed_in)
             );
             ("unknown", false, text)
         }
@@ -101,8 +115,8 @@ fn last_status(failure: Failure) -> serde_json::Value {
 }
 
 /// An attempt that ended without a kept outcome, told of as `subject`.
-fn failed(key: &IntentKey, failure: Failure, subject: &str) -> Told {
-    let (outcome, retryable, detail) = failure_told(failure, subject);
+fn failed(key: &IntentKey, failure: Failure, subject: &str, freed_in: Option<u64>) -> Told {
+    let (outcome, retryable, detail) = told_of(failure, subject, freed_in);
     let told = Told::new(
         "attempt-failed",
         "Action failed",
@@ -112,21 +126,21 @@ fn failed(key: &IntentKey, failure: Failure, subject: &str) -> Told {
     )
     .intent(key)
     .member("last_status", last_status(failure));
-    match failure.wait() {
+    match failure.wait().max(freed_in) {
         Some(seconds) => told.retry_after(seconds),
         None => told,
     }
 }
 
 /// The attempt ended without a kept outcome; said to its first caller and to duplicates that
-/// waited for it.
-pub(crate) fn attempt_failed(key: &IntentKey, failure: Failure) -> Told {
-    failed(key, failure, "This action")
+/// waited for it, or came while the key is not yet free (`freed_in`).
+pub(crate) fn attempt_failed(key: &IntentKey, failure: Failure, freed_in: Option<u64>) -> Told {
+    failed(key, failure, "This action", freed_in)
 }
 
 /// The status path: the last attempt ended without a kept outcome.
 pub(crate) fn status_failed(key: &IntentKey, failure: Failure) -> Told {
-    failed(key, failure, "The last attempt of this action")
+    failed(key, failure, "The last attempt of this action", None)
 }
 
 /// Who is told that an action is still running.

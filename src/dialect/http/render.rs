@@ -106,7 +106,11 @@ fn of_intent<B>(
         Outcome::Failed {
             failure,
             answer: None,
-        } => written(failure_status(failure), &told::attempt_failed(key, failure)),
+            freed_in_s,
+        } => {
+            let told = told::attempt_failed(key, failure, freed_in_s);
+            written(failure_status(failure), &told)
+        }
         Outcome::NotExecuted(refusal) => {
             let told = told::refusal(&refusal, settings, Some(key));
             written(refusal_status(&refusal), &told)
