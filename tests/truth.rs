@@ -314,3 +314,75 @@ async fn a_credentials_refusal_is_told_as_refused_and_that_a_repeat_runs() {
     client.post("/tools/status/401", "s", "{}").await;
     assert_eq!(counts.get("status"), 2, "the repeat ran");
 }
+
+#[tokio::test]
+async fn an_error_of_the_service_in_front_of_the_tool_is_told_as_may_have_run() {
+    use http_body_util::{BodyExt, Full};
+    use tower::{service_fn, Service, ServiceBuilder, ServiceExt};
+
+    // A client service that sent the request and then failed (a timeout, a lost connection).
+    let service = ServiceBuilder::new()
+        .layer(IdempotencyLayer::new().deadline(Duration::from_secs(3)))
+        .service(service_fn(
+            |_: axum::http::Request<Full<bytes::Bytes>>| async {
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                Err::<axum::http::Response<Full<bytes::Bytes>>, _>(std::io::Error::other(
+                    "timed out",
+                ))
+            },
+        ));
+    let request = |path: &str| {
+        axum::http::Request::post(path)
+            .header("x-session-id", "s")
+            .header("content-type", "application/json")
+            .body(Full::new(bytes::Bytes::from_static(b"{\"to\":\"a\"}")))
+            .unwrap()
+    };
+    let first = service.clone().oneshot(request("/send"));
+    let duplicate = async {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        service.clone().oneshot(request("/send")).await
+    };
+    let (first, duplicate) = tokio::join!(first, duplicate);
+    assert!(first.is_err(), "the first caller gets the error itself");
+    let body = duplicate.unwrap().into_body().collect().await.unwrap();
+    let told: Value = serde_json::from_slice(&body.to_bytes()).unwrap();
+    assert_eq!(told["outcome"], "unknown", "{told}");
+    assert_eq!(told["retryable"], false, "{told}");
+    let words = told["detail"].as_str().unwrap_or_default();
+    assert!(words.starts_with("This action may have run"), "{told}");
+    // The status path says it of the last attempt.
+    let intent = told["intent"].as_str().unwrap();
+    let mut service = service;
+    let asked = axum::http::Request::get(format!("/_idempotency/{intent}"))
+        .header("x-session-id", "s")
+        .body(Full::default())
+        .unwrap();
+    let status = service.ready().await.unwrap().call(asked).await.unwrap();
+    let body = status.into_body().collect().await.unwrap();
+    let told: Value = serde_json::from_slice(&body.to_bytes()).unwrap();
+    assert_eq!(told["retryable"], false, "{told}");
+    let words = told["detail"].as_str().unwrap_or_default();
+    assert!(
+        words.starts_with("The last attempt of this action may have run"),
+        "{told}"
+    );
+}
+
+#[tokio::test]
+async fn a_repeat_while_a_refused_release_holds_the_key_is_told_it_failed_and_when_to_call() {
+    let plan = Plan {
+        call: Call::Release,
+        ordinal: 0,
+        fault: Fault::Fail,
+        every: true,
+    };
+    let store = FaultyStore::new(MemoryStore::new(), Some(plan));
+    let layer = IdempotencyLayer::with_store(store).lease(Duration::from_secs(2));
+    let (client, counts) = start(layer).await;
+    client.post("/tools/status/503", "s", "{}").await;
+    let again = client.post("/tools/status/503", "s", "{}").await;
+    says(&again, "failed", true, "This action failed with status 503");
+    assert!(detail(&again).contains("in 2 s will run it again"));
+    assert_eq!(counts.get("status"), 1);
+}
