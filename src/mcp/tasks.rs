@@ -257,7 +257,7 @@ pub(crate) fn told_of(seen: &Seen) -> Option<String> {
             ),
             _ => None,
         },
-        Seen::Failed(tombstone) => Some(failure_told(Failure::of(tombstone), "The action").2),
+        Seen::Failed(tombstone) => Some(failure_told(Failure::of(tombstone), "The action", None).2),
         _ => None,
     }
 }
@@ -271,7 +271,7 @@ fn stored_error(stored: &crate::store::StoredResponse) -> bool {
 /// result saying that it may have run, where that is all that is known (`Ok`), else the
 /// JSON-RPC error object naming the failure (`Err`).
 pub(crate) fn failed_answer(key: &IntentKey, failure: Failure) -> Result<Value, Value> {
-    let (outcome, retryable, message) = failure_told(failure, "This task's action");
+    let (outcome, retryable, message) = failure_told(failure, "This task's action", None);
     if outcome == "unknown" {
         let told = crate::told::Told::new("unknown", "Outcome unknown", outcome, false, message);
         let mut answer = answers::tool_result(&Value::Null, &told.intent(key), false);

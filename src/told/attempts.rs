@@ -8,14 +8,14 @@ use crate::key::IntentKey;
 use crate::store::Omission;
 
 /// The outcome, whether a repeat is safe, and the sentences after `subject` ("This action",
-/// "The last attempt of this action") for an attempt that ended without a kept outcome.
-pub(crate) fn failure_told(failure: Failure, subject: &str) -> (&'static str, bool, String) {
-    told_of(failure, subject, None)
-}
-
-/// [`failure_told`], for a key the layer frees only in `freed_in` seconds at most (the store
-/// refused its release): a repeat sooner does not run the action.
-fn told_of(failure: Failure, subject: &str, freed_in: Option<u64>) -> (&'static str, bool, String) {
+/// "The last attempt of this action") for an attempt that ended without a kept outcome; for
+/// a key the layer frees only in `freed_in` seconds at most (the store refused its release),
+/// a repeat sooner does not run the action.
+pub(crate) fn failure_told(
+    failure: Failure,
+    subject: &str,
+    freed_in: Option<u64>,
+) -> (&'static str, bool, String) {
     let when = |wait: Option<u64>| wait.map_or(String::new(), |s| format!(" in {s} s"));
     let again = format!(
         "Calling again with the same arguments{} will run it again.",
@@ -116,7 +116,7 @@ fn last_status(failure: Failure) -> serde_json::Value {
 
 /// An attempt that ended without a kept outcome, told of as `subject`.
 fn failed(key: &IntentKey, failure: Failure, subject: &str, freed_in: Option<u64>) -> Told {
-    let (outcome, retryable, detail) = told_of(failure, subject, freed_in);
+    let (outcome, retryable, detail) = failure_told(failure, subject, freed_in);
     let told = Told::new(
         "attempt-failed",
         "Action failed",
@@ -310,15 +310,15 @@ mod tests {
     fn a_servers_cancellation_may_have_run_and_its_error_answer_failed() {
         use crate::store::ReleaseCause;
         let cancelled = Failure::released(None, ReleaseCause::Cancelled, None);
-        let (outcome, retryable, text) = failure_told(cancelled, "This action");
+        let (outcome, retryable, text) = failure_told(cancelled, "This action", None);
         assert_eq!((outcome, retryable), ("unknown", false));
         assert!(text.starts_with("This action may have run"), "{text}");
         let asks = Failure::released(None, ReleaseCause::InputRequired, None);
-        let (outcome, retryable, text) = failure_told(asks, "This action");
+        let (outcome, retryable, text) = failure_told(asks, "This action", None);
         assert_eq!((outcome, retryable), ("failed", true));
         assert!(text.starts_with("This action did not complete"), "{text}");
         let answered = Failure::released(None, ReleaseCause::Status, None);
-        let (outcome, retryable, text) = failure_told(answered, "This action");
+        let (outcome, retryable, text) = failure_told(answered, "This action", None);
         assert_eq!((outcome, retryable), ("failed", true));
         assert!(
             text.starts_with("This action failed: the tool's server"),
@@ -328,7 +328,7 @@ mod tests {
 
     #[test]
     fn an_inner_error_is_told_as_may_have_run_never_as_a_failure() {
-        let (outcome, retryable, text) = failure_told(Failure::Error, "This action");
+        let (outcome, retryable, text) = failure_told(Failure::Error, "This action", None);
         assert_eq!((outcome, retryable), ("unknown", false));
         assert!(text.starts_with("This action may have run"), "{text}");
         assert!(!text.contains("failed with"), "{text}");
