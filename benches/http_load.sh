@@ -15,8 +15,6 @@
 # often a request woke wrk (its voluntary context switches a request): a server that answers one
 # request at a time wakes a reader on the same host for each answer, and where an idle core
 # halts (most VMs) each wake-up costs the server an interrupt the hypervisor delivers.
-# `ours-batched` is this crate's layer with `answer_batching()`, which hands each answer on
-# after the runtime's other ready requests rather than as soon as it is decided.
 #
 # Last, the floor in process: canonicalising and hashing the same body, and the ratio a layer
 # that did only that would reach on the pinned bare app if its time simply added to bare's
@@ -27,6 +25,9 @@
 #   ROUNDS=5 DURATION=8 bash benches/http_load.sh
 #   RESULTS=rounds.txt bash benches/http_load.sh      # also keeps each round's figures
 #   MODES="bare ours ours-1mib" bash benches/http_load.sh   # some modes only (bare first)
+#   BASE=<commit> MODES="bare base ours" bash benches/http_load.sh
+#                                                    # `base`: this crate's layer as built at
+#                                                    # <commit>, beside today's, in one run
 #
 # Needs wrk, taskset and GNU time (apt-get install wrk util-linux time).
 set -euo pipefail
@@ -47,9 +48,18 @@ work=$(mktemp -d)
 server=""
 cleanup() {
   [ -n "$server" ] && kill "$server" 2>/dev/null || true
+  if [ -d "$work/base" ]; then git worktree remove --force "$work/base" 2>/dev/null || true; fi
   rm -rf "$work"
 }
 trap cleanup EXIT
+# The same app, with this crate as it was at $BASE, served as mode `base`.
+base_app=""
+if [ -n "${BASE:-}" ]; then
+  git worktree add --detach -q "$work/base" "$BASE"
+  (cd "$work/base/benches/peer" &&
+    cargo build --release --ignore-rust-version --target-dir "$OLDPWD/target/peer-base") >&2
+  base_app=target/peer-base/release/idempotency-peer-bench
+fi
 
 # The server's CPU time so far, user and kernel, in clock ticks: what it spent, whatever share
 # of the core the machine's other tenants took meanwhile.
@@ -69,7 +79,12 @@ run() { # round, placement, mode
   local round=$1 placement=$2 mode=$3 serve=() load=()
   if [ "$placement" = pinned ]; then serve=(taskset -c 0); load=(taskset -c 1); fi
   local port; port=$(free_port)
-  "${serve[@]}" "$app" "$mode" "127.0.0.1:$port" > "$work/server.out" 2>&1 &
+  local binary=$app served=$mode
+  if [ "$mode" = base ]; then
+    [ -n "$base_app" ] || { echo "mode base needs BASE=<commit>" >&2; exit 1; }
+    binary=$base_app served=ours
+  fi
+  "${serve[@]}" "$binary" "$served" "127.0.0.1:$port" > "$work/server.out" 2>&1 &
   server=$!
   wait_for_line "$work/server.out" listening
   local url="http://127.0.0.1:$port"
@@ -94,7 +109,7 @@ run() { # round, placement, mode
 }
 
 # The app's modes to compare, bare first: the ratios are to it (and to the peer's, if it runs).
-read -r -a modes <<< "${MODES:-bare digest keep ours ours-batched peer}"
+read -r -a modes <<< "${MODES:-bare digest keep ours peer}"
 [ "${modes[0]}" = bare ] || { echo "MODES must start with bare: the ratios are to it" >&2; exit 1; }
 results="$work/results"
 : > "$results"
@@ -152,7 +167,7 @@ awk -v floor_us="$floor_us" -v mode_list="${modes[*]}" '
       }
       bare_cell = sprintf("%.2f× (%s)", median(vs_bare), range(vs_bare))
       # The columns against the peer, for the layers, when the peer ran.
-      layer = modes[m] ~ /^(ours|keep)/ && (" " mode_list " ") ~ / peer /
+      layer = modes[m] ~ /^(ours|keep|base)/ && (" " mode_list " ") ~ / peer /
       peer_cell = layer ? sprintf("%.2f× (%s)", median(vs_peer), range(vs_peer)) : "-"
       cpu_bare_cell = sprintf("%.2f× (%s)", median(cpu_bare), range(cpu_bare))
       cpu_peer_cell = layer ? sprintf("%.2f× (%s)", median(cpu_peer), range(cpu_peer)) : "-"

@@ -414,24 +414,6 @@ impl<St> IdempotencyLayer<St> {
     pub fn max_detached(self, max: usize) -> Self {
         self.set(|s| s.max_detached = max)
     }
-
-    /// Yields once to the runtime before handing each answer to the server, so that the
-    /// answers of requests that arrived together are written together and a reader on the
-    /// same host is woken once for several. By default each answer is handed on as soon as it
-    /// is decided. The outcome is recorded before the yield either way.
-    ///
-    /// Batching costs one more poll of each request's future. It pays where the readers run
-    /// on the same host and waking an idle core is dear (a VM whose idle cores halt at once,
-    /// with the client or a proxy beside the server); measure both under your load.
-    ///
-    /// ```
-    /// use tower_idempotency::IdempotencyLayer;
-    ///
-    /// let layer = IdempotencyLayer::new().answer_batching();
-    /// ```
-    pub fn answer_batching(self) -> Self {
-        self.set(|s| s.batch_answers = true)
-    }
 }
 
 pub(crate) fn parse_pointer(pointer: &str) -> JsonPointer {
@@ -445,6 +427,6 @@ impl<S, St> Layer<S> for IdempotencyLayer<St> {
 
     fn layer(&self, inner: S) -> Self::Service {
         let engine = Engine::new(Arc::clone(&self.settings), Arc::clone(&self.runtime));
-        Idempotency::new(inner, Arc::new(engine))
+        Idempotency::from_engine(inner, Arc::new(engine))
     }
 }

@@ -1,4 +1,4 @@
-#![deny(unsafe_code)]
+#![forbid(unsafe_code)]
 #![deny(unreachable_pub)]
 #![warn(missing_docs, missing_debug_implementations)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
@@ -77,14 +77,13 @@ mod layer;
 #[cfg_attr(docsrs, doc(cfg(feature = "mcp")))]
 pub mod mcp;
 mod paths;
-mod prefetch;
+pub mod reference;
 mod scope;
 mod service;
 mod settings;
 pub mod store;
 mod telemetry;
 mod told;
-mod turn;
 
 pub use body::{RequestBody, ResponseBody};
 pub use classify::{Classify, DefaultClassify, Verdict};

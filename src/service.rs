@@ -23,8 +23,33 @@ pub struct Idempotency<S, St = MemoryStore> {
     engine: Arc<Engine<St>>,
 }
 
+impl<S> Idempotency<S> {
+    /// `inner` behind the layer's defaults: the same as `IdempotencyLayer::new().layer(inner)`.
+    ///
+    /// ```
+    /// use std::convert::Infallible;
+    /// use http::{Request, Response};
+    /// use tower::service_fn;
+    /// use tower_idempotency::Idempotency;
+    ///
+    /// let tool = service_fn(|_: Request<String>| async {
+    ///     Ok::<_, Infallible>(Response::new(String::from("sent")))
+    /// });
+    /// let protected = Idempotency::new(tool);
+    /// ```
+    pub fn new(inner: S) -> Self {
+        use tower_layer::Layer;
+        crate::IdempotencyLayer::new().layer(inner)
+    }
+
+    /// The layer with the defaults, to configure: [`IdempotencyLayer::new`](crate::IdempotencyLayer::new).
+    pub fn layer() -> crate::IdempotencyLayer {
+        crate::IdempotencyLayer::new()
+    }
+}
+
 impl<S, St> Idempotency<S, St> {
-    pub(crate) fn new(inner: S, engine: Arc<Engine<St>>) -> Self {
+    pub(crate) fn from_engine(inner: S, engine: Arc<Engine<St>>) -> Self {
         Self { inner, engine }
     }
 

@@ -69,8 +69,6 @@ pub(crate) struct Settings {
     pub(crate) annotate_replays: bool,
     pub(crate) route_label: Option<RouteLabel>,
     pub(crate) max_detached: usize,
-    /// Whether an answer waits for the runtime's other ready tasks (see `turn`).
-    pub(crate) batch_answers: bool,
 }
 
 /// A fresh name of fingerprint rules, one per change.
@@ -103,7 +101,6 @@ impl Default for Settings {
             annotate_replays: false,
             route_label: None,
             max_detached: DEFAULT_MAX_DETACHED,
-            batch_answers: false,
         }
     }
 }

@@ -1,7 +1,7 @@
 //! Every fault in every store call: for a first execution, a coalesced duplicate, a replay, a
 //! status query and an execution that fails for real, each store call (claim, complete, release, extend, get) fails, fails after
 //! reaching the store, hangs, answers late or panics, at its first or second use. Over the
-//! memory store, a real Redis and a store that says it answers at once, every case must hold
+//! memory store and a real Redis, every case must hold
 //! the promise:
 //!
 //! - at most one execution per intent;
@@ -91,12 +91,9 @@ struct Case {
 }
 
 /// Runs one case over `store` and returns what broke, if anything.
-async fn run<St: Store>(case: &Case, store: St, id: usize, at_once: bool) -> Result<(), String> {
+async fn run<St: Store>(case: &Case, store: St, id: usize) -> Result<(), String> {
     let counts = Counts::default();
-    let mut store = FaultyStore::new(store, Some(case.plan));
-    if at_once {
-        store = store.saying_it_answers_at_once();
-    }
+    let store = FaultyStore::new(store, Some(case.plan));
     let layer = IdempotencyLayer::with_store(store)
         .ignore_field("/attempt")
         .deadline(DEADLINE)
@@ -211,9 +208,7 @@ fn quiet_injected_panics() {
 }
 
 /// Runs every case, a batch at a time, over a store made by `store`.
-/// With `at_once`, the faulty store says its calls answer at once, so that the layer makes them
-/// in place: a fault that makes one wait is then the store's error.
-async fn sweep<St: Store, F: Fn() -> St>(store: F, name: &str, at_once: bool) {
+async fn sweep<St: Store, F: Fn() -> St>(store: F, name: &str) {
     quiet_injected_panics();
     let cases = cases();
     let mut failures = Vec::new();
@@ -222,7 +217,7 @@ async fn sweep<St: Store, F: Fn() -> St>(store: F, name: &str, at_once: bool) {
         let runs = batch.iter().map(|case| {
             let id = next_id.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             let store = store();
-            async move { (case, run(case, store, id, at_once).await) }
+            async move { (case, run(case, store, id).await) }
         });
         for (case, outcome) in futures_util::future::join_all(runs).await {
             if let Err(broken) = outcome {
@@ -240,12 +235,7 @@ async fn sweep<St: Store, F: Fn() -> St>(store: F, name: &str, at_once: bool) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_fault_in_every_memory_store_call_keeps_the_promise() {
-    sweep(MemoryStore::new, "memory store", false).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn every_fault_in_every_call_of_a_store_that_answers_at_once_keeps_the_promise() {
-    sweep(MemoryStore::new, "memory store, answering at once", true).await;
+    sweep(MemoryStore::new, "memory store").await;
 }
 
 #[cfg(feature = "redis")]
@@ -255,5 +245,5 @@ async fn every_fault_in_every_redis_store_call_keeps_the_promise() {
     let store = tower_idempotency::store::RedisStore::connect(&server.url())
         .await
         .expect("the test's redis-server");
-    sweep(|| store.clone(), "redis store", false).await;
+    sweep(|| store.clone(), "redis store").await;
 }

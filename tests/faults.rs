@@ -302,54 +302,6 @@ mod faults_in_user_code_and_stores {
         assert_eq!((counts.get("intent:1"), counts.get("intent:2")), (1, 1));
     }
 
-    /// A memory store that says it answers at once and makes the first call of one kind wait.
-    fn waiting_once(call: Call) -> FaultyStore<MemoryStore> {
-        let plan = Plan {
-            call,
-            ordinal: 0,
-            fault: Fault::Delay(Duration::from_millis(20)),
-            every: false,
-        };
-        FaultyStore::new(MemoryStore::new(), Some(plan)).saying_it_answers_at_once()
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn a_claim_that_waits_on_a_store_that_answers_at_once_is_refused_with_nothing_run() {
-        let (client, counts) = start(IdempotencyLayer::with_store(waiting_once(Call::Claim))).await;
-        let refused = client.post("/tools/raw", "s", r#"{"n":1}"#).await;
-        assert_eq!(refused.status, StatusCode::SERVICE_UNAVAILABLE);
-        assert_eq!(
-            refused.json()["outcome"],
-            "not_executed",
-            "{}",
-            refused.json()
-        );
-        assert_eq!(counts.get("raw"), 0);
-        // Given back: the next claim answers at once, and the tool runs.
-        let first = client.post("/tools/raw", "s", r#"{"n":1}"#).await;
-        assert_eq!(first.status, StatusCode::OK);
-        assert_eq!(counts.get("raw"), 1);
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn a_write_that_waits_on_a_store_that_answers_at_once_is_made_again_in_the_background() {
-        let store = waiting_once(Call::Complete);
-        let calls = store.counter();
-        let (client, counts) = start(IdempotencyLayer::with_store(store)).await;
-        // The tool answers at once; its write waited, so it is made again while the caller
-        // has its answer.
-        let first = client.post("/tools/raw", "s", r#"{"n":1}"#).await;
-        assert_eq!(first.status, StatusCode::OK);
-        assert!(!first.replayed());
-        tokio::time::sleep(Duration::from_millis(400)).await;
-        let again = client.post("/tools/raw", "s", r#"{"n":1}"#).await;
-        assert!(again.replayed(), "{:?}", again.body);
-        assert_eq!(counts.get("raw"), 1);
-        // The write that waited was dropped, and made again: a store that was waited on would
-        // have been asked once.
-        assert_eq!(calls.of(Call::Complete), 2);
-    }
-
     #[tokio::test]
     async fn a_caller_that_leaves_while_its_claim_is_out_leaves_no_lease_behind() {
         // The claim is taken at once and answered late; its caller gives up in between.

@@ -11,10 +11,9 @@ use futures_util::FutureExt;
 use tokio::sync::oneshot;
 use tracing::Instrument;
 
-use super::inflight::Lead;
-use super::inflight::Settled;
+use super::inflight::{Lead, Settled};
 use super::recorder::{FirstOutcome, Owned, Plan, Recorder, Write};
-use super::{answered_at_once, Engine, Intent, Work};
+use super::{Engine, Failure, Intent, Outcome, Work};
 use crate::detached::Reservation;
 use crate::store::{Fence, OwnerToken, Store, StoreError};
 use crate::telemetry;
@@ -79,7 +78,7 @@ where
             settled,
             answer,
         } = recorder.plan(Some(ended));
-        if engine.store.answers_at_once() {
+        if crate::store::answers_at_once(&engine.store) {
             let written = answered_at_once(recorder.attempt(&write));
             if let Some(retrying) = after.written(written, || recorder.to_owned(), write, settled) {
                 detach(engine, retrying);
@@ -134,6 +133,83 @@ where
     };
     detach(engine, execution);
     Started::Later(later)
+}
+
+/// The first caller's answer from a started execution, if it needs no waiting: "in progress"
+/// for an asynchronous intent, or the outcome the tool has already given. Otherwise the
+/// channel to wait on.
+fn answer_now<A, E>(
+    started: Started<A, E>,
+    intent: &Intent,
+    started_at_ms: u64,
+) -> Result<FirstOutcome<A, E>, oneshot::Receiver<FirstOutcome<A, E>>> {
+    if intent.asynchronous {
+        return Ok(Ok(in_progress(started_at_ms)));
+    }
+    // Most tools have answered by now: their outcome is taken with no timer armed.
+    match started {
+        Started::Answered(answered) => Ok(answered),
+        Started::Later(mut answer) => match answer.try_recv() {
+            Ok(answered) => Ok(answered),
+            Err(oneshot::error::TryRecvError::Closed) => Ok(Ok(dropped_midway())),
+            Err(oneshot::error::TryRecvError::Empty) => Err(answer),
+        },
+    }
+}
+
+/// The first caller's answer from a started execution: at once where it can be, else when
+/// the execution ends or the caller's deadline comes, whichever is first.
+pub(super) async fn first_answer<A, E>(
+    started: Started<A, E>,
+    intent: &Intent,
+    started_at_ms: u64,
+) -> Result<Outcome<A>, E> {
+    match answer_now(started, intent, started_at_ms) {
+        Ok(answered) => answered,
+        Err(answer) => wait_for_answer(answer, intent, started_at_ms).await,
+    }
+}
+
+/// Waits for the first answer of a running execution until the caller's deadline.
+async fn wait_for_answer<A, E>(
+    answer: oneshot::Receiver<FirstOutcome<A, E>>,
+    intent: &Intent,
+    started_at_ms: u64,
+) -> Result<Outcome<A>, E> {
+    let waiting = Box::pin(tokio::time::timeout_at(intent.deadline, answer));
+    match waiting.await {
+        Ok(Ok(answered)) => answered,
+        Ok(Err(_)) => Ok(dropped_midway()),
+        Err(_) => Ok(in_progress(started_at_ms)),
+    }
+}
+
+/// The first caller's own execution is still running at its deadline.
+fn in_progress<A>(started_at_ms: u64) -> Outcome<A> {
+    Outcome::InProgress {
+        started_at_ms,
+        duplicate: false,
+    }
+}
+
+/// The execution ended without a word: it was dropped mid-way, so it may have run.
+fn dropped_midway<A>() -> Outcome<A> {
+    Outcome::Failed {
+        failure: Failure::Panic,
+        answer: None,
+        freed_in_s: None,
+    }
+}
+
+/// Takes the answer of a store call made in place. A call that waits although its store said
+/// it answers at once is dropped where it stands and taken as the store's error.
+fn answered_at_once<T>(call: impl Future<Output = Result<T, StoreError>>) -> Result<T, StoreError> {
+    call.now_or_never().unwrap_or_else(|| {
+        tracing::warn!("a store that answers at once made a call wait; it is taken as failed");
+        Err(StoreError::new(
+            "the store made a call wait, though it answers at once",
+        ))
+    })
 }
 
 /// Runs `work` in a task tracked for shutdown, in the request's span, which outlives the

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use super::Failure;
+use super::{Failure, Outcome};
 use crate::key::{Fingerprint, IntentKey, KeyHasher};
 use crate::store::{Record, StoredResponse};
 
@@ -24,6 +24,24 @@ pub(crate) enum Settled {
         /// Where the store refused the release: the seconds at most until the key is free.
         freed_in_s: Option<u64>,
     },
+}
+
+impl<A> From<Settled> for Outcome<A> {
+    /// The outcome for a duplicate, from how the execution it waited on ended.
+    fn from(settled: Settled) -> Self {
+        match settled {
+            Settled::Replay(record) => Outcome::Replayed(record),
+            Settled::Failed {
+                response,
+                failure,
+                freed_in_s,
+            } => Outcome::Failed {
+                failure,
+                answer: response,
+                freed_in_s,
+            },
+        }
+    }
 }
 
 /// Where a slot stands, as its watchers see it.

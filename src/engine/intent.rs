@@ -111,10 +111,6 @@ pub(crate) fn derive<St: Store>(
         }
     });
     let key = key?;
-    // The store's line for the key and the key's attempt count are asked for now, and come
-    // while the rest of the intent is put together and the store is asked for the key.
-    let _ = crate::guard::guarded("store", || engine.store.prefetch(&key));
-    engine.runtime.attempts.prefetch(&key);
     let source = match (&header_key, &printed.key_field) {
         (Some(_), _) => Some(KeySource::Header),
         (None, Some(_)) => Some(KeySource::Field),

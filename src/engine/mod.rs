@@ -2,20 +2,46 @@
 //! the request came in. It claims, coalesces, executes detached and records; it names no
 //! status code and no header, and the dialects (`http`, `mcp`) render what it decides.
 //!
+//! Every protected request takes one path, whatever the store:
+//!
+//! ```text
+//! begin     derive the intent ──────────────────────────────── refused: NotExecuted
+//!             │  a record this process holds? ──────────────── Replayed   (fast path: no
+//!             ▼                                                             store, no slot)
+//! path::run 1. join the intent's slot in this process
+//!             ├─ a duplicate: wait on the leader ──────────── its outcome, or InProgress
+//!             │    (the leader stopped first: from the top)     at the caller's deadline
+//!             ▼  the leader
+//!           2. a place among the detached executions ──────── none: what the store holds
+//!             ▼                                                 answers, else TooBusy
+//!           3. claim in the store ─────────────────────────── error: StoreUnavailable, or
+//!             ▼                                                 run unprotected (fail_open)
+//!           4. completed ──────────────────────────────────── Replayed
+//!              running elsewhere: poll the store ─────────── its outcome, or InProgress
+//!                (released meanwhile: from the top)
+//!             ▼  acquired
+//!           5. execute::start, detached from the caller ──── Executed / Failed when it
+//!              (the recorder writes the outcome, settles        answers by the deadline,
+//!               the slot, and renews the lease meanwhile)     else InProgress
+//! ```
+//!
+//! A tool that answers at once on a store that answers at once (the memory store) is run and
+//! recorded inside the request's first poll, with no task and no timer: `execute::start`
+//! polls it in place and moves it into a task only if it waits.
+//!
 //! Futures off the common path are boxed, and a boxed future is built in a `let` of its own
 //! before it is awaited: a temporary inside an `.await` expression keeps its storage in the
 //! awaiting future until the statement ends, so `Box::pin(work()).await` would carry the whole
 //! state of `work` in every request's future anyway.
 
-mod at_once;
-mod coalesce;
+mod elsewhere;
 mod execute;
 mod fail_open;
 mod inflight;
 mod intent;
-mod lead;
 mod lookup;
 mod outcome;
+mod path;
 mod recent;
 mod recorder;
 mod runtime;
@@ -34,11 +60,10 @@ use crate::settings::Settings;
 use crate::store::{Observed, Store};
 use crate::telemetry::{self, Op};
 
-pub(crate) use at_once::answered_at_once;
-pub(crate) use coalesce::Running;
 pub(crate) use intent::{Call, Intent};
 pub(crate) use lookup::Seen;
 pub(crate) use outcome::{Answered, Failure, Judged, Outcome, Produced, Refusal, Unprotected};
+pub(crate) use path::Running;
 pub(crate) use runtime::Runtime;
 
 /// The dialect's call of the tool and its reading, boxed: what an execution runs, or hands
@@ -103,15 +128,14 @@ pub(crate) enum Decided<A> {
     clippy::large_enum_variant,
     reason = "it lives for one match, on the stack; boxing the decided side would cost a replay an allocation"
 )]
-pub(crate) enum Begun<A, E, X> {
-    /// Decided at once: refused, replayed from a record this process holds, or run to its
-    /// outcome (or the tool's error) on a store that answers at once.
-    Decided(Result<Decided<A>, E>),
-    /// Claimed and started, or joined: the boxed future yields the intent and its outcome.
+pub(crate) enum Begun<A, X> {
+    /// Decided at once: refused, or replayed from a record this process holds.
+    Decided(Decided<A>),
+    /// On its path: the boxed future yields the intent and its outcome.
     Running(X),
 }
 
-impl<A, E, X> std::fmt::Debug for Begun<A, E, X> {
+impl<A, X> std::fmt::Debug for Begun<A, X> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Self::Decided(_) => f.write_str("Begun::Decided"),
@@ -136,7 +160,7 @@ impl<St: Store> Engine<St> {
         op: &Op,
         call: Call,
         work: impl FnOnce(Parts, Bytes) -> F,
-    ) -> Begun<A, E, Running<A, E>>
+    ) -> Begun<A, Running<A, E>>
     where
         F: Future<Output = Result<Produced<A>, E>> + Send + 'static,
         A: Send + 'static,
@@ -144,12 +168,10 @@ impl<St: Store> Engine<St> {
     {
         let intent = match intent::derive(self, &parts, scope, &body, op, call) {
             Ok(intent) => intent,
-            Err(refusal) => return Begun::Decided(Ok(Decided::Refused(refusal))),
+            Err(refusal) => return Begun::Decided(Decided::Refused(refusal)),
         };
-        // A replay this process has seen needs neither the store nor the in-flight registry.
-        // Asked before the attempt is counted, so that both lines, asked for as the key was
-        // derived, come in together.
-        let cached = guarded("store", || self.store.cached(&intent.key));
+        // The fast path: a replay this process holds needs neither the store nor the slot.
+        let cached = guarded("store", || crate::store::cached(&self.store, &intent.key));
         let attempt = self.runtime.attempts.count(&intent.op, &intent.key);
         let span = tracing::Span::current();
         if !span.is_disabled() {
@@ -162,17 +184,25 @@ impl<St: Store> Engine<St> {
             }
             Some(record) => Outcome::Replayed(record),
             None => {
-                // Boxed once, here: every future the call passes through then carries a pointer
-                // to it, not its state, and the execution reuses the box.
+                // The work is boxed once, here, and the execution reuses the box.
                 let work = Box::pin(work(parts, body));
-                if self.store.answers_at_once() {
-                    return at_once::lead(self, intent, work);
-                }
-                return Begun::Running(coalesce::running(Arc::clone(self), intent, work, None));
+                return Begun::Running(Box::pin(path::run(Arc::clone(self), intent, work)));
             }
         };
-        Begun::Decided(Ok(Decided::Keyed { intent, outcome }))
+        Begun::Decided(Decided::Keyed { intent, outcome })
     }
+}
+
+/// What leading an intent came to.
+enum Led<A, E, F> {
+    Decided(Result<Outcome<A>, E>),
+    /// The store released the intent while this caller waited on another instance's
+    /// execution: take it from the top, with the work still to run.
+    Again(F),
+}
+
+fn decided<A, E, F>(outcome: Outcome<A>) -> Led<A, E, F> {
+    Led::Decided(Ok(outcome))
 }
 
 /// What a request's scope decides of protecting it.

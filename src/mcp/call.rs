@@ -21,7 +21,6 @@ use crate::bounds::{Bufferable, Keepable, Tool};
 use crate::engine::{self, Begun, Decided, Scoped};
 use crate::store::{Dialect, Store};
 use crate::telemetry::{self, Op};
-use crate::turn;
 
 /// Writes the operation label of a tool call: `tools/call NAME` for names that look like tool
 /// names, so that a client cannot grow the label set at will.
@@ -128,25 +127,21 @@ impl<St: Store> Endpoint<St> {
         };
         let begun = span.in_scope(|| self.engine.begin(parts, bytes, &scope, &op, call, work));
         let decided = match begun {
-            Begun::Decided(decided) => decided,
+            Begun::Decided(decided) => Ok(decided),
             Begun::Running(execution) => execution
                 .instrument(span.clone())
                 .await
                 .map(|(intent, outcome)| Decided::Keyed { intent, outcome }),
         };
-        let answered = {
-            let _entered = span.enter();
-            match decided {
-                Ok(decided) => Ok(self.finish(&op, started, &rendering, form, decided)),
-                Err(error) => {
-                    engine::record::<()>(&op, None);
-                    telemetry::answered(&op, None, started);
-                    Err(error)
-                }
+        let _entered = span.enter();
+        match decided {
+            Ok(decided) => Ok(self.finish(&op, started, &rendering, form, decided)),
+            Err(error) => {
+                engine::record::<()>(&op, None);
+                telemetry::answered(&op, None, started);
+                Err(error)
             }
-        };
-        turn::after_others(settings.batch_answers).await;
-        answered
+        }
     }
 
     /// Records what the engine decided and renders it.

@@ -9,6 +9,7 @@ mod codec;
 #[cfg_attr(docsrs, doc(cfg(feature = "conformance")))]
 pub mod conformance;
 mod encoding;
+pub(crate) mod hints;
 mod memory;
 mod observed;
 mod record;
@@ -31,6 +32,7 @@ use crate::key::{Fingerprint, IntentKey, ScopeHash};
 pub(crate) const LONGEST_KEPT: Duration = crate::clock::FARTHEST;
 
 pub use codec::DecodeError;
+pub(crate) use hints::{answers_at_once, cached};
 pub use memory::{MemoryStore, MemoryStoreBuilder};
 pub(crate) use observed::{Observed, StoreMetrics};
 pub use record::{
@@ -208,29 +210,10 @@ pub trait Store: Send + Sync + 'static {
         key: &IntentKey,
     ) -> impl Future<Output = Result<Option<Entry>, StoreError>> + Send;
 
-    /// A completed record this store holds in process and can return at once, without a round
-    /// trip or a lock held across one. The layer asks this first, so that a replay this process
-    /// has seen costs no coordination at all. The default has none.
-    fn cached(&self, key: &IntentKey) -> Option<Arc<Record>> {
-        let _ = key;
+    /// Where this crate's own stores give the layer hooks that answer faster; hidden, and
+    /// closed to stores outside the crate, which work the same without them.
+    #[doc(hidden)]
+    fn hints(&self, _sealed: hints::Sealed) -> Option<&dyn hints::Hints> {
         None
-    }
-
-    /// Told that `key` is about to be read or claimed, while the caller does other work first:
-    /// a store may start bringing what it holds for the key closer, so that the call waits
-    /// less (the memory store asks the processor for the line of its index the key is looked
-    /// up in). A hint, with no effect on any answer; the default does nothing.
-    fn prefetch(&self, key: &IntentKey) {
-        let _ = key;
-    }
-
-    /// Whether every call of this store answers at its first poll, never waiting on anything
-    /// (a store in process memory). The layer then makes its calls in place and keeps no
-    /// future of them across a wait, which spares a first execution two boxed futures. A call
-    /// that waits all the same is dropped where it stands and taken as the store's error: a
-    /// claim is given back and refused, a write is retried in the background. The default is
-    /// `false`.
-    fn answers_at_once(&self) -> bool {
-        false
     }
 }

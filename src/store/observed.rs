@@ -143,17 +143,7 @@ impl<St: Store> Store for Observed<St> {
         self.measured(&self.metrics.get, self.store.get(key)).await
     }
 
-    fn cached(&self, key: &IntentKey) -> Option<Arc<Record>> {
-        // Not async: a panic here is caught where the layer calls it.
-        self.store.cached(key)
-    }
-
-    fn prefetch(&self, key: &IntentKey) {
-        // Not async: a panic here is caught where the layer calls it.
-        self.store.prefetch(key);
-    }
-
-    fn answers_at_once(&self) -> bool {
-        self.store.answers_at_once()
+    fn hints(&self, sealed: super::hints::Sealed) -> Option<&dyn super::hints::Hints> {
+        self.store.hints(sealed)
     }
 }

@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 use moka::policy::{EvictionPolicy, Expiry};
 use moka::sync::Cache;
 
+use super::hints::{Hints, Sealed};
 use super::{Claim, ClaimRequest, Entry, Fence, OwnerToken, Record, Store, StoreError, Tombstone};
 use crate::clock::now_ms;
 use crate::key::{IntentKey, KeyHasher};
@@ -131,8 +132,8 @@ impl<S: Store> Store for TieredStore<S> {
         self.remote.abandon(key, token).await
     }
 
-    fn cached(&self, key: &IntentKey) -> Option<Arc<Record>> {
-        self.local.get(key)
+    fn hints(&self, _sealed: Sealed) -> Option<&dyn Hints> {
+        Some(self)
     }
 
     async fn get(&self, key: &IntentKey) -> Result<Option<Entry>, StoreError> {
@@ -144,5 +145,11 @@ impl<S: Store> Store for TieredStore<S> {
             self.remember(key, record);
         }
         Ok(entry)
+    }
+}
+
+impl<S: Store> Hints for TieredStore<S> {
+    fn cached(&self, key: &IntentKey) -> Option<Arc<Record>> {
+        self.local.get(key)
     }
 }

@@ -213,11 +213,6 @@ impl Default for Attempts {
 }
 
 impl Attempts {
-    /// Asks for `key`'s slot, to be counted soon.
-    pub(crate) fn prefetch(&self, key: &IntentKey) {
-        crate::prefetch::prefetch(self.slot(key));
-    }
-
     fn slot(&self, key: &IntentKey) -> &AtomicU64 {
         let bytes = key.as_bytes();
         &self.slots[usize::from(u16::from_le_bytes([bytes[0], bytes[1]])) % ATTEMPT_SLOTS]

@@ -76,7 +76,6 @@ pub struct FaultyStore<S> {
     inner: S,
     plan: Option<Plan>,
     calls: Arc<[AtomicUsize; 5]>,
-    at_once: bool,
 }
 
 impl<S> FaultyStore<S> {
@@ -85,15 +84,7 @@ impl<S> FaultyStore<S> {
             inner,
             plan,
             calls: Arc::new(Default::default()),
-            at_once: false,
         }
-    }
-
-    /// Says its calls answer at once (`Store::answers_at_once`), whatever its fault makes them
-    /// do.
-    pub fn saying_it_answers_at_once(mut self) -> Self {
-        self.at_once = true;
-        self
     }
 
     /// A handle on the call counters, readable after the store moved into a layer.
@@ -155,9 +146,6 @@ async fn faulted<T>(
 }
 
 impl<S: Store> Store for FaultyStore<S> {
-    fn answers_at_once(&self) -> bool {
-        self.at_once
-    }
     async fn claim(&self, key: &IntentKey, request: &ClaimRequest) -> Result<Claim, StoreError> {
         faulted(self.next(Call::Claim), self.inner.claim(key, request)).await
     }

@@ -3,8 +3,6 @@
 //!
 //! - `bare`: the handler alone.
 //! - `ours`: behind this crate's `IdempotencyLayer::new()`.
-//! - `ours-batched`: the same with `answer_batching()`, yielding once before each answer so that
-//!   the answers of requests that arrived together are written together.
 //! - `ours-1mib`: this crate's layer over a memory store of 1 MiB rather than the default 64, to
 //!   tell what the byte budget costs.
 //! - `peer`: behind the `idempotent` crate's layer over its memory store.
@@ -128,7 +126,6 @@ fn app(mode: &str) -> Router {
     match mode {
         "bare" => app,
         "ours" => app.layer(tower_idempotency::IdempotencyLayer::new()),
-        "ours-batched" => app.layer(tower_idempotency::IdempotencyLayer::new().answer_batching()),
         "ours-1mib" => app.layer(tower_idempotency::IdempotencyLayer::with_store(
             tower_idempotency::store::MemoryStore::builder()
                 .max_bytes(1 << 20)
@@ -146,7 +143,7 @@ fn app(mode: &str) -> Router {
             app.layer(idempotent::middleware::IdempotencyLayer::new(store))
         }
         other => {
-            panic!("mode {other:?}: bare, ours, ours-batched, ours-1mib, peer, digest or keep")
+            panic!("mode {other:?}: bare, ours, ours-1mib, peer, digest or keep")
         }
     }
 }

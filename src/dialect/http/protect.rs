@@ -16,7 +16,6 @@ use crate::engine::{self, Begun, Call, Decided, Engine, Refusal, Scoped};
 use crate::settings::Settings;
 use crate::store::Store;
 use crate::telemetry::{self, Op};
-use crate::turn;
 
 type Answered<B, E> = Result<Response<ResponseBody<B>>, E>;
 
@@ -75,7 +74,7 @@ where
         // Every answer of a request that reached the engine leaves this block (one refused
         // before it, or passed through, returns at once), and nothing the block held is kept
         // across the yield after it.
-        let answered = 'protected: {
+        'protected: {
             // In a block of its own, so that what it held (the scope, what `begin` took and
             // returned) is not kept across the execution's wait.
             let execution = {
@@ -110,7 +109,7 @@ where
                 let call = Call::default();
                 match span.in_scope(|| engine.begin(parts, bytes, &scope, &op, call, work)) {
                     Begun::Decided(decided) => {
-                        let went = Went::Decided(decided);
+                        let went = Went::Decided(Ok(decided));
                         break 'protected finish(settings, &op, &span, started, went);
                     }
                     Begun::Running(execution) => execution,
@@ -119,9 +118,7 @@ where
             let executed = execution.instrument(span.clone()).await;
             let decided = executed.map(|(intent, outcome)| Decided::Keyed { intent, outcome });
             finish(settings, &op, &span, started, Went::Decided(decided))
-        };
-        turn::after_others(settings.batch_answers).await;
-        answered
+        }
     }
 }
 

@@ -26,14 +26,6 @@ impl Kept {
         Self::Encoded(Bytes::from(record.encode()))
     }
 
-    /// Where what it holds on the heap starts.
-    pub(super) fn heap_start(&self) -> *const u8 {
-        match self {
-            Self::Encoded(encoded) => encoded.as_ptr(),
-            Self::Decoded(record) => Arc::as_ptr(record).cast(),
-        }
-    }
-
     /// The record, decoded at its first read and kept so.
     ///
     /// # Panics

@@ -13,7 +13,8 @@ use std::time::Duration;
 use tokio::time::Instant as LeaseClock;
 
 use self::kept::Kept;
-use self::table::{Cause, Hint, Table};
+use self::table::{Cause, Table};
+use super::hints::{Hints, Sealed};
 use super::{
     Claim, ClaimRequest, Entry, Fence, OwnerToken, Record, RunningInfo, Store, StoreError,
     Tombstone,
@@ -66,8 +67,6 @@ impl std::fmt::Debug for MemoryStore {
 struct Inner {
     running: Mutex<HashMap<IntentKey, Lease, KeyHasher>>,
     settled: Mutex<Table>,
-    /// Where the table's index lies, read without its lock.
-    index: Arc<Hint>,
     evictions: AtomicU64,
     metrics: MemoryStoreMetrics,
 }
@@ -82,16 +81,6 @@ struct Lease {
 enum Settled {
     Completed(Kept),
     Failed(Arc<Tombstone>),
-}
-
-impl Settled {
-    /// Where what the value holds on the heap starts.
-    fn heap_start(&self) -> *const u8 {
-        match self {
-            Self::Completed(kept) => kept.heap_start(),
-            Self::Failed(tombstone) => Arc::as_ptr(tombstone).cast(),
-        }
-    }
 }
 
 /// What the table charges for a tombstone, its key included.
@@ -134,7 +123,6 @@ impl MemoryStoreBuilder {
         MemoryStore {
             inner: Arc::new(Inner {
                 running: Mutex::new(HashMap::with_hasher(KeyHasher::new())),
-                index: table.hint(),
                 settled: Mutex::new(table),
                 evictions: AtomicU64::new(0),
                 metrics: MemoryStoreMetrics::new(),
@@ -355,19 +343,8 @@ impl Store for MemoryStore {
         }))
     }
 
-    fn prefetch(&self, key: &IntentKey) {
-        self.inner.index.prefetch(key);
-    }
-
-    fn answers_at_once(&self) -> bool {
-        true
-    }
-
-    fn cached(&self, key: &IntentKey) -> Option<Arc<Record>> {
-        match self.settled_entry(key, LeaseClock::now)? {
-            Entry::Completed(record) => Some(record),
-            _ => None,
-        }
+    fn hints(&self, _sealed: Sealed) -> Option<&dyn Hints> {
+        Some(self)
     }
 
     async fn get(&self, key: &IntentKey) -> Result<Option<Entry>, StoreError> {
@@ -381,6 +358,19 @@ impl Store for MemoryStore {
             }
         }
         Ok(self.settled_entry(key, || now))
+    }
+}
+
+impl Hints for MemoryStore {
+    fn answers_at_once(&self) -> bool {
+        true
+    }
+
+    fn cached(&self, key: &IntentKey) -> Option<Arc<Record>> {
+        match self.settled_entry(key, LeaseClock::now)? {
+            Entry::Completed(record) => Some(record),
+            _ => None,
+        }
     }
 }
 

@@ -8,11 +8,8 @@
 //! and taking out shifts the entries after it back instead of leaving a tombstone.
 
 use std::hash::BuildHasher;
-use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
-use std::sync::Arc;
 
 use crate::key::{IntentKey, KeyHasher};
-use crate::prefetch::prefetch;
 
 /// An entry: the hash's low 32 bits, then the node's place plus one; zero is empty.
 type Entry = u64;
@@ -23,75 +20,23 @@ const FIRST_CAPACITY: usize = 64;
 pub(super) struct Index {
     entries: Box<[Entry]>,
     len: usize,
-    hint: Arc<Hint>,
-}
-
-/// Where an index's entries lie and how keys are hashed into them, readable without the
-/// table's lock: a request about to look its key up asks for the entry's line first, and does
-/// other work while it comes. Read while the index grows, it may name entries already let go;
-/// it is only ever an address to prefetch, never read through.
-pub(in crate::store::memory) struct Hint {
-    entries: AtomicPtr<Entry>,
-    mask: AtomicUsize,
     /// Seeded per process, so that no one can aim keys at one run of entries.
     hasher: KeyHasher,
 }
 
-impl Hint {
-    /// The hash a key is placed by: of its first eight bytes (a SHA-256 digest is uniform),
-    /// seeded, since a client chooses what the digest is of.
-    fn hash(&self, key: &IntentKey) -> u32 {
-        self.hasher.hash_one(key) as u32
-    }
-
-    /// Asks for the line where `key`'s entry would be found.
-    pub(in crate::store::memory) fn prefetch(&self, key: &IntentKey) {
-        let home = self.hash(key) as usize & self.mask.load(Ordering::Relaxed);
-        prefetch(self.entries.load(Ordering::Relaxed).wrapping_add(home));
-    }
-}
-
 impl Index {
     pub(super) fn new() -> Self {
-        let hint = Hint {
-            entries: AtomicPtr::new(std::ptr::null_mut()),
-            mask: AtomicUsize::new(0),
-            hasher: KeyHasher::new(),
-        };
-        Self::with_hint(Arc::new(hint))
-    }
-
-    /// An empty index that keeps `hint` up to date.
-    pub(super) fn with_hint(hint: Arc<Hint>) -> Self {
-        let index = Self {
+        Self {
             entries: vec![0; FIRST_CAPACITY].into_boxed_slice(),
             len: 0,
-            hint,
-        };
-        index.publish();
-        index
+            hasher: KeyHasher::new(),
+        }
     }
 
-    /// The hint this index keeps up to date.
-    pub(super) fn hint(&self) -> Arc<Hint> {
-        Arc::clone(&self.hint)
-    }
-
-    /// Tells the hint where the entries are now.
-    fn publish(&self) {
-        let entries = self.entries.as_ptr().cast_mut();
-        self.hint.entries.store(entries, Ordering::Relaxed);
-        self.hint.mask.store(self.mask(), Ordering::Relaxed);
-    }
-
-    /// The hash `key` is placed by.
+    /// The hash `key` is placed by: of its first eight bytes (a SHA-256 digest is uniform),
+    /// seeded, since a client chooses what the digest is of.
     pub(super) fn hash(&self, key: &IntentKey) -> u32 {
-        self.hint.hash(key)
-    }
-
-    /// Asks for the line where `key`'s entry would be found, to be read soon.
-    pub(super) fn prefetch(&self, key: &IntentKey) {
-        self.hint.prefetch(key);
+        self.hasher.hash_one(key) as u32
     }
 
     fn mask(&self) -> usize {
@@ -162,7 +107,6 @@ impl Index {
         for entry in old.iter().copied().filter(|&entry| entry != 0) {
             put(&mut self.entries, entry);
         }
-        self.publish();
     }
 }
 
@@ -235,24 +179,6 @@ mod tests {
                 prop_assert_eq!(index.find(hash, |n| n == node), None);
             }
         }
-    }
-
-    #[test]
-    fn the_hint_names_where_the_entries_are_after_the_index_grows_or_starts_afresh() {
-        let mut index = Index::new();
-        let hint = index.hint();
-        let named = |index: &Index| {
-            let entries = hint.entries.load(Ordering::Relaxed).cast_const();
-            (entries, hint.mask.load(Ordering::Relaxed)) == (index.entries.as_ptr(), index.mask())
-        };
-        assert!(named(&index));
-        for node in 0..1000u32 {
-            index.insert(node.wrapping_mul(2_654_435_761), node);
-        }
-        assert!(index.entries.len() > FIRST_CAPACITY, "the index grew");
-        assert!(named(&index));
-        let afresh = Index::with_hint(index.hint());
-        assert!(named(&afresh));
     }
 
     #[test]

@@ -18,7 +18,6 @@ use std::time::Duration;
 use smallvec::SmallVec;
 use tokio::time::Instant;
 
-pub(super) use self::index::Hint;
 use self::index::Index;
 use super::Settled;
 use crate::key::{IntentKey, KeyHasher, ScopeHash};
@@ -135,15 +134,9 @@ impl Table {
         }
     }
 
-    /// Drops every value, keeping the budget, the share's part and the index's hint.
+    /// Drops every value, keeping the budget and the share's part.
     pub(super) fn clear(&mut self) {
-        let index = Index::with_hint(self.index.hint());
-        *self = Self::with_index(self.max_bytes, self.per_share, index);
-    }
-
-    /// Where the index lies, for callers without the lock.
-    pub(super) fn hint(&self) -> std::sync::Arc<Hint> {
-        self.index.hint()
+        *self = Self::with_index(self.max_bytes, self.per_share, Index::new());
     }
 
     /// Bytes charged to the values held.
@@ -240,23 +233,15 @@ impl Table {
         }
         self.bytes += u64::from(weight);
         let mut evicted = Evictions::new();
-        let mut next_victim = None;
         loop {
             let held = &self.shares[place as usize];
             if held.bytes <= self.per_share || held.live <= 1 {
                 break;
             }
             self.evict(held.oldest, Cause::Share, now, &mut evicted);
-            next_victim = Some(Cause::Share);
         }
         while self.bytes > self.max_bytes && self.oldest != NIL {
             self.evict(self.oldest, Cause::Budget, now, &mut evicted);
-            next_victim = Some(Cause::Budget);
-        }
-        match next_victim {
-            Some(Cause::Share) => self.warm(self.shares[place as usize].oldest, Cause::Share),
-            Some(Cause::Budget) => self.warm(self.oldest, Cause::Budget),
-            None => {}
         }
         evicted
     }
@@ -437,4 +422,3 @@ fn place_in<T>(items: &mut Vec<T>, free: &mut Vec<u32>, item: T) -> u32 {
 mod index;
 #[cfg(test)]
 mod tests;
-mod warm;

@@ -1,0 +1,103 @@
+//! Answering a leader whose intent another instance runs, or that has no place to run it in:
+//! from what the store holds, polled until it settles or the caller's deadline.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::inflight::{Lead, Settled};
+use super::{decided, Engine, Failure, Intent, Led, Outcome, Refusal};
+use crate::store::{Entry, Store};
+use crate::telemetry;
+
+fn key_reused<A, E, F>(running: bool) -> Led<A, E, F> {
+    decided(Outcome::key_reused(running))
+}
+
+/// No room for another execution: a completed or running intent is still answered, since
+/// that needs none; anything else is refused with nothing executed.
+pub(super) async fn at_capacity<St: Store, A, E, F>(
+    engine: &Arc<Engine<St>>,
+    work: F,
+    intent: &Intent,
+    lead: Lead,
+) -> Led<A, E, F> {
+    match engine.store.get(&intent.key).await {
+        Ok(Some(Entry::Completed(record))) if intent.reuses_key_for(&record.fingerprint) => {
+            key_reused(false)
+        }
+        Ok(Some(Entry::Running(info))) if intent.reuses_key_for(&info.fingerprint) => {
+            key_reused(true)
+        }
+        Ok(Some(Entry::Completed(record))) => {
+            lead.settle(Settled::Replay(Arc::clone(&record)));
+            decided(Outcome::Replayed(record))
+        }
+        Ok(Some(Entry::Running(info))) => {
+            let waiting = Box::pin(wait_elsewhere(
+                engine,
+                work,
+                intent,
+                lead,
+                info.started_at_ms,
+            ));
+            waiting.await
+        }
+        _ => {
+            tracing::warn!("too many detached executions; refusing");
+            decided(Outcome::NotExecuted(Refusal::TooBusy))
+        }
+    }
+}
+
+/// Waits for an execution that runs elsewhere (another process, or another layer sharing
+/// the store), started at `started_at_ms`, polling the store until it settles or this
+/// caller's deadline. Counted as coalesced.
+pub(super) async fn wait_elsewhere<St: Store, A, E, F>(
+    engine: &Arc<Engine<St>>,
+    work: F,
+    intent: &Intent,
+    lead: Lead,
+    started_at_ms: u64,
+) -> Led<A, E, F> {
+    telemetry::coalesced(&intent.op);
+    lead.set_started_at_ms(started_at_ms);
+    let mut pause = Duration::from_millis(10);
+    loop {
+        let now = Instant::now();
+        if now >= intent.deadline {
+            drop(lead);
+            return decided(Outcome::InProgress {
+                started_at_ms,
+                duplicate: true,
+            });
+        }
+        tokio::time::sleep_until((now + pause).min(intent.deadline)).await;
+        pause = (pause * 3 / 2).min(Duration::from_millis(100));
+        match engine.store.get(&intent.key).await {
+            Ok(Some(Entry::Running(_))) | Err(_) => {}
+            Ok(Some(Entry::Completed(record))) => {
+                // The record may be another payload's under the same explicit key.
+                if intent.reuses_key_for(&record.fingerprint) {
+                    drop(lead);
+                    return key_reused(false);
+                }
+                lead.settle(Settled::Replay(Arc::clone(&record)));
+                return decided(Outcome::Replayed(record));
+            }
+            Ok(Some(Entry::Failed(tombstone))) if tombstone.failed_at_ms >= started_at_ms => {
+                drop(lead);
+                return decided(Outcome::Failed {
+                    failure: Failure::of(&tombstone),
+                    answer: None,
+                    freed_in_s: None,
+                });
+            }
+            Ok(_) => {
+                drop(lead);
+                return Led::Again(work);
+            }
+        }
+    }
+}

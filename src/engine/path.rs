@@ -1,0 +1,233 @@
+//! The one path every protected request takes through the engine once its intent is derived
+//! and no replay was at hand: coalesce in process, claim in the store, then replay, wait on
+//! another instance, or start the execution and wait for its first answer. The steps are in
+//! the order of the diagram in [`super`]; each outcome is a return.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use super::elsewhere::{at_capacity, wait_elsewhere};
+use super::execute::{self, Claimed};
+use super::fail_open;
+use super::inflight::{Lead, Role, Settled, Slot, Waited};
+use super::recorder::Recorder;
+use super::{decided, Engine, Intent, Led, Outcome, Refusal, Work};
+use crate::clock::{ms_at, now_ms};
+use crate::key::IntentKey;
+use crate::store::{Claim, ClaimRequest, OwnerToken, Store, StoreError};
+use crate::telemetry;
+
+/// The path of one request, boxed: it yields the intent and its outcome.
+pub(crate) type Running<A, E> =
+    Pin<Box<dyn Future<Output = Result<(Intent, Outcome<A>), E>> + Send + 'static>>;
+
+/// Runs `work` once for `intent`, or answers this caller from the execution that does.
+pub(crate) async fn run<St, A, E, F>(
+    engine: Arc<Engine<St>>,
+    intent: Intent,
+    mut work: F,
+) -> Result<(Intent, Outcome<A>), E>
+where
+    St: Store,
+    F: Work<A, E>,
+    A: Send + 'static,
+    E: Send + 'static,
+{
+    // The intent was derived a moment ago: its time is the execution's start if it leads now.
+    let mut now = ms_at(intent.arrived);
+    let outcome = loop {
+        // 1. Coalesce in process: the first request of an intent leads, the others wait on it.
+        let lead = match engine
+            .runtime
+            .inflight
+            .join(intent.key, intent.fingerprint, now)
+        {
+            Role::Leader(lead) => lead,
+            Role::Follower(slot) => match follow(&intent, &slot).await {
+                Some(outcome) => break Ok(outcome),
+                // The leader stopped before an outcome: from the top.
+                None => {
+                    now = now_ms();
+                    continue;
+                }
+            },
+        };
+        // 2. to 5. Claim, and carry out what the store's answer leaves to do.
+        match lead_intent(&engine, &intent, lead, work).await {
+            Led::Decided(outcome) => break outcome,
+            Led::Again(unrun) => {
+                work = unrun;
+                now = now_ms();
+            }
+        }
+    };
+    outcome.map(|outcome| (intent, outcome))
+}
+
+/// A duplicate in this process: the leader's outcome, "in progress" at this caller's
+/// deadline, or `None` if the leader stopped before an outcome.
+async fn follow<A>(intent: &Intent, slot: &Slot) -> Option<Outcome<A>> {
+    if intent.reuses_key_for(&slot.fingerprint) {
+        return Some(Outcome::key_reused(true));
+    }
+    telemetry::coalesced(&intent.op);
+    match slot.wait_until(intent.deadline).await {
+        Waited::Redo => None,
+        Waited::Settled(settled) => Some(settled.into()),
+        Waited::Deadline => Some(Outcome::InProgress {
+            started_at_ms: slot.started_at_ms(),
+            duplicate: true,
+        }),
+    }
+}
+
+/// The leader: takes a place among the detached executions, claims the intent, and carries
+/// out what the store's answer leaves to do.
+async fn lead_intent<St, A, E, F>(
+    engine: &Arc<Engine<St>>,
+    intent: &Intent,
+    lead: Lead,
+    work: F,
+) -> Led<A, E, F>
+where
+    St: Store,
+    F: Work<A, E>,
+    A: Send + 'static,
+    E: Send + 'static,
+{
+    // 2. A place to run in; without one, the store still answers what needs none.
+    let Some(reservation) = engine
+        .runtime
+        .detached
+        .try_reserve(engine.settings.max_detached)
+    else {
+        let refusing = Box::pin(at_capacity(engine, work, intent, lead));
+        return refusing.await;
+    };
+    // 3. The claim.
+    let token = OwnerToken::generate();
+    let started_at_ms = lead.started_at_ms();
+    let claimed = match claim(engine, intent, token, started_at_ms).await {
+        Ok(claimed) => claimed,
+        Err(error) => {
+            tracing::warn!(%error, "the store could not answer a claim");
+            give_back(engine, &intent.key, token);
+            drop(reservation);
+            if !engine.settings.fail_open {
+                return decided(Outcome::NotExecuted(Refusal::StoreUnavailable));
+            }
+            tracing::warn!("fail-open: running without protection");
+            let recorder = Recorder {
+                engine,
+                intent,
+                token,
+                started_at_ms,
+            };
+            let running = Box::pin(fail_open::run_unprotected(recorder, work, lead));
+            return Led::Decided(running.await);
+        }
+    };
+    // 4. What the store holds decides.
+    match claimed {
+        Claim::Completed(record) if intent.reuses_key_for(&record.fingerprint) => {
+            decided(Outcome::key_reused(false))
+        }
+        Claim::Completed(record) => {
+            lead.settle(Settled::Replay(Arc::clone(&record)));
+            decided(Outcome::Replayed(record))
+        }
+        Claim::Running(info) if intent.reuses_key_for(&info.fingerprint) => {
+            decided(Outcome::key_reused(true))
+        }
+        Claim::Running(info) => {
+            // Waiting on an execution elsewhere runs nothing here: it holds no place.
+            drop(reservation);
+            let waiting = Box::pin(wait_elsewhere(
+                engine,
+                work,
+                intent,
+                lead,
+                info.started_at_ms,
+            ));
+            waiting.await
+        }
+        // 5. Run, detached from this caller, who waits for the first answer until its deadline.
+        Claim::Acquired(token) => {
+            telemetry::executed(&intent.op);
+            let claimed = Claimed {
+                token,
+                lead,
+                reservation,
+                started_at_ms,
+            };
+            let started = execute::start(engine, work, intent, claimed);
+            Led::Decided(execute::first_answer(started, intent, started_at_ms).await)
+        }
+    }
+}
+
+/// Claims `intent` under `token`. A caller that goes away before the store answers (its
+/// client disconnected) gives back the lease the claim may have taken, under which nothing
+/// will run.
+async fn claim<St: Store>(
+    engine: &Arc<Engine<St>>,
+    intent: &Intent,
+    token: OwnerToken,
+    started_at_ms: u64,
+) -> Result<Claim, StoreError> {
+    let request = ClaimRequest {
+        token,
+        lease: engine.settings.lease,
+        scope: intent.scope,
+        share: intent.share,
+        fingerprint: intent.fingerprint,
+        started_at_ms,
+    };
+    let out = ClaimOut {
+        engine,
+        key: &intent.key,
+        token: Some(token),
+    };
+    let claimed = engine.store.claim(&intent.key, &request).await;
+    out.answered();
+    claimed
+}
+
+/// Gives back, in the background, a lease that a failed or abandoned claim may have taken
+/// under `token`. Nothing ran under it; if the store stays down, the lease lapses by itself.
+fn give_back<St: Store>(engine: &Arc<Engine<St>>, key: &IntentKey, token: OwnerToken) {
+    let tracker = engine.runtime.detached.tracker().clone();
+    let engine = Arc::clone(engine);
+    let key = *key;
+    tracker.spawn(async move {
+        if let Err(error) = engine.store.abandon(&key, &token).await {
+            tracing::debug!(%error, "giving back a failed claim's lease failed; it will lapse");
+        }
+    });
+}
+
+/// A claim sent and not answered yet: dropped so, it gives its lease back.
+struct ClaimOut<'a, St: Store> {
+    engine: &'a Arc<Engine<St>>,
+    key: &'a IntentKey,
+    token: Option<OwnerToken>,
+}
+
+impl<St: Store> ClaimOut<'_, St> {
+    /// The store answered: what its answer leaves to do is the caller's.
+    fn answered(mut self) {
+        self.token = None;
+    }
+}
+
+impl<St: Store> Drop for ClaimOut<'_, St> {
+    fn drop(&mut self) {
+        // Outside a runtime (one shutting down) nothing can be spawned: the lease lapses.
+        if let Some(token) = self.token.take() {
+            if tokio::runtime::Handle::try_current().is_ok() {
+                give_back(self.engine, self.key, token);
+            }
+        }
+    }
+}
