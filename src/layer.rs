@@ -9,7 +9,7 @@ use tower_layer::Layer;
 
 use crate::canonical::JsonPointer;
 use crate::classify::Classify;
-use crate::detached::DetachedExecutions;
+use crate::engine::detached::DetachedExecutions;
 use crate::engine::{Engine, Runtime};
 use crate::scope::ScopeSource;
 use crate::service::Idempotency;

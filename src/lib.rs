@@ -56,41 +56,34 @@
 //! [`store::MemoryStore`] by default.
 
 mod body;
-mod bounds;
-mod buffer;
 pub mod canonical;
 mod classify;
 mod clock;
 #[cfg(feature = "contract")]
 #[cfg_attr(docsrs, doc(cfg(feature = "contract")))]
 pub mod contract;
-mod detached;
 mod dialect;
 mod engine;
-mod future;
-mod guard;
 mod headers;
-mod interrupted;
 pub mod key;
 mod layer;
 #[cfg(feature = "mcp")]
 #[cfg_attr(docsrs, doc(cfg(feature = "mcp")))]
 pub mod mcp;
-mod paths;
 pub mod reference;
 mod scope;
 mod service;
 mod settings;
 pub mod store;
 mod telemetry;
-mod told;
+mod user_code;
+mod wording;
 
 pub use body::{RequestBody, ResponseBody};
-pub use classify::{Classify, DefaultClassify, Verdict};
-pub use detached::DetachedExecutions;
-pub use future::ResponseFuture;
+pub use classify::{Classify, DefaultClassify, Interrupted, Verdict};
+pub use dialect::ResponseFuture;
+pub use engine::DetachedExecutions;
 pub use headers::{INTENT_HEADER, REPLAYED_HEADER};
-pub use interrupted::Interrupted;
 pub use key::IntentKey;
 pub use layer::IdempotencyLayer;
 pub use scope::DEFAULT_SCOPE_HEADER;

@@ -8,11 +8,10 @@ use http::{Method, Request, Response};
 use http_body::Body;
 use tower_service::Service;
 
-use crate::body::ResponseBody;
-use crate::bounds::BoxError;
+use crate::body::{BoxError, ResponseBody};
 use crate::dialect::http as dialect;
+use crate::dialect::ResponseFuture;
 use crate::engine::Engine;
-use crate::future::ResponseFuture;
 use crate::store::{MemoryStore, Store};
 
 /// Middleware that makes repeated calls of one intent run once.

@@ -11,10 +11,11 @@ use tower_service::Service;
 use super::future::ResponseFuture;
 use super::layer::Contracts;
 use super::violation::Violation;
+use crate::body::read_body;
+use crate::body::BoxError;
 use crate::body::ResponseBody;
-use crate::bounds::BoxError;
-use crate::buffer::read_body;
 use crate::dialect::http as http_dialect;
+use crate::engine::Refusal;
 use crate::telemetry;
 
 /// The settings a body refusal is told with: it names only the limit, none of a layer's.
@@ -98,7 +99,7 @@ where
             let (parts, body) = request.into_parts();
             let bytes = match read_body(body, &parts.headers, body_limit).await {
                 Ok(bytes) => bytes,
-                Err(refusal) => return Ok(http_dialect::refused(&DEFAULTS, &refusal)),
+                Err(unread) => return Ok(http_dialect::refused(&DEFAULTS, &Refusal::from(unread))),
             };
             let violation = match serde_json::from_slice::<serde_json::Value>(&bytes) {
                 Err(_) => Some(Violation::not_json()),

@@ -3,7 +3,7 @@
 use jsonschema::error::ValidationErrorKind;
 use jsonschema::ValidationError;
 
-use crate::told::Told;
+use crate::wording::Told;
 
 /// A violation, described without echoing the offending value.
 #[derive(Debug)]

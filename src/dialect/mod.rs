@@ -2,4 +2,26 @@
 //! engine (whether the action happened, what to keep) and renders what the engine decided in
 //! its own terms; the MCP dialect lives in the `mcp` module, beside its public builder.
 
+mod future;
 pub(crate) mod http;
+
+pub use future::ResponseFuture;
+
+use ::http::{Request, Response};
+use tower_service::Service;
+
+/// A service whose calls can run detached: sendable, with a sendable future and error.
+pub(crate) trait Tool<B, ResBody>:
+    Service<Request<B>, Response = Response<ResBody>, Future: Send + 'static, Error: Send + 'static>
+    + Send
+    + 'static
+{
+}
+
+impl<T, B, ResBody> Tool<B, ResBody> for T
+where
+    T: Service<Request<B>, Response = Response<ResBody>> + Send + 'static,
+    T::Future: Send + 'static,
+    T::Error: Send + 'static,
+{
+}

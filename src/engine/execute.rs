@@ -14,7 +14,7 @@ use tracing::Instrument;
 use super::inflight::{Lead, Settled};
 use super::recorder::{FirstOutcome, Owned, Plan, Recorder, Write};
 use super::{Engine, Failure, Intent, Outcome, Work};
-use crate::detached::Reservation;
+use crate::engine::detached::Reservation;
 use crate::store::{Fence, OwnerToken, Store, StoreError};
 use crate::telemetry;
 

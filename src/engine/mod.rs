@@ -34,6 +34,7 @@
 //! awaiting future until the statement ends, so `Box::pin(work()).await` would carry the whole
 //! state of `work` in every request's future anyway.
 
+pub(crate) mod detached;
 mod elsewhere;
 mod execute;
 mod fail_open;
@@ -54,12 +55,13 @@ use std::sync::Arc;
 use bytes::Bytes;
 use http::request::Parts;
 
-use crate::guard::guarded;
 use crate::scope::{Scope, ScopeFault};
 use crate::settings::Settings;
 use crate::store::{Observed, Store};
 use crate::telemetry::{self, Op};
+use crate::user_code::guarded;
 
+pub use detached::DetachedExecutions;
 pub(crate) use intent::{Call, Intent};
 pub(crate) use lookup::Seen;
 pub(crate) use outcome::{Answered, Failure, Judged, Outcome, Produced, Refusal, Unprotected};

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use http::StatusCode;
 
+use crate::body::Unread;
 use crate::canonical::CanonicalError;
 use crate::classify::Verdict;
 use crate::key::KeySource;
@@ -105,6 +106,15 @@ pub(crate) enum Refusal {
     StoreUnavailable,
     /// Too many executions run at once.
     TooBusy,
+}
+
+impl From<Unread> for Refusal {
+    fn from(unread: Unread) -> Self {
+        match unread {
+            Unread::TooLarge(limit) => Self::BodyTooLarge(limit),
+            Unread::Broken => Self::BodyUnreadable,
+        }
+    }
 }
 
 impl Refusal {

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use super::inflight::Inflight;
 use super::recent::RecentRequests;
-use crate::detached::Detached;
+use crate::engine::detached::Detached;
 use crate::store::StoreMetrics;
 use crate::telemetry::{Attempts, Ops};
 

@@ -11,7 +11,7 @@ use crate::canonical::{
     self, emit, from_value, to_value, CanonicalError, HashingSink, JsonPointer, Node, NumberKinds,
     Sink, Tree,
 };
-use crate::guard::{guarded, Panicked};
+use crate::user_code::{guarded, Panicked};
 
 /// Tags of canonical fingerprints, one per number rule: the two never share a fingerprint.
 const CANONICAL_TAG: &[u8] = b"tower-idempotency/canonical/v2";

@@ -8,7 +8,7 @@ use super::envelope::Refusal;
 use super::era::{self, Unservable};
 use crate::key::IntentKey;
 use crate::store::StoredResponse;
-use crate::told::Told;
+use crate::wording::Told;
 
 /// JSON-RPC's "Internal error".
 pub(crate) const INTERNAL_ERROR: i64 = -32603;
@@ -255,8 +255,9 @@ mod tests {
     #[test]
     fn in_progress_is_a_result_that_is_not_an_error_where_the_tool_takes_one() {
         let key = IntentKey::from_bytes([0xab; 32]);
-        let duplicate = crate::told::Asker::Duplicate;
-        let told = crate::told::in_progress(&key, "/_idempotency/ab", 3, "the session", duplicate);
+        let duplicate = crate::wording::Asker::Duplicate;
+        let told =
+            crate::wording::in_progress(&key, "/_idempotency/ab", 3, "the session", duplicate);
         let schema_unknown = tool_result(&json!(5), &told, false);
         assert_eq!(schema_unknown["result"]["isError"], true);
         let result = tool_result(&json!(5), &told, true);
@@ -273,7 +274,7 @@ mod tests {
 
     #[test]
     fn refusals_are_errors_without_the_problem_members() {
-        let told = crate::told::refusal(
+        let told = crate::wording::refusal(
             &crate::engine::Refusal::TooBusy,
             &crate::settings::Settings::default(),
             None,

@@ -14,9 +14,9 @@ use super::envelope::Discovery;
 use super::era::Era;
 use super::message::{self, Form};
 use super::tasks;
+use crate::body::BoxError;
+use crate::body::Gathered;
 use crate::body::ResponseBody;
-use crate::bounds::BoxError;
-use crate::buffer::Gathered;
 
 impl<St> Endpoint<St> {
     /// Passes an `initialize` or `tools/list` answer on, learning the tools' annotations from

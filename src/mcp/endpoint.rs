@@ -14,10 +14,11 @@ use super::envelope::{self, Envelope, Refusal, TaskAsk, TaskQuery, ToolCall};
 use super::era::{self, Era, RequestMeta, Unservable};
 use super::message::{self, Form};
 use super::policy::ToolPolicy;
+use crate::body::read_body;
 use crate::body::ResponseBody;
-use crate::bounds::{Bufferable, Keepable, Tool};
-use crate::buffer::read_body;
+use crate::body::{Bufferable, Keepable};
 use crate::dialect::http as http_dialect;
+use crate::dialect::Tool;
 use crate::engine::Engine;
 use crate::store::Store;
 
@@ -60,7 +61,10 @@ impl<St: Store> Endpoint<St> {
         let settings = &self.engine.settings;
         let bytes = match read_body(body, &parts.headers, settings.body_limit).await {
             Ok(bytes) => bytes,
-            Err(refusal) => return Ok(http_dialect::refused(settings, &refusal)),
+            Err(unread) => {
+                let refusal = crate::engine::Refusal::from(unread);
+                return Ok(http_dialect::refused(settings, &refusal));
+            }
         };
         let form = Form::of(&parts.headers);
         match envelope::read(&bytes) {

@@ -10,8 +10,8 @@ use http_body_util::{BodyExt, LengthLimitError, Limited};
 use serde_json::Value;
 use sse_stream::{Sse, SseStream};
 
-use crate::bounds::BoxError;
-use crate::interrupted::is_interrupted;
+use crate::body::BoxError;
+use crate::classify::is_interrupted;
 
 /// How an answer is written: the client's `Accept` decides.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -20,7 +20,7 @@ use crate::engine::{Decided, Intent, Outcome, Refusal};
 use crate::headers::{age, mark_replayed, with_intent};
 use crate::key::IntentKey;
 use crate::store::{Dialect, KeptResponse, Record, StoredResponse};
-use crate::told::{self, Told};
+use crate::wording::{self, Told};
 
 /// What one call is rendered for.
 pub(crate) struct Rendering<'a, St> {
@@ -85,9 +85,9 @@ impl<St> Rendering<'_, St> {
         let settings = &self.endpoint.engine.settings;
         if matches!(refusal, Refusal::MissingScope) && !settings.scope_configured {
             let by_credential = settings.scope.names_by_credential();
-            return self.told(&told::unnamed_mcp_caller(by_credential));
+            return self.told(&wording::unnamed_mcp_caller(by_credential));
         }
-        self.told(&told::refusal(refusal, settings, key))
+        self.told(&wording::refusal(refusal, settings, key))
     }
 
     /// The layer's words as a tool result.
@@ -117,7 +117,7 @@ impl<St> Rendering<'_, St> {
                 }
             },
             Outcome::Replayed(record) => self.replayed(key, &record),
-            Outcome::Abandoned(_) => self.told(&told::abandoned(key)),
+            Outcome::Abandoned(_) => self.told(&wording::abandoned(key)),
             Outcome::InProgress {
                 started_at_ms,
                 duplicate,
@@ -130,11 +130,11 @@ impl<St> Rendering<'_, St> {
                 let status_url = settings.status_url(key);
                 let keeps = settings.repeat_keeps(intent.explicit);
                 let asker = if duplicate {
-                    told::Asker::Duplicate
+                    wording::Asker::Duplicate
                 } else {
-                    told::Asker::Starter
+                    wording::Asker::Starter
                 };
-                let told = told::in_progress(key, &status_url, started_s_ago, &keeps, asker);
+                let told = wording::in_progress(key, &status_url, started_s_ago, &keeps, asker);
                 self.told(&told)
             }
             Outcome::Failed {
@@ -148,7 +148,7 @@ impl<St> Rendering<'_, St> {
                 failure,
                 answer: None,
                 freed_in_s,
-            } => self.told(&told::attempt_failed(key, failure, freed_in_s)),
+            } => self.told(&wording::attempt_failed(key, failure, freed_in_s)),
             Outcome::NotExecuted(refusal) => self.refused(&refusal, Some(key)),
         }
     }
@@ -167,9 +167,9 @@ impl<St> Rendering<'_, St> {
         let stored = match &record.response {
             KeptResponse::Full(stored) => stored,
             KeptResponse::Omitted { status, why } => {
-                return self.told(&told::already_executed(key, *status, *why))
+                return self.told(&wording::already_executed(key, *status, *why))
             }
-            KeptResponse::Abandoned => return self.told(&told::abandoned(key)),
+            KeptResponse::Abandoned => return self.told(&wording::abandoned(key)),
         };
         // A record another protocol wrote holds no JSON-RPC answer to give back.
         let message = (record.dialect == Dialect::Mcp)

@@ -17,7 +17,8 @@ use serde_json::Value;
 use super::era::{METHOD_HEADER, NAME_HEADER};
 use super::message::{is_event_stream, Primed};
 use super::tool::{self, Read, ServerAnswer};
-use crate::bounds::{Bufferable, Keepable, Tool};
+use crate::body::{Bufferable, Keepable};
+use crate::dialect::Tool;
 use crate::engine::Produced;
 
 /// How many times in a row one call's stream is resumed without the server giving a new event

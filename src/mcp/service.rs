@@ -9,10 +9,10 @@ use http_body::Body;
 use tower_service::Service;
 
 use super::endpoint::Endpoint;
+use crate::body::BoxError;
 use crate::body::ResponseBody;
-use crate::bounds::BoxError;
 use crate::dialect::http as http_dialect;
-use crate::future::ResponseFuture;
+use crate::dialect::ResponseFuture;
 use crate::store::{MemoryStore, Store};
 
 /// Middleware that makes an MCP server's tool calls safe to repeat; built by

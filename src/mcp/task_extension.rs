@@ -13,7 +13,7 @@ use super::tasks::{self, TaskStatus};
 use crate::engine::{Failure, Seen};
 use crate::key::IntentKey;
 use crate::store::{KeptResponse, Record};
-use crate::told;
+use crate::wording;
 
 /// The answer to `asks` of the task `key`, as `seen` in the store.
 pub(crate) fn answer(
@@ -84,8 +84,8 @@ fn finished(task: &mut Map<String, Value>, record: &Record, key: &IntentKey) {
                 return;
             }
         },
-        KeptResponse::Omitted { status, why } => told::already_executed(key, *status, *why),
-        KeptResponse::Abandoned => told::abandoned(key),
+        KeptResponse::Omitted { status, why } => wording::already_executed(key, *status, *why),
+        KeptResponse::Abandoned => wording::abandoned(key),
     };
     let mut message = answers::tool_result(&Value::Null, &told, false);
     Era::Stateless.fit(&mut message);

@@ -16,7 +16,7 @@ use crate::clock::seconds_since;
 use crate::engine::Seen;
 use crate::key::IntentKey;
 use crate::store::{KeptResponse, Record, Store};
-use crate::told;
+use crate::wording;
 
 impl<St: Store> Endpoint<St> {
     /// Answers a task request for one of the layer's tasks; `None` for a task this caller
@@ -70,8 +70,8 @@ fn result_of(record: &Record, id: &Value, key: &IntentKey) -> Value {
             None => answers::lost(id),
         },
         KeptResponse::Omitted { status, why } => {
-            answers::tool_result(id, &told::already_executed(key, *status, *why), false)
+            answers::tool_result(id, &wording::already_executed(key, *status, *why), false)
         }
-        KeptResponse::Abandoned => answers::tool_result(id, &told::abandoned(key), false),
+        KeptResponse::Abandoned => answers::tool_result(id, &wording::abandoned(key), false),
     }
 }

@@ -13,7 +13,7 @@ use crate::clock::{millis, now_ms};
 use crate::engine::{Engine, Failure, Seen};
 use crate::key::{IntentKey, ScopeHash};
 use crate::store::{KeptResponse, Omission, Record, Store};
-use crate::told::failure_told;
+use crate::wording::failure_told;
 
 /// How often a requestor is asked to poll a task.
 const POLL_INTERVAL: Duration = Duration::from_secs(1);
@@ -273,7 +273,7 @@ fn stored_error(stored: &crate::store::StoredResponse) -> bool {
 pub(crate) fn failed_answer(key: &IntentKey, failure: Failure) -> Result<Value, Value> {
     let (outcome, retryable, message) = failure_told(failure, "This task's action", None);
     if outcome == "unknown" {
-        let told = crate::told::Told::new("unknown", "Outcome unknown", outcome, false, message);
+        let told = crate::wording::Told::new("unknown", "Outcome unknown", outcome, false, message);
         let mut answer = answers::tool_result(&Value::Null, &told.intent(key), false);
         return Ok(answer["result"].take());
     }

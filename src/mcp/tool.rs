@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use super::answers;
 use super::judge::{said, Said};
 use super::message::{read_answer_from, Primed, Unreadable};
-use crate::bounds::BoxError;
+use crate::body::BoxError;
 use crate::classify::Verdict;
 use crate::engine::{Answered, Judged, Produced};
 use crate::store::{ReleaseCause, StoredResponse};

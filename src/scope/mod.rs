@@ -11,8 +11,8 @@ use http::request::Parts;
 use http::HeaderName;
 use smallvec::SmallVec;
 
-use crate::guard::{guarded, Panicked};
 use crate::key::ScopeHash;
+use crate::user_code::{guarded, Panicked};
 
 /// The default scope header.
 pub const DEFAULT_SCOPE_HEADER: &str = "x-session-id";

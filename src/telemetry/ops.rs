@@ -119,7 +119,7 @@ impl Ops {
             return self.of_default(parts);
         };
         // A label function that panics costs the request its label, not its answer.
-        let text = crate::guard::guarded("route_label", || label(parts))
+        let text = crate::user_code::guarded("route_label", || label(parts))
             .unwrap_or_else(|_| default_route_label(parts));
         self.named(&text)
     }

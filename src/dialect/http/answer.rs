@@ -7,7 +7,7 @@ use serde_json::{json, Map, Value};
 
 use crate::body::ResponseBody;
 use crate::key::IntentKey;
-use crate::told::Told;
+use crate::wording::Told;
 
 /// The response for `told`, with this status; `location` names where to ask later.
 pub(crate) fn write(status: StatusCode, told: &Told, location: Option<&str>) -> Response<Bytes> {
@@ -104,7 +104,7 @@ mod tests {
     #[test]
     fn errors_are_problem_documents_with_the_contract_members() {
         let key = IntentKey::from_bytes([7; 32]);
-        let told = crate::told::refusal(&Refusal::TooBusy, &Settings::default(), Some(&key));
+        let told = crate::wording::refusal(&Refusal::TooBusy, &Settings::default(), Some(&key));
         let (status, value, headers) = body(write(StatusCode::SERVICE_UNAVAILABLE, &told, None));
         assert_eq!(status, 503);
         assert_eq!(headers[header::CONTENT_TYPE], "application/problem+json");
@@ -123,8 +123,8 @@ mod tests {
     fn in_progress_says_first_that_the_action_runs() {
         let key = IntentKey::from_bytes([1; 32]);
         let keeps = "the `x-session-id` header";
-        let asker = crate::told::Asker::Duplicate;
-        let told = crate::told::in_progress(&key, "/_idempotency/x", 7, keeps, asker);
+        let asker = crate::wording::Asker::Duplicate;
+        let told = crate::wording::in_progress(&key, "/_idempotency/x", 7, keeps, asker);
         let response = write(StatusCode::ACCEPTED, &told, Some("/_idempotency/x"));
         let (status, value, headers) = body(response);
         assert_eq!(status, 202);

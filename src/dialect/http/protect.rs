@@ -9,9 +9,10 @@ use tracing::Instrument;
 
 use super::read::read;
 use super::render::render;
+use crate::body::read_body;
 use crate::body::ResponseBody;
-use crate::bounds::{Bufferable, Keepable, Tool};
-use crate::buffer::read_body;
+use crate::body::{Bufferable, Keepable};
+use crate::dialect::Tool;
 use crate::engine::{self, Begun, Call, Decided, Engine, Refusal, Scoped};
 use crate::settings::Settings;
 use crate::store::Store;
@@ -94,8 +95,9 @@ where
                 };
                 let bytes = match read_body(body, &parts.headers, settings.body_limit).await {
                     Ok(bytes) => bytes,
-                    Err(refusal) => {
-                        return finish(settings, &op, &span, started, Went::refused(refusal));
+                    Err(unread) => {
+                        let refused = Went::refused(Refusal::from(unread));
+                        return finish(settings, &op, &span, started, refused);
                     }
                 };
                 let limit = settings.response_limit;

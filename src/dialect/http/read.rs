@@ -10,15 +10,15 @@ use http_body_util::BodyExt;
 
 use super::answer::written;
 use super::replay::storable_headers;
+use crate::body::BoxError;
+use crate::body::Gathered;
 use crate::body::ResponseBody;
-use crate::bounds::BoxError;
-use crate::buffer::Gathered;
+use crate::classify::{is_interrupted, Interrupted};
 use crate::classify::{Classify, Verdict};
 use crate::engine::{Answered, Judged, Produced};
-use crate::guard::guarded;
-use crate::interrupted::{is_interrupted, Interrupted};
 use crate::store::StoredResponse;
-use crate::told;
+use crate::user_code::guarded;
+use crate::wording;
 
 /// The tool's response as its first caller is given it.
 pub(crate) type FirstResponse<B> = Response<ResponseBody<B>>;
@@ -95,7 +95,7 @@ where
                     stored: None,
                     status: Some(StatusCode::BAD_GATEWAY),
                     retry_after_s: None,
-                    answer: written(StatusCode::BAD_GATEWAY, &told::answer_broke_off()),
+                    answer: written(StatusCode::BAD_GATEWAY, &wording::answer_broke_off()),
                 });
             }
         }

@@ -9,7 +9,7 @@ use crate::body::ResponseBody;
 use crate::engine::{Decided, Failure, Intent, Outcome, Refusal};
 use crate::headers::with_intent;
 use crate::settings::Settings;
-use crate::told;
+use crate::wording;
 
 /// The status code of a refusal.
 pub(crate) fn refusal_status(refusal: &Refusal) -> StatusCode {
@@ -41,7 +41,7 @@ fn failure_status(failure: Failure) -> StatusCode {
 
 /// A refusal, answered over HTTP.
 pub(crate) fn refused<B>(settings: &Settings, refusal: &Refusal) -> Response<ResponseBody<B>> {
-    let told = told::refusal(refusal, settings, None);
+    let told = wording::refusal(refusal, settings, None);
     written(refusal_status(refusal), &told)
 }
 
@@ -50,13 +50,13 @@ pub(crate) fn in_progress<B>(
     settings: &Settings,
     key: &crate::IntentKey,
     started_at_ms: u64,
-    asker: told::Asker,
+    asker: wording::Asker,
     keeps: &str,
 ) -> Response<ResponseBody<B>> {
     let status_url = settings.status_url(key);
     let started_s_ago = crate::clock::seconds_since(started_at_ms);
-    let told = told::in_progress(key, &status_url, started_s_ago, keeps, asker);
-    let status = if asker == told::Asker::Duplicate && settings.strict_ietf {
+    let told = wording::in_progress(key, &status_url, started_s_ago, keeps, asker);
+    let status = if asker == wording::Asker::Duplicate && settings.strict_ietf {
         StatusCode::CONFLICT
     } else {
         StatusCode::ACCEPTED
@@ -93,9 +93,9 @@ fn of_intent<B>(
         } => {
             let keeps = settings.repeat_keeps(intent.explicit);
             let asker = if duplicate {
-                told::Asker::Duplicate
+                wording::Asker::Duplicate
             } else {
-                told::Asker::Starter
+                wording::Asker::Starter
             };
             in_progress(settings, key, started_at_ms, asker, &keeps)
         }
@@ -108,11 +108,11 @@ fn of_intent<B>(
             answer: None,
             freed_in_s,
         } => {
-            let told = told::attempt_failed(key, failure, freed_in_s);
+            let told = wording::attempt_failed(key, failure, freed_in_s);
             written(failure_status(failure), &told)
         }
         Outcome::NotExecuted(refusal) => {
-            let told = told::refusal(&refusal, settings, Some(key));
+            let told = wording::refusal(&refusal, settings, Some(key));
             written(refusal_status(&refusal), &told)
         }
     }
@@ -133,11 +133,11 @@ mod tests {
         let answer = |settings: &Settings, duplicate| {
             in_progress::<Full<bytes::Bytes>>(settings, &key, now_ms(), duplicate, "it").status()
         };
-        let duplicate = told::Asker::Duplicate;
+        let duplicate = wording::Asker::Duplicate;
         assert_eq!(answer(&settings, duplicate), StatusCode::ACCEPTED);
         settings.strict_ietf = true;
         assert_eq!(answer(&settings, duplicate), StatusCode::CONFLICT);
-        for other in [told::Asker::Starter, told::Asker::Status] {
+        for other in [wording::Asker::Starter, wording::Asker::Status] {
             assert_eq!(answer(&settings, other), StatusCode::ACCEPTED, "{other:?}");
         }
     }

@@ -8,7 +8,7 @@ use crate::headers::{age, mark_replayed};
 use crate::key::IntentKey;
 use crate::settings::Settings;
 use crate::store::{KeptResponse, Omission, Record, StoredResponse};
-use crate::told;
+use crate::wording;
 
 /// Replays a completed intent.
 pub(crate) fn replay<B>(
@@ -25,14 +25,14 @@ pub(crate) fn replay<B>(
             response
         }
         KeptResponse::Omitted { status, why } => {
-            let told = told::already_executed(key, *status, *why);
+            let told = wording::already_executed(key, *status, *why);
             let status = match why {
                 Omission::Unclassified => StatusCode::INTERNAL_SERVER_ERROR,
                 _ => *status,
             };
             written(status, &told)
         }
-        KeptResponse::Abandoned => written(StatusCode::GATEWAY_TIMEOUT, &told::abandoned(key)),
+        KeptResponse::Abandoned => written(StatusCode::GATEWAY_TIMEOUT, &wording::abandoned(key)),
     }
 }
 

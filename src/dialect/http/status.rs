@@ -9,14 +9,14 @@ use super::answer::written;
 use super::render::in_progress;
 use super::replay::replay;
 use crate::body::ResponseBody;
+use crate::dialect::ResponseFuture;
 use crate::engine::{Engine, Failure, Refusal, Seen};
-use crate::future::ResponseFuture;
 use crate::headers::with_intent;
 use crate::key::{IntentKey, ScopeHash};
 use crate::scope::ScopeFault;
 use crate::settings::Settings;
 use crate::store::Store;
-use crate::told;
+use crate::wording;
 
 /// Whether `request` asks the status path about an intent.
 pub(crate) fn asks_status<B>(settings: &Settings, request: &Request<B>) -> bool {
@@ -47,40 +47,46 @@ pub(crate) async fn answer_status<St: Store, B>(
 ) -> Response<ResponseBody<B>> {
     let settings = &engine.settings;
     let Ok(key) = target.parse::<IntentKey>() else {
-        return written(StatusCode::NOT_FOUND, &told::status_malformed());
+        return written(StatusCode::NOT_FOUND, &wording::status_malformed());
     };
     let scope = match settings.scope.scope_of(parts) {
         Ok(scope) => scope,
         Err(ScopeFault::Panicked(panicked)) => {
-            let told = told::status_layer_fault(panicked.what);
+            let told = wording::status_layer_fault(panicked.what);
             return written(StatusCode::INTERNAL_SERVER_ERROR, &told);
         }
         Err(ScopeFault::Repeated(name)) => {
-            let told = told::refusal(&Refusal::RepeatedScope(name), settings, None);
+            let told = wording::refusal(&Refusal::RepeatedScope(name), settings, None);
             return written(StatusCode::BAD_REQUEST, &told);
         }
     };
     let Some(scope) = scope else {
-        let told = told::status_missing_scope(&settings.scope.describe());
+        let told = wording::status_missing_scope(&settings.scope.describe());
         return written(StatusCode::BAD_REQUEST, &told);
     };
     let response = match engine.seen(&key, &ScopeHash::of(&scope)).await {
         Err(error) => {
             tracing::warn!(intent = %key.short(), %error, "the store could not answer a status request");
-            let told = told::status_unavailable(&key, &settings.status_url(&key));
+            let told = wording::status_unavailable(&key, &settings.status_url(&key));
             written(StatusCode::SERVICE_UNAVAILABLE, &told)
         }
         Ok(Seen::Completed(record)) => replay(settings, &key, &record),
         Ok(Seen::Running { started_at_ms }) => {
             // Whether the call sent an explicit key is not known here: named if it did.
             let keeps = settings.repeat_keeps_if_sent();
-            in_progress(settings, &key, started_at_ms, told::Asker::Status, &keeps)
+            in_progress(
+                settings,
+                &key,
+                started_at_ms,
+                wording::Asker::Status,
+                &keeps,
+            )
         }
         Ok(Seen::Failed(tombstone)) => {
-            let told = told::status_failed(&key, Failure::of(&tombstone));
+            let told = wording::status_failed(&key, Failure::of(&tombstone));
             written(StatusCode::OK, &told)
         }
-        Ok(Seen::Unknown) => written(StatusCode::NOT_FOUND, &told::status_not_found(&key)),
+        Ok(Seen::Unknown) => written(StatusCode::NOT_FOUND, &wording::status_not_found(&key)),
     };
     with_intent(response, &key)
 }

@@ -5,9 +5,6 @@ use std::sync::Arc;
 
 use tokio_util::task::TaskTracker;
 
-/// Default bound on executions running at once.
-pub(crate) const DEFAULT_MAX_DETACHED: usize = 1024;
-
 /// Executions run detached from their callers, so that a caller that disconnects cannot cancel
 /// a side effect halfway. This handle waits for them at shutdown.
 ///

@@ -34,7 +34,7 @@ impl std::error::Error for Interrupted {}
 
 /// Whether a body's error is an [`Interrupted`], or was caused by one (a body type that
 /// wraps its stream's errors keeps them as its error's source).
-pub(crate) fn is_interrupted(error: &crate::bounds::BoxError) -> bool {
+pub(crate) fn is_interrupted(error: &crate::body::BoxError) -> bool {
     let mut next: Option<&(dyn std::error::Error + 'static)> = Some(error.as_ref());
     while let Some(error) = next {
         if error.is::<Interrupted>() {

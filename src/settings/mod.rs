@@ -1,16 +1,20 @@
 //! Everything the builder sets, with the defaults of the contract. Settings are fixed once a
 //! layer is built: a builder call makes new settings, never changes the ones a service holds.
 
+mod paths;
+
+/// Default bound on executions running at once.
+pub(crate) const DEFAULT_MAX_DETACHED: usize = 1024;
+
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use http::HeaderName;
 
+use self::paths::PathRules;
 use crate::classify::{Classify, DefaultClassify};
-use crate::detached::DEFAULT_MAX_DETACHED;
 use crate::key::{FingerprintRules, KeySource};
-use crate::paths::PathRules;
 use crate::scope::{ScopeSource, DEFAULT_SCOPE_HEADER};
 use crate::telemetry::RouteLabel;
 

@@ -1,5 +1,11 @@
 //! Bodies: the response body the layer answers with, and a request body for plain hyper.
 
+mod bounds;
+mod read;
+
+pub(crate) use bounds::{BoxError, Bufferable, Keepable};
+pub(crate) use read::{read_body, Gathered, Unread};
+
 use std::pin::Pin;
 use std::task::{Context, Poll};
 

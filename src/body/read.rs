@@ -5,10 +5,18 @@ use http::{header, HeaderMap};
 use http_body::Body;
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 
-use crate::bounds::BoxError;
-use crate::engine::Refusal;
+use super::BoxError;
 
-/// Buffers the body under the limit; over it, 413 with nothing executed.
+/// Why a request body was not read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Unread {
+    /// It is over this limit, declared or as it came.
+    TooLarge(usize),
+    /// It broke off.
+    Broken,
+}
+
+/// Buffers the body under the limit; over it, nothing is executed.
 ///
 /// Written out rather than with `BodyExt::collect`, which keeps every chunk in a queue: a body
 /// that arrives in one chunk (the common case) is handed on as that chunk, with no allocation
@@ -17,7 +25,7 @@ pub(crate) async fn read_body<B>(
     body: B,
     headers: &HeaderMap,
     limit: usize,
-) -> Result<Bytes, Refusal>
+) -> Result<Bytes, Unread>
 where
     B: Body,
     B::Error: Into<BoxError>,
@@ -27,14 +35,14 @@ where
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
     if declared.is_some_and(|length| length > limit as u64) {
-        return Err(Refusal::BodyTooLarge(limit));
+        return Err(Unread::TooLarge(limit));
     }
     let mut body = std::pin::pin!(Limited::new(body, limit));
     let mut gathered = Gathered::default();
     while let Some(frame) = body.frame().await {
         let frame = frame.map_err(|error| match error.downcast_ref::<LengthLimitError>() {
-            Some(_) => Refusal::BodyTooLarge(limit),
-            None => Refusal::BodyUnreadable,
+            Some(_) => Unread::TooLarge(limit),
+            None => Unread::Broken,
         })?;
         // Trailers carry nothing the key or the tool reads here.
         let Ok(mut data) = frame.into_data() else {

@@ -1,5 +1,10 @@
 //! Which outcomes are kept for replay and which release the key for a retry.
 
+mod interrupted;
+
+pub(crate) use interrupted::is_interrupted;
+pub use interrupted::Interrupted;
+
 use http::{header, HeaderMap, StatusCode};
 
 use crate::store::ReleaseCause;
