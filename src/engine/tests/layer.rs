@@ -1,5 +1,6 @@
-//! The engine's timing paths under Tokio's paused clock: deadlines, coalescing, releases,
-//! leases and abandoned executions, in virtual time, with the in-process store.
+//! The engine's timing paths through the HTTP layer, under Tokio's paused clock: deadlines,
+//! coalescing, releases, leases and abandoned executions, in virtual time, with the in-process
+//! store.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
