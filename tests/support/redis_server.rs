@@ -231,7 +231,21 @@ pub struct RedisCluster {
 }
 
 impl RedisCluster {
+    /// Three fresh nodes joined into a cluster. A port found free can be taken by another
+    /// process before a node binds it (its bus port too), so the whole is tried again, on new
+    /// ports, a few times before it fails with what `redis-cli` said.
     pub fn start() -> Self {
+        let mut said = String::new();
+        for _ in 0..3 {
+            match Self::try_start() {
+                Ok(cluster) => return cluster,
+                Err(output) => said = output,
+            }
+        }
+        panic!("redis-cli --cluster create failed three times; last:\n{said}");
+    }
+
+    fn try_start() -> Result<Self, String> {
         let nodes: Vec<RedisServer> = (0..3)
             .map(|_| RedisServer::spawn(free_port(true), TempDir::new().unwrap(), true))
             .collect();
@@ -239,15 +253,18 @@ impl RedisCluster {
             .iter()
             .map(|n| format!("127.0.0.1:{}", n.port))
             .collect();
-        let status = Command::new("redis-cli")
+        let output = Command::new("redis-cli")
             .args(["--cluster", "create"])
             .args(&addresses)
             .args(["--cluster-replicas", "0", "--cluster-yes"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
+            .stdin(Stdio::null())
+            .output()
             .expect("redis-cli on PATH (.ci/run installs it)");
-        assert!(status.success(), "redis-cli --cluster create failed");
+        if !output.status.success() {
+            let mut said = String::from_utf8_lossy(&output.stdout).into_owned();
+            said.push_str(&String::from_utf8_lossy(&output.stderr));
+            return Err(said);
+        }
         let deadline = Instant::now() + Duration::from_secs(20);
         for node in &nodes {
             while !command(node.port, "CLUSTER INFO").is_ok_and(|r| r.contains("cluster_state:ok"))
@@ -259,7 +276,7 @@ impl RedisCluster {
                 std::thread::sleep(Duration::from_millis(50));
             }
         }
-        Self { nodes }
+        Ok(Self { nodes })
     }
 
     pub fn urls(&self) -> Vec<String> {
