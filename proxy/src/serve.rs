@@ -145,11 +145,13 @@ async fn serve<St: Store>(
              without one are refused; for a server with one user, pass --mcp-shared-scope"
         );
     }
+    // Listened for before the address is announced: a SIGTERM right after it stops the
+    // proxy gracefully, rather than by the signal's default action.
+    let mut signal = std::pin::pin!(shutdown_signal());
     println!("listening on http://{addr}");
 
     let graceful = GracefulShutdown::new();
     let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
-    let mut signal = std::pin::pin!(shutdown_signal());
     loop {
         let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
@@ -207,25 +209,34 @@ async fn serve<St: Store>(
     Ok(())
 }
 
-/// SIGTERM, or Ctrl-C.
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    #[cfg(unix)]
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
+/// SIGTERM, or Ctrl-C: listened for from this call on, not from the future's first poll, so
+/// that a signal sent in between is not lost.
+#[cfg(unix)]
+fn shutdown_signal() -> impl std::future::Future<Output = ()> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let terminate = signal(SignalKind::terminate()).ok();
+    let interrupt = signal(SignalKind::interrupt()).ok();
+    async move {
+        let received = |listener: Option<tokio::signal::unix::Signal>| async move {
+            match listener {
+                Some(mut listener) => {
+                    listener.recv().await;
+                }
+                None => std::future::pending().await,
             }
-            Err(_) => std::future::pending().await,
+        };
+        tokio::select! {
+            () = received(terminate) => {}
+            () = received(interrupt) => {}
         }
-    };
-    #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => {}
-        () = terminate => {}
+    }
+}
+
+/// Ctrl-C.
+#[cfg(not(unix))]
+fn shutdown_signal() -> impl std::future::Future<Output = ()> {
+    async {
+        let _ = tokio::signal::ctrl_c().await;
     }
 }
 
