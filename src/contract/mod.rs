@@ -37,11 +37,10 @@
 //!
 //! [`IdempotencyLayer`]: crate::IdempotencyLayer
 
-mod future;
 mod layer;
 mod service;
 mod violation;
 
-pub use future::ResponseFuture;
+pub use crate::ResponseFuture;
 pub use layer::{ContractLayer, InvalidSchema};
 pub use service::Contract;

@@ -8,7 +8,6 @@ use http::{Request, Response};
 use http_body::Body;
 use tower_service::Service;
 
-use super::future::ResponseFuture;
 use super::layer::Contracts;
 use super::violation::Violation;
 use crate::body::read_body;
@@ -17,6 +16,7 @@ use crate::body::ResponseBody;
 use crate::dialect::http as http_dialect;
 use crate::engine::Refusal;
 use crate::telemetry;
+use crate::ResponseFuture;
 
 /// The settings a body refusal is told with: it names only the limit, none of a layer's.
 static DEFAULTS: std::sync::LazyLock<crate::settings::Settings> =
@@ -95,7 +95,7 @@ where
         };
         let contract = Arc::clone(contract);
         let body_limit = self.contracts.body_limit;
-        ResponseFuture::checked(async move {
+        ResponseFuture::layered(async move {
             let (parts, body) = request.into_parts();
             let bytes = match read_body(body, &parts.headers, body_limit).await {
                 Ok(bytes) => bytes,

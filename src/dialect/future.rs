@@ -1,4 +1,5 @@
-//! The future of [`Idempotency`](crate::Idempotency)'s responses.
+//! The future of the responses of this crate's services: [`Idempotency`](crate::Idempotency)
+//! and the MCP and contract services.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -12,7 +13,8 @@ use crate::body::ResponseBody;
 type Layered<B, E> = Pin<Box<dyn Future<Output = Result<Response<ResponseBody<B>>, E>> + Send>>;
 
 pin_project! {
-    /// Response future of [`Idempotency`](crate::Idempotency).
+    /// Response future of [`Idempotency`](crate::Idempotency), and of this crate's other
+    /// services.
     #[must_use = "futures do nothing unless polled"]
     pub struct ResponseFuture<F, B, E> {
         #[pin]
@@ -23,9 +25,9 @@ pin_project! {
 pin_project! {
     #[project = KindProj]
     enum Kind<F, B, E> {
-        // Requests the layer does not protect: the inner future, unboxed.
+        // Requests the service passes on as they are: the inner future, unboxed.
         Passthrough { #[pin] future: F },
-        // Protected and status requests: a chain of awaits (body, claim, wait), boxed once.
+        // Those it handles (protected, status, checked): a chain of awaits, boxed once.
         Layered { future: Layered<B, E> },
     }
 }
