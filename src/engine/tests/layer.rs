@@ -13,6 +13,7 @@ use tokio::time::Instant;
 use tower::{service_fn, Service, ServiceExt};
 use tower_layer::Layer;
 
+use super::TestStore;
 use crate::store::MemoryStore;
 use crate::IdempotencyLayer;
 
@@ -188,71 +189,11 @@ async fn an_execution_past_its_bound_is_abandoned_and_never_runs_again() {
     assert_eq!(tool.runs(), 1);
 }
 
-/// A memory store that says every call answers at once, and makes its first write wait.
-struct WaitsOnce {
-    inner: MemoryStore,
-    completes: Arc<AtomicUsize>,
-}
-
-impl crate::store::Store for WaitsOnce {
-    async fn claim(
-        &self,
-        key: &crate::IntentKey,
-        request: &crate::store::ClaimRequest,
-    ) -> Result<crate::store::Claim, crate::store::StoreError> {
-        self.inner.claim(key, request).await
-    }
-    async fn complete(
-        &self,
-        key: &crate::IntentKey,
-        token: &crate::store::OwnerToken,
-        record: Arc<crate::store::Record>,
-        retention: Duration,
-    ) -> Result<crate::store::Fence, crate::store::StoreError> {
-        if self.completes.fetch_add(1, Ordering::SeqCst) == 0 {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        self.inner.complete(key, token, record, retention).await
-    }
-    async fn release(
-        &self,
-        key: &crate::IntentKey,
-        token: &crate::store::OwnerToken,
-        tombstone: Arc<crate::store::Tombstone>,
-        ttl: Duration,
-    ) -> Result<crate::store::Fence, crate::store::StoreError> {
-        self.inner.release(key, token, tombstone, ttl).await
-    }
-    async fn extend(
-        &self,
-        key: &crate::IntentKey,
-        token: &crate::store::OwnerToken,
-        lease: Duration,
-    ) -> Result<crate::store::Fence, crate::store::StoreError> {
-        self.inner.extend(key, token, lease).await
-    }
-    async fn get(
-        &self,
-        key: &crate::IntentKey,
-    ) -> Result<Option<crate::store::Entry>, crate::store::StoreError> {
-        self.inner.get(key).await
-    }
-    fn hints(
-        &self,
-        sealed: crate::store::hints::Sealed,
-    ) -> Option<&dyn crate::store::hints::Hints> {
-        self.inner.hints(sealed)
-    }
-}
-
 #[tokio::test(start_paused = true)]
 async fn a_write_that_waits_on_a_store_that_answers_at_once_is_made_again_in_the_background() {
     let tool = Tool::new();
-    let completes = Arc::new(AtomicUsize::new(0));
-    let store = WaitsOnce {
-        inner: MemoryStore::new(),
-        completes: Arc::clone(&completes),
-    };
+    let store = TestStore::default().first_write_waits();
+    let completes = store.completes();
     let layer = IdempotencyLayer::with_store(store);
     let service = layer.layer(tool.service(|_| Duration::ZERO, |_| 200));
     let first = call(&service).await;

@@ -11,16 +11,13 @@ use bytes::Bytes;
 use http::{HeaderMap, Request, StatusCode};
 use tokio::time::Instant;
 
+use super::TestStore;
 use crate::classify::Verdict;
 use crate::engine::{
     Answered, Begun, Call, Decided, Engine, Failure, Judged, Outcome, Produced, Refusal,
     Unprotected,
 };
-use crate::key::IntentKey;
-use crate::store::{
-    Claim, ClaimRequest, Entry, Fence, MemoryStore, OwnerToken, Record, ReleaseCause, Store,
-    StoreError, StoredResponse, Tombstone,
-};
+use crate::store::{MemoryStore, ReleaseCause, Store, StoredResponse};
 use crate::IdempotencyLayer;
 
 /// How the tests' tool answers: after `took`, read as `verdict`, or by panicking after a
@@ -303,48 +300,11 @@ async fn the_lease_is_renewed_for_as_long_as_the_execution_runs() {
     assert_eq!(here.runs(), 1);
 }
 
-/// A memory store whose claims fail.
-#[derive(Clone, Default)]
-struct ClaimsFail(MemoryStore);
-
-impl Store for ClaimsFail {
-    async fn claim(&self, _: &IntentKey, _: &ClaimRequest) -> Result<Claim, StoreError> {
-        Err(StoreError::new("the store is down"))
-    }
-    async fn complete(
-        &self,
-        key: &IntentKey,
-        token: &OwnerToken,
-        record: Arc<Record>,
-        retention: Duration,
-    ) -> Result<Fence, StoreError> {
-        self.0.complete(key, token, record, retention).await
-    }
-    async fn release(
-        &self,
-        key: &IntentKey,
-        token: &OwnerToken,
-        tombstone: Arc<Tombstone>,
-        ttl: Duration,
-    ) -> Result<Fence, StoreError> {
-        self.0.release(key, token, tombstone, ttl).await
-    }
-    async fn extend(
-        &self,
-        key: &IntentKey,
-        token: &OwnerToken,
-        lease: Duration,
-    ) -> Result<Fence, StoreError> {
-        self.0.extend(key, token, lease).await
-    }
-    async fn get(&self, key: &IntentKey) -> Result<Option<Entry>, StoreError> {
-        self.0.get(key).await
-    }
-}
-
 #[tokio::test(start_paused = true)]
 async fn a_claim_the_store_cannot_answer_runs_nothing_unless_the_layer_fails_open() {
-    let closed = Harness::new(&IdempotencyLayer::with_store(ClaimsFail::default()));
+    let closed = Harness::new(&IdempotencyLayer::with_store(
+        TestStore::default().claims_fail(),
+    ));
     let refused = closed.call(answers(1)).await;
     assert!(
         matches!(refused, Outcome::NotExecuted(Refusal::StoreUnavailable)),
@@ -352,7 +312,8 @@ async fn a_claim_the_store_cannot_answer_runs_nothing_unless_the_layer_fails_ope
     );
     assert_eq!(closed.runs(), 0);
     // Failing open, it runs unprotected, and its duplicates here still wait for that run.
-    let open = Harness::new(&IdempotencyLayer::with_store(ClaimsFail::default()).fail_open());
+    let open =
+        Harness::new(&IdempotencyLayer::with_store(TestStore::default().claims_fail()).fail_open());
     let calls = (0..3).map(|_| open.call(answers(1)));
     let outcomes = futures_util::future::join_all(calls).await;
     assert_eq!(open.runs(), 1);
