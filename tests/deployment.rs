@@ -31,6 +31,7 @@ async fn under_a_nested_router_the_status_url_carries_the_public_prefix_and_reso
     let layer = IdempotencyLayer::new()
         .deadline(Duration::from_millis(50))
         .status_url_prefix("/api");
+    let executions = layer.detached();
     let (client, counts) = nested(layer).await;
     let slow = r#"{"to":"a@example.com","delay_ms":400}"#;
     let first = client.post("/api/tools/echo", "s1", slow).await;
@@ -42,7 +43,7 @@ async fn under_a_nested_router_the_status_url_carries_the_public_prefix_and_reso
         location,
         "the body names the same URL"
     );
-    tokio::time::sleep(Duration::from_millis(600)).await;
+    executions.wait().await;
     let status = client.get(&location, Some("s1")).await;
     assert_eq!(status.status, StatusCode::CREATED, "{:?}", status.json());
     assert_eq!(status.json()["n"], 1, "the tool's own answer, replayed");

@@ -45,13 +45,15 @@ async fn two_hundred_concurrent_identical_calls_execute_once() {
 
 #[tokio::test]
 async fn a_client_that_disconnects_does_not_cancel_the_execution() {
-    let (client, counts) = start(IdempotencyLayer::new()).await;
+    let layer = IdempotencyLayer::new();
+    let executions = layer.detached();
+    let (client, counts) = start(layer).await;
     let patience = Duration::from_millis(100);
     let gone = client
         .post_giving_up("/tools/echo", "s", r#"{"delay_ms":400}"#, patience)
         .await;
     assert!(gone.is_err(), "the client gave up");
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    executions.wait().await;
     assert_eq!(counts.get("echo"), 1, "the action ran to its end");
     let retry = client.post("/tools/echo", "s", r#"{"delay_ms":400}"#).await;
     assert_eq!(retry.status, StatusCode::CREATED);
@@ -222,7 +224,7 @@ async fn a_duplicate_that_disconnects_while_waiting_changes_nothing() {
     let (client, counts) = start(IdempotencyLayer::new()).await;
     let body = r#"{"delay_ms":400}"#;
     let (first, gone) = tokio::join!(client.post("/tools/echo", "s", body), async {
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        counts.reached("echo", 1).await;
         let patience = Duration::from_millis(100);
         client
             .post_giving_up("/tools/echo", "s", body, patience)

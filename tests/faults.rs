@@ -70,6 +70,7 @@ async fn a_slow_store_still_runs_each_intent_once() {
     let layer = IdempotencyLayer::with_store(store)
         .deadline(Duration::from_millis(400))
         .lease(Duration::from_millis(300));
+    let executions = layer.detached();
     let (client, counts) = start(layer).await;
     let calls = (0..30).map(|i| {
         let client = client.clone();
@@ -84,7 +85,7 @@ async fn a_slow_store_still_runs_each_intent_once() {
             answer.status
         );
     }
-    tokio::time::sleep(Duration::from_millis(800)).await;
+    executions.wait().await;
     for id in 0..3 {
         assert_eq!(
             counts.get(&format!("intent:{id}")),
@@ -283,7 +284,7 @@ mod faults_in_user_code_and_stores {
             let runs_it = runs_it.clone();
             async move { runs_it.post("/tools/intent", "s", slow).await }
         });
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        counts.reached("intent:1", 1).await;
         let waiting = tokio::spawn({
             let waits = waits.clone();
             async move { waits.post("/tools/intent", "s", slow).await }

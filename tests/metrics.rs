@@ -60,6 +60,7 @@ async fn metrics_count_executions_replays_and_attempts_per_operation() {
     let snapshotter = recorder.snapshotter();
     let _local = metrics::set_default_local_recorder(&recorder);
     let layer = IdempotencyLayer::new().deadline(Duration::from_millis(50));
+    let executions = layer.detached();
     let (client, _) = start(layer).await;
 
     for _ in 0..3 {
@@ -69,7 +70,7 @@ async fn metrics_count_executions_replays_and_attempts_per_operation() {
     client.post("/tools/echo", "s", r#"{"delay_ms":200}"#).await;
     client.post("/tools/status/503", "s", "{}").await;
     client.post("/tools/echo", "", "{}").await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    executions.wait().await;
 
     // One snapshot: taking it drains what it read.
     let snapshot = snapshotter.snapshot().into_vec();

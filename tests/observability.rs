@@ -65,6 +65,7 @@ async fn trace_output_never_holds_a_body_a_session_or_a_key() {
     let layer = IdempotencyLayer::new()
         .idempotency_key_header()
         .deadline(Duration::from_millis(50));
+    let executions = layer.detached();
     let client = Client::new(serve(tools(counts).layer(layer)).await);
     let secrets = ["ann.secret@example.com", "session-7f3a9c", "key-2b8e41d0"];
     let body = r#"{"to":"ann.secret@example.com","delay_ms":120}"#;
@@ -81,7 +82,7 @@ async fn trace_output_never_holds_a_body_a_session_or_a_key() {
     };
     let first = send().await;
     assert_eq!(first.status, StatusCode::ACCEPTED);
-    tokio::time::sleep(Duration::from_millis(150)).await;
+    executions.wait().await;
     let waited = send().await;
     assert_eq!(waited.status, StatusCode::CREATED);
     let status = client

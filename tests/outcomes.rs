@@ -242,7 +242,7 @@ async fn a_deadline_and_bounds_past_the_clocks_reach_wait_for_a_slow_tool() {
     let (client, counts) = start(layer).await;
     let body = r#"{"delay_ms":300}"#;
     let (first, duplicate) = tokio::join!(client.post("/tools/echo", "s", body), async {
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        counts.reached("echo", 1).await;
         client.post("/tools/echo", "s", body).await
     });
     assert_eq!(first.status, StatusCode::CREATED);

@@ -36,8 +36,9 @@ fn assert_not_executed(body: &Value, status: u16, retryable: bool) {
 
 #[tokio::test]
 async fn past_the_deadline_the_caller_gets_202_and_the_action_goes_on() {
-    let (client, counts) =
-        start(IdempotencyLayer::new().deadline(Duration::from_millis(200))).await;
+    let layer = IdempotencyLayer::new().deadline(Duration::from_millis(200));
+    let executions = layer.detached();
+    let (client, counts) = start(layer).await;
     let slow = r#"{"delay_ms":700}"#;
     let first = client.post("/tools/echo", "s", slow).await;
     assert_eq!(first.status, StatusCode::ACCEPTED);
@@ -61,7 +62,7 @@ async fn past_the_deadline_the_caller_gets_202_and_the_action_goes_on() {
     // The status path says it runs, then gives the result once it is done.
     let running = client.get(&status_url, Some("s")).await;
     assert_eq!(running.status, StatusCode::ACCEPTED);
-    tokio::time::sleep(Duration::from_millis(700)).await;
+    executions.wait().await;
     let done = client.get(&status_url, Some("s")).await;
     assert_eq!(done.status, StatusCode::CREATED);
     assert!(done.replayed());
@@ -75,10 +76,11 @@ async fn past_the_deadline_the_caller_gets_202_and_the_action_goes_on() {
 #[tokio::test]
 async fn a_zero_deadline_answers_202_at_once() {
     let layer = IdempotencyLayer::new().deadline_for("/tools/echo", Duration::ZERO);
+    let executions = layer.detached();
     let (client, counts) = start(layer).await;
     let first = client.post("/tools/echo", "s", "{}").await;
     assert_eq!(first.status, StatusCode::ACCEPTED);
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    executions.wait().await;
     let done = client
         .get(&format!("/_idempotency/{}", first.intent()), Some("s"))
         .await;
@@ -91,10 +93,10 @@ async fn strict_ietf_mode_answers_duplicates_409() {
     let layer = IdempotencyLayer::new()
         .strict_ietf()
         .deadline(Duration::from_millis(100));
-    let (client, _) = start(layer).await;
+    let (client, counts) = start(layer).await;
     let slow = r#"{"delay_ms":500}"#;
     let (first, duplicate) = tokio::join!(client.post("/tools/echo", "s", slow), async {
-        tokio::time::sleep(Duration::from_millis(30)).await;
+        counts.reached("echo", 1).await;
         client.post("/tools/echo", "s", slow).await
     });
     assert_eq!(

@@ -315,7 +315,7 @@ async fn a_credentials_refusal_is_told_as_refused_and_that_a_repeat_runs() {
     assert_eq!(counts.get("status"), 2, "the repeat ran");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn an_error_of_the_service_in_front_of_the_tool_is_told_as_may_have_run() {
     use http_body_util::{BodyExt, Full};
     use tower::{service_fn, Service, ServiceBuilder, ServiceExt};

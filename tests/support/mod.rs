@@ -35,6 +35,19 @@ impl Counts {
     pub fn get(&self, tool: &str) -> usize {
         self.0.lock().unwrap().get(tool).copied().unwrap_or(0)
     }
+
+    /// Returns once `tool` has started `n` times (within 10 s, or the test fails): a call sent
+    /// after it finds that execution running, with no guess at how long it takes to start.
+    pub async fn reached(&self, tool: &str, n: usize) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while self.get(tool) < n {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{tool} did not start {n} time(s)"
+            );
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+    }
 }
 
 fn delay_of(body: &Value) -> Duration {
