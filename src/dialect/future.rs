@@ -1,5 +1,5 @@
-//! The future of the responses of this crate's services: [`Idempotency`](crate::Idempotency)
-//! and the MCP and contract services.
+//! The future of the responses of this crate's services: `Idempotency`, and the MCP and
+//! contract services.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -13,8 +13,7 @@ use crate::body::ResponseBody;
 type Layered<B, E> = Pin<Box<dyn Future<Output = Result<Response<ResponseBody<B>>, E>> + Send>>;
 
 pin_project! {
-    /// Response future of [`Idempotency`](crate::Idempotency), and of this crate's other
-    /// services.
+    /// Response future of `Idempotency`, and of this crate's other services.
     #[must_use = "futures do nothing unless polled"]
     pub struct ResponseFuture<F, B, E> {
         #[pin]

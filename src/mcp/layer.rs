@@ -6,12 +6,12 @@ use std::time::Duration;
 use http::HeaderName;
 use tower_layer::Layer;
 
-use super::cancellation::ForwardedRequests;
-use super::endpoint::Endpoint;
-use super::policy::{self, ToolPolicy};
 use super::service::McpIdempotency;
-use super::MCP_SESSION_HEADER;
 use crate::canonical::JsonPointer;
+use crate::dialect::mcp::cancellation::ForwardedRequests;
+use crate::dialect::mcp::endpoint::Endpoint;
+use crate::dialect::mcp::policy::{self, ToolPolicy};
+use crate::dialect::mcp::MCP_SESSION_HEADER;
 use crate::engine::Engine;
 use crate::layer::parse_pointer;
 use crate::scope::ScopeSource;

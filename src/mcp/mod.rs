@@ -96,28 +96,9 @@
 //! # let _ = layer;
 //! ```
 
-mod answers;
-mod call;
-mod cancellation;
-mod discovery;
-mod endpoint;
-mod envelope;
-mod era;
-mod judge;
 mod layer;
-mod message;
-mod plain_call;
-mod policy;
-mod render;
-mod resume;
 mod service;
-mod task_extension;
-mod task_query;
-mod tasks;
-mod tool;
 
+pub use crate::dialect::mcp::MCP_SESSION_HEADER;
 pub use layer::McpIdempotencyLayer;
 pub use service::McpIdempotency;
-
-/// The header that names an MCP session.
-pub const MCP_SESSION_HEADER: &str = "mcp-session-id";

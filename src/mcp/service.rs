@@ -8,10 +8,11 @@ use http::{Method, Request, Response};
 use http_body::Body;
 use tower_service::Service;
 
-use super::endpoint::Endpoint;
 use crate::body::BoxError;
 use crate::body::ResponseBody;
 use crate::dialect::http as http_dialect;
+use crate::dialect::mcp::endpoint::Endpoint;
+use crate::dialect::mcp::post;
 use crate::dialect::ResponseFuture;
 use crate::store::{MemoryStore, Store};
 
@@ -94,6 +95,6 @@ where
         if request.method() != Method::POST || !protected {
             return ResponseFuture::passthrough(inner.call(request));
         }
-        ResponseFuture::layered(Arc::clone(&self.endpoint).post(inner, request))
+        ResponseFuture::layered(post::post(Arc::clone(&self.endpoint), inner, request))
     }
 }

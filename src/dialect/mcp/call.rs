@@ -1,0 +1,159 @@
+//! A protected `tools/call`: keyed by its scope, tool and arguments, run once by the engine,
+//! answered in JSON-RPC terms.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::request::Parts;
+use http::{header, Request, Response};
+use tracing::Instrument;
+
+use super::endpoint::{Answered, Endpoint};
+use super::envelope::ToolCall;
+use super::era::Era;
+use super::message::Form;
+use super::plain_call;
+use super::render::Rendering;
+use super::resume::{self, Resumption};
+use super::tool;
+use crate::body::ResponseBody;
+use crate::body::{Bufferable, Keepable};
+use crate::dialect::Tool;
+use crate::engine::{self, Begun, Decided, Scoped};
+use crate::store::{Dialect, Store};
+use crate::telemetry::{self, Op};
+
+/// Writes the operation label of a tool call: `tools/call NAME` for names that look like tool
+/// names, so that a client cannot grow the label set at will.
+fn write_tool_label(name: &str, label: &mut String) {
+    let plain = name.len() <= 64
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_-./".contains(&b));
+    label.push_str("tools/call ");
+    label.push_str(if plain { name } else { "(other)" });
+}
+
+/// The operation of a call: the user's route label where one is set, else the tool's.
+fn op_of<St: Store>(endpoint: &Endpoint<St>, parts: &Parts, call: &ToolCall) -> Op {
+    let ops = &endpoint.engine.runtime.ops;
+    match &endpoint.engine.settings.route_label {
+        Some(label) => ops.of(Some(label), parts),
+        None => ops.named_with(|label| write_tool_label(&call.name, label)),
+    }
+}
+
+/// A protected tool call, run once per intent; run as a task where one is asked for and
+/// tasks are served.
+pub(crate) async fn call_tool<St: Store, S, B, ResBody>(
+    endpoint: &Endpoint<St>,
+    mut inner: S,
+    mut parts: Parts,
+    mut bytes: Bytes,
+    call: ToolCall,
+    form: Form,
+    era: Era,
+) -> Answered<ResBody, S::Error>
+where
+    S: Tool<B, ResBody>,
+    B: Bufferable,
+    ResBody: Keepable,
+{
+    let started = telemetry::Stopwatch::start();
+    let settings = &endpoint.engine.settings;
+    let mut timing = endpoint.policy.timing(&call.name);
+    // The 2025-11-25 tasks, asked for per call; the stateless era ignores `params.task`.
+    let as_task = call.as_task && endpoint.tasks && era == Era::Handshake;
+    if as_task {
+        // The server runs a plain call; the layer is the one that answers with a task.
+        if let Some(plain) = plain_call::without_task(&bytes) {
+            bytes = Bytes::from(plain);
+            parts.headers.remove(header::CONTENT_LENGTH);
+        }
+        timing.deadline = Some(Duration::ZERO);
+    }
+    let rendering = Rendering {
+        endpoint,
+        call: &call,
+        era,
+        as_task,
+        // The tasks extension: past the deadline, a task where the client takes one.
+        offers_task: endpoint.tasks && era == Era::Stateless && call.meta.tasks_extension,
+        retention: timing.retention.unwrap_or(settings.paths.default_retention),
+    };
+    let scope = settings.scope.scope_in(&parts, era.narrowing());
+    let op = match &scope {
+        Ok(Some(_)) => op_of(endpoint, &parts, &call),
+        _ => endpoint.engine.runtime.ops.unscoped(),
+    };
+    let span = telemetry::request_span(&op);
+    let scoped = span.in_scope(|| engine::scoped(settings, scope, &op));
+    let scope = match scoped {
+        Scoped::Protect(scope) => scope,
+        Scoped::PassThrough => {
+            let answered = inner
+                .call(Request::from_parts(parts, B::from(bytes)))
+                .instrument(span)
+                .await;
+            telemetry::answered(&op, answered.as_ref().ok().map(Response::status), started);
+            return Ok(answered?.map(ResponseBody::inner));
+        }
+        Scoped::Refuse(refusal) => {
+            let refused = Decided::Refused(refusal);
+            let _entered = span.enter();
+            return Ok(finish(&op, started, &rendering, form, refused));
+        }
+    };
+    let limit = settings.response_limit;
+    let id = call.id.clone();
+    let names_extension = call.meta.tasks_extension;
+    let work = move |mut parts: Parts, mut bytes: Bytes| async move {
+        // Only the layer makes a task of a protected call.
+        if names_extension {
+            if let Some(plain) = plain_call::without_tasks_extension(&bytes) {
+                bytes = Bytes::from(plain);
+                parts.headers.remove(header::CONTENT_LENGTH);
+            }
+        }
+        let resumption = (era == Era::Handshake).then(|| Resumption::of(&parts));
+        let response = inner
+            .call(Request::from_parts(parts, B::from(bytes)))
+            .await?;
+        Ok(resume::read_resuming(&mut inner, response, &id, limit, resumption).await)
+    };
+    let call = engine::Call {
+        dialect: Dialect::Mcp,
+        timing,
+    };
+    let begun = span.in_scope(|| endpoint.engine.begin(parts, bytes, &scope, &op, call, work));
+    let decided = match begun {
+        Begun::Decided(decided) => Ok(decided),
+        Begun::Running(execution) => execution
+            .instrument(span.clone())
+            .await
+            .map(|(intent, outcome)| Decided::Keyed { intent, outcome }),
+    };
+    let _entered = span.enter();
+    match decided {
+        Ok(decided) => Ok(finish(&op, started, &rendering, form, decided)),
+        Err(error) => {
+            engine::record::<()>(&op, None);
+            telemetry::answered(&op, None, started);
+            Err(error)
+        }
+    }
+}
+
+/// Records what the engine decided and renders it.
+fn finish<St: Store, B>(
+    op: &Op,
+    started: telemetry::Stopwatch,
+    rendering: &Rendering<'_, St>,
+    form: Form,
+    decided: Decided<tool::ServerAnswer>,
+) -> Response<ResponseBody<B>> {
+    engine::record(op, Some(&decided));
+    let response = rendering.render(decided, form);
+    telemetry::answered(op, Some(response.status()), started);
+    response
+}
