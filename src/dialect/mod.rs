@@ -2,7 +2,10 @@
 //! engine (whether the action happened, what to keep) and renders what the engine decided in
 //! its own terms.
 
+mod drive;
 mod future;
+
+pub(crate) use drive::{decided, finish, Dialect};
 pub(crate) mod http;
 #[cfg(feature = "mcp")]
 pub(crate) mod mcp;

@@ -12,30 +12,22 @@ use super::render::render;
 use crate::body::read_body;
 use crate::body::ResponseBody;
 use crate::body::{Bufferable, Keepable};
-use crate::dialect::Tool;
-use crate::engine::{self, Begun, Call, Decided, Engine, Refusal, Scoped};
+use crate::dialect::{decided, finish, Dialect, Tool};
+use crate::engine::{self, Call, Decided, Engine, Refusal, Scoped};
 use crate::settings::Settings;
 use crate::store::Store;
-use crate::telemetry::{self, Op};
+use crate::telemetry;
 
 type Answered<B, E> = Result<Response<ResponseBody<B>>, E>;
 
-/// Where a protected request went.
-#[allow(
-    clippy::large_enum_variant,
-    reason = "it lives for one match, on the stack; boxing would cost every request an allocation"
-)]
-enum Went<B, E> {
-    /// To the engine, which decided (or the tool's error ended it).
-    Decided(Result<Decided<Response<ResponseBody<B>>>, E>),
-    /// Past it: no scope, and the layer lets such requests through unprotected.
-    Past(Answered<B, E>),
-}
+/// The HTTP dialect, as the driver renders in it.
+struct Http<'a>(&'a Settings);
 
-impl<B, E> Went<B, E> {
-    /// Refused before the engine decided anything: nothing ran.
-    fn refused(refusal: Refusal) -> Self {
-        Self::Decided(Ok(Decided::Refused(refusal)))
+impl<B: Send + 'static> Dialect<B> for Http<'_> {
+    type Answer = Response<ResponseBody<B>>;
+
+    fn render(&self, decided: Decided<Self::Answer>) -> Response<ResponseBody<B>> {
+        render(self.0, decided)
     }
 }
 
@@ -72,74 +64,46 @@ where
     let scoped = span.in_scope(|| engine::scoped(settings, scope, &op));
     async move {
         let settings = &engine.settings;
-        // Every answer of a request that reached the engine leaves this block (one refused
-        // before it, or passed through, returns at once), and nothing the block held is kept
-        // across the yield after it.
-        'protected: {
-            // In a block of its own, so that what it held (the scope, what `begin` took and
-            // returned) is not kept across the execution's wait.
-            let execution = {
-                let scope = match scoped {
-                    Scoped::Protect(scope) => scope,
-                    Scoped::PassThrough => {
-                        // Boxed: a path off the common one, whose future would widen every
-                        // request's.
-                        let passing = Box::pin(inner.call(Request::from_parts(parts, body)));
-                        let response = passing.instrument(span.clone()).await;
-                        let went = Went::Past(response.map(|r| r.map(ResponseBody::inner)));
-                        return finish(settings, &op, &span, started, went);
-                    }
-                    Scoped::Refuse(refusal) => {
-                        return finish(settings, &op, &span, started, Went::refused(refusal));
-                    }
-                };
-                let bytes = match read_body(body, &parts.headers, settings.body_limit).await {
-                    Ok(bytes) => bytes,
-                    Err(unread) => {
-                        let refused = Went::refused(Refusal::from(unread));
-                        return finish(settings, &op, &span, started, refused);
-                    }
-                };
-                let limit = settings.response_limit;
-                let rule = Arc::clone(&settings.classify);
-                let work = move |parts, bytes| async move {
-                    let response = inner
-                        .call(Request::from_parts(parts, B::from(bytes)))
-                        .await?;
-                    Ok(read(response, limit, &rule).await)
-                };
-                let call = Call::default();
-                match span.in_scope(|| engine.begin(parts, bytes, &scope, &op, call, work)) {
-                    Begun::Decided(decided) => {
-                        let went = Went::Decided(Ok(decided));
-                        break 'protected finish(settings, &op, &span, started, went);
-                    }
-                    Begun::Running(execution) => execution,
+        // In a block of its own, so that what it held (the scope, what `begin` took) is not
+        // kept across the execution's wait; a request refused before it, or passed through,
+        // is answered from inside.
+        let begun = {
+            let scope = match scoped {
+                Scoped::Protect(scope) => scope,
+                Scoped::PassThrough => {
+                    // Boxed: a path off the common one, whose future would widen every
+                    // request's.
+                    let passing = Box::pin(inner.call(Request::from_parts(parts, body)));
+                    let response = passing.instrument(span.clone()).await;
+                    let answered = response.map(|r| r.map(ResponseBody::inner));
+                    let status = answered.as_ref().ok().map(Response::status);
+                    telemetry::answered(&op, status, started);
+                    return answered;
+                }
+                Scoped::Refuse(refusal) => {
+                    let refused = Ok(Decided::Refused(refusal));
+                    return finish(&Http(settings), &op, &span, started, refused);
                 }
             };
-            let executed = execution.instrument(span.clone()).await;
-            let decided = executed.map(|(intent, outcome)| Decided::Keyed { intent, outcome });
-            finish(settings, &op, &span, started, Went::Decided(decided))
-        }
+            let bytes = match read_body(body, &parts.headers, settings.body_limit).await {
+                Ok(bytes) => bytes,
+                Err(unread) => {
+                    let refused = Ok(Decided::Refused(Refusal::from(unread)));
+                    return finish(&Http(settings), &op, &span, started, refused);
+                }
+            };
+            let limit = settings.response_limit;
+            let rule = Arc::clone(&settings.classify);
+            let work = move |parts, bytes| async move {
+                let response = inner
+                    .call(Request::from_parts(parts, B::from(bytes)))
+                    .await?;
+                Ok(read(response, limit, &rule).await)
+            };
+            let call = Call::default();
+            span.in_scope(|| engine.begin(parts, bytes, &scope, &op, call, work))
+        };
+        let decided = decided(begun, &span).await;
+        finish(&Http(settings), &op, &span, started, decided)
     }
-}
-
-/// Records how the request ended, renders the engine's decision, and counts the answer.
-fn finish<B, E>(
-    settings: &Settings,
-    op: &Op,
-    span: &tracing::Span,
-    started: telemetry::Stopwatch,
-    went: Went<B, E>,
-) -> Answered<B, E> {
-    let answered = match went {
-        Went::Past(answered) => answered,
-        Went::Decided(decided) => {
-            let _entered = span.enter();
-            engine::record(op, decided.as_ref().ok());
-            decided.map(|decided| render(settings, decided))
-        }
-    };
-    telemetry::answered(op, answered.as_ref().ok().map(Response::status), started);
-    answered
 }

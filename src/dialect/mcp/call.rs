@@ -15,11 +15,10 @@ use super::message::Form;
 use super::plain_call;
 use super::render::Rendering;
 use super::resume::{self, Resumption};
-use super::tool;
 use crate::body::ResponseBody;
 use crate::body::{Bufferable, Keepable};
-use crate::dialect::Tool;
-use crate::engine::{self, Begun, Decided, Scoped};
+use crate::dialect::{decided, finish, Tool};
+use crate::engine::{self, Decided, Scoped};
 use crate::store::{Dialect, Store};
 use crate::telemetry::{self, Op};
 
@@ -76,6 +75,7 @@ where
         endpoint,
         call: &call,
         era,
+        form,
         as_task,
         // The tasks extension: past the deadline, a task where the client takes one.
         offers_task: endpoint.tasks && era == Era::Stateless && call.meta.tasks_extension,
@@ -99,9 +99,8 @@ where
             return Ok(answered?.map(ResponseBody::inner));
         }
         Scoped::Refuse(refusal) => {
-            let refused = Decided::Refused(refusal);
-            let _entered = span.enter();
-            return Ok(finish(&op, started, &rendering, form, refused));
+            let refused = Ok(Decided::Refused(refusal));
+            return finish(&rendering, &op, &span, started, refused);
         }
     };
     let limit = settings.response_limit;
@@ -126,34 +125,6 @@ where
         timing,
     };
     let begun = span.in_scope(|| endpoint.engine.begin(parts, bytes, &scope, &op, call, work));
-    let decided = match begun {
-        Begun::Decided(decided) => Ok(decided),
-        Begun::Running(execution) => execution
-            .instrument(span.clone())
-            .await
-            .map(|(intent, outcome)| Decided::Keyed { intent, outcome }),
-    };
-    let _entered = span.enter();
-    match decided {
-        Ok(decided) => Ok(finish(&op, started, &rendering, form, decided)),
-        Err(error) => {
-            engine::record::<()>(&op, None);
-            telemetry::answered(&op, None, started);
-            Err(error)
-        }
-    }
-}
-
-/// Records what the engine decided and renders it.
-fn finish<St: Store, B>(
-    op: &Op,
-    started: telemetry::Stopwatch,
-    rendering: &Rendering<'_, St>,
-    form: Form,
-    decided: Decided<tool::ServerAnswer>,
-) -> Response<ResponseBody<B>> {
-    engine::record(op, Some(&decided));
-    let response = rendering.render(decided, form);
-    telemetry::answered(op, Some(response.status()), started);
-    response
+    let decided = decided(begun, &span).await;
+    finish(&rendering, &op, &span, started, decided)
 }

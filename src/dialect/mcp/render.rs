@@ -28,6 +28,8 @@ pub(crate) struct Rendering<'a, St> {
     pub(crate) call: &'a ToolCall,
     /// The era the answer goes to.
     pub(crate) era: Era,
+    /// The form the caller accepts.
+    pub(crate) form: Form,
     /// The call asked to run as a task (2025-11-25), and tasks are served.
     pub(crate) as_task: bool,
     /// The client takes a task (the tasks extension), and tasks are served: a call still
@@ -45,12 +47,11 @@ enum Said {
     Verbatim(Response<Bytes>),
 }
 
-impl<St> Rendering<'_, St> {
-    pub(crate) fn render<B>(
-        &self,
-        decided: Decided<ServerAnswer>,
-        form: Form,
-    ) -> Response<ResponseBody<B>> {
+impl<St, B> crate::dialect::Dialect<B> for Rendering<'_, St> {
+    type Answer = ServerAnswer;
+
+    fn render(&self, decided: Decided<ServerAnswer>) -> Response<ResponseBody<B>> {
+        let form = self.form;
         let (key, said) = match decided {
             Decided::Refused(refusal) => (None, self.refused(&refusal, None)),
             Decided::Keyed { intent, outcome } => (Some(intent.key), self.keyed(&intent, outcome)),
@@ -68,7 +69,9 @@ impl<St> Rendering<'_, St> {
         };
         response.map(ResponseBody::full)
     }
+}
 
+impl<St> Rendering<'_, St> {
     fn id(&self) -> &Value {
         &self.call.id
     }
