@@ -151,9 +151,10 @@ impl<St: Store> Engine<St> {
     /// then replays a kept outcome, joins a running execution, or claims the intent and runs
     /// `work` (the dialect's call of the tool, given the request's parts and body) detached.
     ///
-    /// Nothing here waits: what is decided at once is returned as it is, and what must wait
-    /// is one boxed future, so that a caller awaiting it carries a pointer, not the state of
-    /// every step before it. Call it inside the request's span.
+    /// Nothing here waits: a refusal or a replay this process holds is returned as it is, and
+    /// everything else is the request's path (`path::run`) in one boxed future, so that a
+    /// caller awaiting it carries a pointer, not the state of every step. Call it inside the
+    /// request's span.
     pub(crate) fn begin<A, E, F>(
         self: &Arc<Self>,
         parts: Parts,
