@@ -226,22 +226,31 @@ mod tests {
     use super::*;
     use http_body_util::Full;
 
+    /// A server's answer of `content_type` holding `body`.
+    fn answering(body: impl Into<Bytes>, content_type: &'static str) -> Response<Full<Bytes>> {
+        let mut response = Response::new(Full::new(body.into()));
+        let content_type = HeaderValue::from_static(content_type);
+        response
+            .headers_mut()
+            .insert(header::CONTENT_TYPE, content_type);
+        response
+    }
+
+    /// What the layer reads of `response` as the answer to the call `id`.
+    async fn answered(response: Response<Full<Bytes>>, id: u64) -> Answered<ServerAnswer> {
+        match read(response, &json!(id), 1024, &mut Primed::default()).await {
+            Read::Answered(Produced::Answered(answered)) => answered,
+            _ => panic!("an answer"),
+        }
+    }
+
     #[tokio::test]
     async fn an_answer_larger_than_the_layer_reads_is_kept_as_ran() {
         let huge = format!(
             r#"{{"jsonrpc":"2.0","id":1,"result":{{"content":[{{"type":"text","text":"{}"}}]}}}}"#,
             "x".repeat(17 << 20)
         );
-        let mut response = Response::new(Full::new(Bytes::from(huge)));
-        response.headers_mut().insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        );
-        let Read::Answered(Produced::Answered(answered)) =
-            read(response, &json!(1), 1024, &mut Primed::default()).await
-        else {
-            panic!("the tool answered");
-        };
+        let answered = answered(answering(huge, "application/json"), 1).await;
         assert_eq!(
             answered.judged,
             Judged::Verdict(Verdict::Keep),
@@ -314,32 +323,14 @@ mod tests {
     async fn an_event_stream_the_layer_cannot_read_is_kept_as_may_have_run() {
         // A field the reader does not know, before the answer: the server has the call.
         let stream = "x-trace: 1\ndata: {\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{}}\n\n";
-        let mut response = Response::new(http_body_util::Full::new(Bytes::from(stream)));
-        response.headers_mut().insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("text/event-stream"),
-        );
-        let Read::Answered(Produced::Answered(answered)) =
-            read(response, &json!(3), 1024, &mut Primed::default()).await
-        else {
-            panic!("an answer");
-        };
+        let answered = answered(answering(stream, "text/event-stream"), 3).await;
         assert_eq!(answered.judged, Judged::Interrupted, "kept, never released");
     }
 
     #[tokio::test]
     async fn a_task_the_server_made_of_a_protected_call_is_kept_as_may_have_run() {
         let task = r#"{"jsonrpc":"2.0","id":4,"result":{"resultType":"task","taskId":"t","status":"working"}}"#;
-        let mut response = Response::new(Full::new(Bytes::from(task)));
-        response.headers_mut().insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        );
-        let Read::Answered(Produced::Answered(answered)) =
-            read(response, &json!(4), 1024, &mut Primed::default()).await
-        else {
-            panic!("an answer");
-        };
+        let answered = answered(answering(task, "application/json"), 4).await;
         assert_eq!(answered.judged, Judged::Interrupted, "never released");
         let ServerAnswer::Message { message, .. } = answered.answer else {
             panic!("a JSON-RPC answer");
@@ -355,16 +346,7 @@ mod tests {
         let other = r#"{"jsonrpc":"2.0","id":9,"result":{"content":[]}}"#;
         let ended = "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\"}\n\n";
         for (body, content_type) in [(other, "application/json"), (ended, "text/event-stream")] {
-            let mut response = Response::new(Full::new(Bytes::from(body)));
-            response.headers_mut().insert(
-                header::CONTENT_TYPE,
-                HeaderValue::from_str(content_type).unwrap(),
-            );
-            let Read::Answered(Produced::Answered(answered)) =
-                read(response, &json!(4), 1024, &mut Primed::default()).await
-            else {
-                panic!("an answer");
-            };
+            let answered = answered(answering(body, content_type), 4).await;
             assert_eq!(answered.judged, Judged::Interrupted, "{body}");
         }
     }
