@@ -8,11 +8,48 @@ use tokio::time::Instant;
 
 use super::inflight::{Lead, Settled};
 use super::{decided, Engine, Failure, Intent, Led, Outcome, Refusal};
-use crate::store::{Entry, Store};
+use crate::store::{Entry, Record, RunningInfo, Store};
 use crate::telemetry;
 
 fn key_reused<A, E, F>(running: bool) -> Led<A, E, F> {
     decided(Outcome::key_reused(running))
+}
+
+/// What the store holds of an intent that this caller found taken: a kept record, or an
+/// execution running elsewhere, started at the given time.
+pub(super) enum Held {
+    Completed(Arc<Record>),
+    Running(RunningInfo),
+}
+
+/// Answers a caller from what the store holds: a kept record is replayed (to this caller and
+/// the duplicates on its slot), a running execution is waited on; a key reused for other
+/// arguments is refused either way.
+pub(super) async fn from_the_store<St: Store, A, E, F>(
+    engine: &Arc<Engine<St>>,
+    work: F,
+    intent: &Intent,
+    lead: Lead,
+    held: Held,
+) -> Led<A, E, F> {
+    match held {
+        Held::Completed(record) if intent.reuses_key_for(&record.fingerprint) => key_reused(false),
+        Held::Running(info) if intent.reuses_key_for(&info.fingerprint) => key_reused(true),
+        Held::Completed(record) => {
+            lead.settle(Settled::Replay(Arc::clone(&record)));
+            decided(Outcome::Replayed(record))
+        }
+        Held::Running(info) => {
+            let waiting = Box::pin(wait_elsewhere(
+                engine,
+                work,
+                intent,
+                lead,
+                info.started_at_ms,
+            ));
+            waiting.await
+        }
+    }
 }
 
 /// No room for another execution: a completed or running intent is still answered, since
@@ -23,38 +60,21 @@ pub(super) async fn at_capacity<St: Store, A, E, F>(
     intent: &Intent,
     lead: Lead,
 ) -> Led<A, E, F> {
-    match engine.store.get(&intent.key).await {
-        Ok(Some(Entry::Completed(record))) if intent.reuses_key_for(&record.fingerprint) => {
-            key_reused(false)
-        }
-        Ok(Some(Entry::Running(info))) if intent.reuses_key_for(&info.fingerprint) => {
-            key_reused(true)
-        }
-        Ok(Some(Entry::Completed(record))) => {
-            lead.settle(Settled::Replay(Arc::clone(&record)));
-            decided(Outcome::Replayed(record))
-        }
-        Ok(Some(Entry::Running(info))) => {
-            let waiting = Box::pin(wait_elsewhere(
-                engine,
-                work,
-                intent,
-                lead,
-                info.started_at_ms,
-            ));
-            waiting.await
-        }
+    let held = match engine.store.get(&intent.key).await {
+        Ok(Some(Entry::Completed(record))) => Held::Completed(record),
+        Ok(Some(Entry::Running(info))) => Held::Running(info),
         _ => {
             tracing::warn!("too many detached executions; refusing");
-            decided(Outcome::NotExecuted(Refusal::TooBusy))
+            return decided(Outcome::NotExecuted(Refusal::TooBusy));
         }
-    }
+    };
+    from_the_store(engine, work, intent, lead, held).await
 }
 
 /// Waits for an execution that runs elsewhere (another process, or another layer sharing
 /// the store), started at `started_at_ms`, polling the store until it settles or this
 /// caller's deadline. Counted as coalesced.
-pub(super) async fn wait_elsewhere<St: Store, A, E, F>(
+async fn wait_elsewhere<St: Store, A, E, F>(
     engine: &Arc<Engine<St>>,
     work: F,
     intent: &Intent,

@@ -7,10 +7,10 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use super::elsewhere::{at_capacity, wait_elsewhere};
+use super::elsewhere::{at_capacity, from_the_store, Held};
 use super::execute::{self, Claimed};
 use super::fail_open;
-use super::inflight::{Lead, Role, Settled, Slot, Waited};
+use super::inflight::{Lead, Role, Slot, Waited};
 use super::recorder::Recorder;
 use super::{decided, Engine, Intent, Led, Outcome, Refusal, Work};
 use crate::clock::{ms_at, now_ms};
@@ -130,27 +130,13 @@ where
     };
     // 4. What the store holds decides.
     match claimed {
-        Claim::Completed(record) if intent.reuses_key_for(&record.fingerprint) => {
-            decided(Outcome::key_reused(false))
-        }
         Claim::Completed(record) => {
-            lead.settle(Settled::Replay(Arc::clone(&record)));
-            decided(Outcome::Replayed(record))
-        }
-        Claim::Running(info) if intent.reuses_key_for(&info.fingerprint) => {
-            decided(Outcome::key_reused(true))
+            from_the_store(engine, work, intent, lead, Held::Completed(record)).await
         }
         Claim::Running(info) => {
             // Waiting on an execution elsewhere runs nothing here: it holds no place.
             drop(reservation);
-            let waiting = Box::pin(wait_elsewhere(
-                engine,
-                work,
-                intent,
-                lead,
-                info.started_at_ms,
-            ));
-            waiting.await
+            from_the_store(engine, work, intent, lead, Held::Running(info)).await
         }
         // 5. Run, detached from this caller, who waits for the first answer until its deadline.
         Claim::Acquired(token) => {
