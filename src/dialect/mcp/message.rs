@@ -123,28 +123,37 @@ impl std::error::Error for BodyError {
 /// The bytes of the event being read, counted as they come: what the SSE reader holds before
 /// it can hand the event over. A blank line ends an event; lines end with LF or CRLF (a
 /// stream that ends its lines with a lone CR is counted as one event, and so bounded as one).
+/// A chunk is searched from its end for the last blank line, where a stream's chunks usually
+/// end, so that its bytes are not walked again beside the SSE reader.
 #[derive(Debug, Default)]
 struct Unfinished {
     held: usize,
-    line: usize,
+    /// Whether the bytes before this chunk ended a line.
+    at_line_start: bool,
 }
 
 impl Unfinished {
     /// Counts `chunk` in; the bytes of the event still unfinished after it.
     fn take(&mut self, chunk: &[u8]) -> usize {
-        for &byte in chunk {
-            match byte {
-                b'\n' if self.line == 0 => self.held = 0,
-                b'\n' => {
-                    self.line = 0;
-                    self.held += 1;
-                }
-                b'\r' => self.held += 1,
-                _ => {
-                    self.line += 1;
-                    self.held += 1;
-                }
+        let ends_event = |at: usize| {
+            let before = match chunk[..at] {
+                [.., b'\r'] => at - 1,
+                _ => at,
+            };
+            match before.checked_sub(1) {
+                Some(previous) => chunk[previous] == b'\n',
+                None => self.at_line_start,
             }
+        };
+        let last_blank = (0..chunk.len())
+            .rev()
+            .find(|&at| chunk[at] == b'\n' && ends_event(at));
+        self.held = match last_blank {
+            Some(at) => chunk.len() - 1 - at,
+            None => self.held + chunk.len(),
+        };
+        if let Some(&last) = chunk.iter().rev().find(|&&byte| byte != b'\r') {
+            self.at_line_start = last == b'\n';
         }
         self.held
     }
