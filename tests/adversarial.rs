@@ -9,7 +9,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use axum::http::StatusCode;
-use support::{start, Counts};
+use support::{start, start_in_memory, Counts};
 use tower_idempotency::IdempotencyLayer;
 
 /// Sends raw bytes on a fresh connection, then reads until the server closes it.
@@ -160,32 +160,34 @@ async fn bodies_far_over_the_limit_are_refused_whatever_their_framing() {
     assert_eq!(counts.get("raw"), 0);
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_body_that_breaks_off_halfway_is_not_executed() {
-    let (client, counts) = start(IdempotencyLayer::new()).await;
+    let (client, counts) = start_in_memory(IdempotencyLayer::new());
     let chunks: Vec<Result<Vec<u8>, std::io::Error>> = vec![
         Ok(br#"{"to":"a@b.c","#.to_vec()),
         Err(std::io::Error::other("the client went away")),
     ];
     let sent = client
-        .http
-        .post(format!("{}/tools/echo", client.base))
-        .header("x-session-id", "s")
-        .header("content-type", "application/json")
-        .body(reqwest::Body::wrap_stream(futures_util::stream::iter(
-            chunks,
-        )))
-        .send()
+        .try_send(
+            client
+                .http
+                .post(format!("{}/tools/echo", client.base))
+                .header("x-session-id", "s")
+                .header("content-type", "application/json")
+                .body(reqwest::Body::wrap_stream(futures_util::stream::iter(
+                    chunks,
+                ))),
+        )
         .await;
-    // The client's own stream failed; whatever it saw, nothing ran.
-    drop(sent);
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    assert_eq!(counts.get("echo"), 0);
+    assert!(sent.is_err(), "the client's own stream failed");
+    // Every task the request started runs before the paused clock moves a second on.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(counts.get("echo"), 0, "nothing ran");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_body_that_streams_slowly_is_still_one_intent() {
-    let (client, counts) = start(IdempotencyLayer::new()).await;
+    let (client, counts) = start_in_memory(IdempotencyLayer::new());
     let slow = || {
         let chunks = [r#"{"to":"#, r#""a@b.c","#, r#""n":1}"#].map(|c| c.as_bytes().to_vec());
         futures_util::StreamExt::then(futures_util::stream::iter(chunks), |chunk| async move {

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::http::StatusCode;
-use support::start;
+use support::start_in_memory;
 use tower_idempotency::key::IntentKey;
 use tower_idempotency::store::{
     Claim, ClaimRequest, Entry, Fence, MemoryStore, OwnerToken, Record, Store, StoreError,
@@ -21,9 +21,16 @@ struct SlowStore {
     delay: Duration,
 }
 
+impl SlowStore {
+    /// The way to the store.
+    async fn link(&self) {
+        tokio::time::sleep(self.delay).await;
+    }
+}
+
 impl Store for SlowStore {
     async fn claim(&self, key: &IntentKey, request: &ClaimRequest) -> Result<Claim, StoreError> {
-        tokio::time::sleep(self.delay).await;
+        self.link().await;
         self.inner.claim(key, request).await
     }
     async fn complete(
@@ -33,7 +40,7 @@ impl Store for SlowStore {
         record: Arc<Record>,
         retention: Duration,
     ) -> Result<Fence, StoreError> {
-        tokio::time::sleep(self.delay).await;
+        self.link().await;
         self.inner.complete(key, token, record, retention).await
     }
     async fn release(
@@ -43,7 +50,7 @@ impl Store for SlowStore {
         tombstone: Arc<Tombstone>,
         ttl: Duration,
     ) -> Result<Fence, StoreError> {
-        tokio::time::sleep(self.delay).await;
+        self.link().await;
         self.inner.release(key, token, tombstone, ttl).await
     }
     async fn extend(
@@ -52,16 +59,16 @@ impl Store for SlowStore {
         token: &OwnerToken,
         lease: Duration,
     ) -> Result<Fence, StoreError> {
-        tokio::time::sleep(self.delay).await;
+        self.link().await;
         self.inner.extend(key, token, lease).await
     }
     async fn get(&self, key: &IntentKey) -> Result<Option<Entry>, StoreError> {
-        tokio::time::sleep(self.delay).await;
+        self.link().await;
         self.inner.get(key).await
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(start_paused = true)]
 async fn a_slow_store_still_runs_each_intent_once() {
     let store = SlowStore {
         inner: MemoryStore::new(),
@@ -71,7 +78,7 @@ async fn a_slow_store_still_runs_each_intent_once() {
         .deadline(Duration::from_millis(400))
         .lease(Duration::from_millis(300));
     let executions = layer.detached();
-    let (client, counts) = start(layer).await;
+    let (client, counts) = start_in_memory(layer);
     let calls = (0..30).map(|i| {
         let client = client.clone();
         let body = format!(r#"{{"id":{},"delay_ms":200}}"#, i % 3);
@@ -103,7 +110,7 @@ mod faults_in_user_code_and_stores {
     use tower_idempotency::{IdempotencyLayer, Verdict};
 
     use crate::support::faulty::{Call, Fault, FaultyStore, Plan};
-    use crate::support::{serve, start, tools, Client, Counts};
+    use crate::support::{start, start_in_memory, tools, Client, Counts};
 
     fn always(call: Call, fault: Fault) -> Option<Plan> {
         Some(Plan {
@@ -271,14 +278,14 @@ mod faults_in_user_code_and_stores {
         assert!(detail.contains("in 4 s will run it again"), "{detail}");
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn a_duplicate_waiting_on_another_instance_holds_no_execution_slot() {
         let store = MemoryStore::new();
         let other = IdempotencyLayer::with_store(store.clone());
         let this = IdempotencyLayer::with_store(store).max_detached(1);
         let counts = Counts::default();
-        let runs_it = Client::new(serve(tools(counts.clone()).layer(other)).await);
-        let waits = Client::new(serve(tools(counts.clone()).layer(this)).await);
+        let runs_it = Client::in_memory(tools(counts.clone()).layer(other));
+        let waits = Client::in_memory(tools(counts.clone()).layer(this));
         let slow = r#"{"id":1,"delay_ms":800}"#;
         let running = tokio::spawn({
             let runs_it = runs_it.clone();
@@ -303,7 +310,7 @@ mod faults_in_user_code_and_stores {
         assert_eq!((counts.get("intent:1"), counts.get("intent:2")), (1, 1));
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn a_caller_that_leaves_while_its_claim_is_out_leaves_no_lease_behind() {
         // The claim is taken at once and answered late; its caller gives up in between.
         let late = Plan {
@@ -314,7 +321,7 @@ mod faults_in_user_code_and_stores {
         };
         let store = FaultyStore::new(MemoryStore::new(), Some(late));
         let layer = IdempotencyLayer::with_store(store).deadline(Duration::from_secs(1));
-        let (client, counts) = start(layer).await;
+        let (client, counts) = start_in_memory(layer);
         let patience = Duration::from_millis(100);
         let gone = client
             .post_giving_up("/tools/echo", "s", "{}", patience)

@@ -13,6 +13,7 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::{json, Map, Value};
 use support::gateway::{start_example, Gateway};
+use support::process::eventually;
 
 type McpClient = RunningService<RoleClient, ClientConfig>;
 
@@ -43,6 +44,16 @@ impl Server {
         let root = self.endpoint.trim_end_matches("/mcp");
         let response = self.process.client.http.get(format!("{root}/stats")).send();
         response.await.unwrap().json().await.unwrap()
+    }
+
+    /// Returns once `tool` has started running in the server.
+    async fn started(&self, tool: &str) {
+        eventually(
+            &format!("{tool} starting"),
+            Duration::from_secs(10),
+            || async { (self.stats().await[tool].as_u64() >= Some(1)).then_some(()) },
+        )
+        .await;
     }
 
     /// One hand-written JSON-RPC POST in `session` (none if empty), accepting `accept`.
@@ -245,8 +256,11 @@ async fn a_slow_tool_answers_in_progress_then_its_result() {
     assert!(structured["retry_after_s"].as_u64().unwrap() >= 1);
     assert_eq!(structured["intent"].as_str().unwrap().len(), 64);
 
-    tokio::time::sleep(Duration::from_millis(1700)).await;
-    let done = call_tool(&client, call("generate_report", report)).await;
+    let done = eventually("the report ready", Duration::from_secs(10), || async {
+        let asked = call_tool(&client, call("generate_report", report.clone())).await;
+        text(&asked).starts_with("Report").then_some(asked)
+    })
+    .await;
     assert_eq!(text(&done), "Report #1 on \"sales\" is ready.");
     assert_eq!(server.stats().await["generate_report"], 1);
 }
@@ -633,7 +647,7 @@ async fn a_cancelled_protected_call_runs_on_and_its_retry_gets_the_result() {
     let accept = "application/json, text/event-stream";
     let first = server.post(&session, accept, SLOW_EMAIL);
     let cancel_then_retry = async {
-        tokio::time::sleep(Duration::from_millis(200)).await;
+        server.started("send_email").await;
         // What an SDK client sends when its own timeout for the request fires.
         let cancel = r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"c-1","reason":"timed out"}}"#;
         let (status, _, body) = server.post(&session, accept, cancel).await;
@@ -677,7 +691,7 @@ async fn a_cancellation_of_a_call_forwarded_unprotected_reaches_the_server() {
     server.post(&session, accept, list).await;
     let searching = server.post(&session, accept, search);
     let cancel = async {
-        tokio::time::sleep(Duration::from_millis(300)).await;
+        server.started("search").await;
         let cancel =
             r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":41}}"#;
         server.post(&session, accept, cancel).await
@@ -708,7 +722,7 @@ async fn a_client_that_closes_its_stream_does_not_stop_the_call() {
         body.len()
     );
     stream.write_all(request.as_bytes()).await.unwrap();
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    server.started("send_email").await;
     drop(stream);
     let (_, _, retry) = server
         .post(&session, accept, &body.replace("c-1", "c-3"))

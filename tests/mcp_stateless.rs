@@ -11,6 +11,7 @@ use std::time::Duration;
 use rmcp::model::{CreateTaskResult, GetTaskResult, TaskAckResult};
 use serde_json::{json, Value};
 use support::gateway::{start_example, Gateway};
+use support::process::eventually;
 
 const VERSION: &str = "2026-07-28";
 const TASKS: &str = "io.modelcontextprotocol/tasks";
@@ -271,18 +272,23 @@ async fn a_task_past_the_deadline_is_polled_its_cancel_absorbed_and_its_result_r
         foreign["error"].is_object() && foreign["result"].is_null(),
         "{foreign}"
     );
-    let mut done = Value::Null;
-    for attempt in 0..40 {
-        let (_, got) = server.post("t", &ask(10 + attempt, "tasks/get"), &[]).await;
-        let _: GetTaskResult = serde_json::from_value(got["result"].clone()).expect("a task");
-        assert_eq!(got["result"]["resultType"], "complete", "{got}");
-        if got["result"]["status"] == "completed" {
-            done = got;
-            break;
+    let mut attempt = 10;
+    let done = eventually("the task completed", Duration::from_secs(4), || {
+        attempt += 1;
+        let asked = ask(attempt, "tasks/get");
+        let server = &server;
+        async move {
+            let (_, got) = server.post("t", &asked, &[]).await;
+            let _: GetTaskResult = serde_json::from_value(got["result"].clone()).expect("a task");
+            assert_eq!(got["result"]["resultType"], "complete", "{got}");
+            if got["result"]["status"] == "completed" {
+                return Some(got);
+            }
+            assert_eq!(got["result"]["status"], "working", "{got}");
+            None
         }
-        assert_eq!(got["result"]["status"], "working", "{got}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    })
+    .await;
     let result = &done["result"]["result"];
     assert_eq!(result["resultType"], "complete", "{done}");
     assert!(

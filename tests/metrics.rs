@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use metrics_util::debugging::{DebugValue, DebuggingRecorder};
 use metrics_util::CompositeKey;
-use support::{serve, start, tools, Client, Counts};
+use support::{start, start_in_memory, tools, Client, Counts};
 use tower_idempotency::IdempotencyLayer;
 
 type Snapshot = Vec<(
@@ -153,7 +153,7 @@ async fn a_flood_of_distinct_paths_cannot_grow_the_operation_labels_past_their_b
     );
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_lease_taken_over_while_the_action_runs_is_counted_as_lost() {
     use support::faulty::{Call, Fault, FaultyStore, Plan};
     use tower_idempotency::store::MemoryStore;
@@ -173,8 +173,8 @@ async fn a_lease_taken_over_while_the_action_runs_is_counted_as_lost() {
         .deadline(Duration::from_millis(100));
     let other = IdempotencyLayer::with_store(store).deadline(Duration::from_millis(100));
     let counts = Counts::default();
-    let first = Client::new(serve(tools(counts.clone()).layer(stalled)).await);
-    let second = Client::new(serve(tools(counts.clone()).layer(other)).await);
+    let first = Client::in_memory(tools(counts.clone()).layer(stalled));
+    let second = Client::in_memory(tools(counts.clone()).layer(other));
     let slow = r#"{"id":1,"delay_ms":900}"#;
     first.post("/tools/intent", "s", slow).await;
     tokio::time::sleep(Duration::from_millis(200)).await;
@@ -286,7 +286,7 @@ async fn the_memory_store_bytes_gauge_follows_what_it_keeps_up_to_its_budget() {
     assert!(kept <= budget as f64, "{kept} kept against {budget}");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_claim_given_back_is_timed_as_an_abandon_not_as_an_extend() {
     use support::faulty::{Call, Fault, FaultyStore, Plan};
     use tower_idempotency::store::MemoryStore;
@@ -301,7 +301,7 @@ async fn a_claim_given_back_is_timed_as_an_abandon_not_as_an_extend() {
         every: false,
     };
     let store = FaultyStore::new(MemoryStore::new(), Some(lost));
-    let (client, _) = start(IdempotencyLayer::with_store(store)).await;
+    let (client, _) = start_in_memory(IdempotencyLayer::with_store(store));
     assert_eq!(client.post("/tools/echo", "s", "{}").await.status, 503);
     tokio::time::sleep(Duration::from_millis(100)).await;
     let snapshot = snapshotter.snapshot().into_vec();

@@ -5,7 +5,7 @@ mod support;
 use std::time::Duration;
 
 use axum::http::StatusCode;
-use support::start;
+use support::{start, start_in_memory};
 use tower_idempotency::store::{Entry, MemoryStore, Store};
 use tower_idempotency::{IdempotencyLayer, IntentKey};
 
@@ -97,15 +97,15 @@ async fn a_gateway_that_lost_the_tool_leaves_it_may_have_run_and_never_run_again
     }
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn an_unknown_outcome_blocks_the_action_only_for_its_own_shorter_retention() {
     let layer = IdempotencyLayer::new().unknown_retention(Duration::from_millis(300));
-    let (client, counts) = start(layer).await;
+    let (client, counts) = start_in_memory(layer);
     client.post("/tools/status/504", "s", "{}").await;
     let blocked = client.post("/tools/status/504", "s", "{}").await;
     assert_eq!(blocked.json()["outcome"], "unknown");
     assert_eq!(counts.get("status"), 1);
-    tokio::time::sleep(Duration::from_millis(600)).await;
+    tokio::time::advance(Duration::from_millis(600)).await;
     client.post("/tools/status/504", "s", "{}").await;
     assert_eq!(
         counts.get("status"),
@@ -210,13 +210,13 @@ async fn a_released_key_records_a_failure_for_the_status_path() {
     assert_eq!(body["retryable"], true);
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn records_expire_after_the_retention() {
     let layer = IdempotencyLayer::new().retention_for("/tools/echo", Duration::from_millis(100));
-    let (client, counts) = start(layer).await;
+    let (client, counts) = start_in_memory(layer);
     client.post("/tools/echo", "s", "{}").await;
     assert!(client.post("/tools/echo", "s", "{}").await.replayed());
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    tokio::time::advance(Duration::from_millis(300)).await;
     assert!(!client.post("/tools/echo", "s", "{}").await.replayed());
     assert_eq!(counts.get("echo"), 2);
 }

@@ -6,10 +6,11 @@ mod support;
 
 use std::collections::HashSet;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use axum::http::StatusCode;
 use support::gateway;
+use support::process::eventually;
 use support::redis_server::{RedisCluster, RedisServer};
 use support::{serve, tools, Answer, Client, Counts};
 use tower_idempotency::key::{Fingerprint, IntentKey, ScopeHash};
@@ -323,31 +324,23 @@ async fn a_redis_outage_refuses_new_calls_and_the_gateway_recovers_by_itself() {
     );
 
     server.restart();
-    let deadline = Instant::now() + Duration::from_secs(15);
-    let recovered = loop {
-        let answer = client.post("/tools/echo", "s", r#"{"new":1}"#).await;
-        if answer.status == StatusCode::CREATED || Instant::now() > deadline {
-            break answer;
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    };
-    assert_eq!(
-        recovered.status,
-        StatusCode::CREATED,
-        "the gateway reconnects by itself"
-    );
+    eventually(
+        "the gateway reconnecting by itself",
+        Duration::from_secs(15),
+        || async {
+            let answer = client.post("/tools/echo", "s", r#"{"new":1}"#).await;
+            (answer.status == StatusCode::CREATED).then_some(())
+        },
+    )
+    .await;
 
     // The in-flight execution recorded its outcome once Redis was back.
     let url = format!("/_idempotency/{}", in_flight.intent());
-    let deadline = Instant::now() + Duration::from_secs(15);
-    let outcome = loop {
+    let outcome = eventually("the outcome recorded", Duration::from_secs(15), || async {
         let answer = client.get(&url, Some("s")).await;
-        if answer.status == StatusCode::CREATED || Instant::now() > deadline {
-            break answer;
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    };
-    assert_eq!(outcome.status, StatusCode::CREATED);
+        (answer.status == StatusCode::CREATED).then_some(answer)
+    })
+    .await;
     assert_eq!(outcome.json()["n"], 1);
     assert_eq!(counts.get("echo"), 2, "each intent ran once");
 }
@@ -385,8 +378,7 @@ async fn a_killed_owner_frees_the_intent_after_its_lease_and_another_instance_ru
     );
 
     owner.kill();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
+    let runs = eventually("the intent freed", Duration::from_secs(10), || async {
         other
             .client
             .post("/tools/generate_report", "s", report)
@@ -394,13 +386,10 @@ async fn a_killed_owner_frees_the_intent_after_its_lease_and_another_instance_ru
         let runs = other.client.get("/stats", None).await.json()["generate_report"]
             .as_u64()
             .unwrap();
-        if runs > 0 {
-            assert_eq!(runs, 1, "the other instance ran it exactly once");
-            break;
-        }
-        assert!(Instant::now() < deadline, "the intent was never freed");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+        (runs > 0).then_some(runs)
+    })
+    .await;
+    assert_eq!(runs, 1, "the other instance ran it exactly once");
 }
 
 /// Two `tool_gateway` processes, 20 intents each sent 10 times from both sides at once:

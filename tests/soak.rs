@@ -33,9 +33,11 @@ async fn mixed_traffic_on_two_instances_executes_every_intent_exactly_once() {
     let server = RedisServer::start();
     let counts = Counts::default();
     let mut instances = Vec::new();
+    let mut detached = Vec::new();
     for _ in 0..2 {
         let store = RedisStore::connect(&server.url()).await.unwrap().tiered();
         let layer = IdempotencyLayer::with_store(store).deadline(Duration::from_millis(150));
+        detached.push(layer.detached());
         instances.push(Client::new(serve(tools(counts.clone()).layer(layer)).await));
     }
     let tally = Arc::new(Tally::default());
@@ -88,8 +90,10 @@ async fn mixed_traffic_on_two_instances_executes_every_intent_exactly_once() {
     for worker in workers {
         worker.await.unwrap();
     }
-    // Let the slow executions finish, then ask for every intent once more: all are results.
-    tokio::time::sleep(Duration::from_millis(600)).await;
+    // Once the slow executions have finished, every intent asked for once more is a result.
+    for executions in &detached {
+        executions.wait().await;
+    }
     for id in 0..INTENTS {
         let delay = if id % 5 == 0 { 400 } else { 5 };
         let answer = instances[(id % 2) as usize]

@@ -8,6 +8,7 @@ use std::time::Duration;
 use axum::http::StatusCode;
 use serde_json::{json, Value};
 use support::gateway::start;
+use support::process::eventually;
 use support::Client;
 
 async fn stats(client: &Client) -> Value {
@@ -102,8 +103,11 @@ async fn the_gateway_honours_idempotency_keys_sessions_and_the_deadline() {
     assert_eq!(first.status, StatusCode::ACCEPTED);
     let url = first.header("location").unwrap().to_owned();
     assert!(url.starts_with("/_idempotency/"));
-    tokio::time::sleep(Duration::from_millis(700)).await;
-    let done = c.get(&url, Some("s1")).await;
+    let done = eventually("the report done", Duration::from_secs(10), || async {
+        let asked = c.get(&url, Some("s1")).await;
+        (asked.status != StatusCode::ACCEPTED).then_some(asked)
+    })
+    .await;
     assert_eq!(done.json(), json!({"status":"done","report_id":"rep_1"}));
     assert_eq!(stats(c).await["generate_report"], 1);
 }

@@ -86,7 +86,7 @@ async fn health_readiness_and_metrics_are_served_apart_and_readiness_follows_the
     assert_eq!(sent.status, 200, "{sent:?}");
     let scraped = get("/metrics").await;
     let executed = r#"idempotency_executions_total{operation="POST /tools/send_email"} 1"#;
-    assert!(scraped.body.contains(executed), "{}", scraped.body);
+    assert!(scraped.text().contains(executed), "{}", scraped.text());
     // Histograms come with buckets, as the README's panels read them.
     for series in [
         r#"idempotency_request_duration_seconds_bucket{operation="POST /tools/send_email",le="0.1"}"#,
@@ -94,9 +94,9 @@ async fn health_readiness_and_metrics_are_served_apart_and_readiness_follows_the
         r#"idempotency_store_duration_seconds_bucket{call="claim",le="0.01"}"#,
     ] {
         assert!(
-            scraped.body.contains(series),
+            scraped.text().contains(series),
             "{series} in {}",
-            scraped.body
+            scraped.text()
         );
     }
     // The traffic listener does not serve them.
@@ -106,9 +106,9 @@ async fn health_readiness_and_metrics_are_served_apart_and_readiness_follows_the
     let down = get("/readyz").await;
     assert_eq!(down.status, 503, "{down:?}");
     assert!(
-        down.body.starts_with("not ready: the store"),
+        down.text().starts_with("not ready: the store"),
         "{}",
-        down.body
+        down.text()
     );
     assert_eq!(get("/healthz").await.status, 200);
 }
@@ -135,7 +135,7 @@ async fn sigterm_lets_the_execution_in_flight_finish_and_record_before_exiting()
     tokio::time::sleep(Duration::from_millis(200)).await;
     let ready = support::answer(client().get(format!("{metrics}/readyz"))).await;
     assert_eq!(ready.status, 503, "{ready:?}");
-    assert!(ready.body.contains("shutting down"), "{}", ready.body);
+    assert!(ready.text().contains("shutting down"), "{}", ready.text());
     let (code, stderr) = first.wait_exit(Duration::from_secs(20));
     assert_eq!(code, Some(0), "{stderr}");
     assert!(

@@ -32,7 +32,10 @@ async fn each_intent_runs_once(store_args: &[&str]) {
     let mut bodies: HashMap<usize, HashSet<String>> = HashMap::new();
     for (intent, answer) in answers {
         assert_eq!(answer.status, 200, "{answer:?}");
-        bodies.entry(intent).or_default().insert(answer.body);
+        bodies
+            .entry(intent)
+            .or_default()
+            .insert(answer.text().to_owned());
     }
     for (intent, seen) in &bodies {
         assert_eq!(seen.len(), 1, "intent {intent} got {seen:?}");

@@ -239,11 +239,11 @@ async fn rpc(proxy: &str, session: Option<&str>, message: &str) -> (Option<Strin
     let answer = support::answer(request).await;
     let session = answer.header("mcp-session-id").map(str::to_owned);
     let data = answer
-        .body
+        .text()
         .lines()
         .rev()
         .find_map(|line| line.strip_prefix("data: "))
-        .unwrap_or(&answer.body)
+        .unwrap_or(answer.text())
         .to_owned();
     (session, serde_json::from_str(&data).unwrap_or(Value::Null))
 }
@@ -377,7 +377,7 @@ async fn an_mcp_call_without_a_session_is_forwarded_unprotected_where_missing_sc
         )
         .await;
         assert!(
-            !answer.body.contains("not executed"),
+            !answer.text().contains("not executed"),
             "refused by the layer: {answer:?}"
         );
     }
@@ -448,10 +448,9 @@ async fn stateless_call(
         request = request.header(*name, *value);
     }
     let answer = support::answer(request.body(call.to_string())).await;
-    let status = answer.status;
     (
-        status,
-        serde_json::from_str(&answer.body).unwrap_or(Value::Null),
+        answer.status.as_u16(),
+        serde_json::from_slice(&answer.body).unwrap_or(Value::Null),
     )
 }
 

@@ -1,10 +1,10 @@
 //! An example server (`tool_gateway`, `mcp_server`) as a child process, the way a user runs it.
 
-use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
+use std::sync::{mpsc, Mutex};
 
+use super::process::{exited_within, lines, listening, terminate};
 use super::Client;
 
 /// The example binary that `cargo test` builds beside this test.
@@ -17,8 +17,9 @@ pub fn example_binary(name: &str) -> PathBuf {
 pub struct Gateway {
     child: Child,
     pub client: Client,
-    /// What the process wrote to stderr, when it was started to keep it.
-    stderr: Option<Arc<Mutex<String>>>,
+    /// What the process writes to stderr, when it was started to keep it: the lines not yet
+    /// read, and those read.
+    stderr: Option<Mutex<(mpsc::Receiver<String>, String)>>,
 }
 
 impl Drop for Gateway {
@@ -57,27 +58,12 @@ fn launch(name: &str, env: &[(&str, &str)], keep_stderr: bool) -> Gateway {
     let mut child = command
         .spawn()
         .unwrap_or_else(|e| panic!("the {name} example is built by cargo test: {e}"));
-    let stderr = child.stderr.take().map(|pipe| {
-        let kept = Arc::new(Mutex::new(String::new()));
-        let writer = Arc::clone(&kept);
-        std::thread::spawn(move || {
-            for line in BufReader::new(pipe).lines().map_while(Result::ok) {
-                let mut kept = writer.lock().unwrap();
-                kept.push_str(&line);
-                kept.push('\n');
-            }
-        });
-        kept
-    });
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let base = line
-        .trim()
-        .strip_prefix("listening on ")
-        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-        .to_owned();
+    let stderr = child
+        .stderr
+        .take()
+        .map(|pipe| Mutex::new((lines(pipe), String::new())));
+    let stdout = lines(child.stdout.take().expect("stdout piped"));
+    let (base, _) = listening(&mut child, &stdout, name);
     Gateway {
         child,
         client: Client::new(base),
@@ -88,10 +74,16 @@ fn launch(name: &str, env: &[(&str, &str)], keep_stderr: bool) -> Gateway {
 impl Gateway {
     /// What the process has written to stderr so far (empty unless it was kept).
     pub fn stderr(&self) -> String {
-        self.stderr
-            .as_ref()
-            .map(|kept| kept.lock().unwrap().clone())
-            .unwrap_or_default()
+        let Some(kept) = &self.stderr else {
+            return String::new();
+        };
+        let mut kept = kept.lock().unwrap();
+        let (unread, read) = &mut *kept;
+        for line in unread.try_iter() {
+            read.push_str(&line);
+            read.push('\n');
+        }
+        read.clone()
     }
 
     /// Kills the process at once, as a crash would.
@@ -102,24 +94,12 @@ impl Gateway {
 
     /// Sends SIGTERM, as an orchestrator or a process manager does to stop a process.
     pub fn terminate(&self) {
-        // The shell's own `kill`: no separate binary needed.
-        let status = Command::new("sh")
-            .args(["-c", &format!("kill -TERM {}", self.child.id())])
-            .status()
-            .expect("sh runs");
-        assert!(status.success(), "SIGTERM was delivered");
+        terminate(&self.child);
     }
 
     /// Waits up to `limit` for the process to exit; whether it did.
     pub fn exited_within(&mut self, limit: std::time::Duration) -> bool {
-        let until = std::time::Instant::now() + limit;
-        while std::time::Instant::now() < until {
-            if self.child.try_wait().ok().flatten().is_some() {
-                return true;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
-        false
+        exited_within(&mut self.child, limit).is_some()
     }
 }
 

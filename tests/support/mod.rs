@@ -1,4 +1,5 @@
-//! A small tool server behind the layer, served over real HTTP on loopback, and a client.
+//! A small tool server behind the layer, served over real HTTP on loopback or an in-memory
+//! pipe, and a client for it.
 #![allow(dead_code)]
 
 use std::collections::HashMap;
@@ -7,51 +8,67 @@ use std::time::Duration;
 
 use axum::body::{Body, Bytes};
 use axum::extract::{Path, State};
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde_json::{json, Value};
 use tokio::net::TcpListener;
+use tokio::sync::Notify;
+
+#[allow(unused_imports)] // not every test reads answers by name
+pub use answer::Answer;
+pub use client::Client;
 
 /// Executions started per tool.
 #[derive(Clone, Default)]
-pub struct Counts(Arc<Mutex<HashMap<String, usize>>>);
+pub struct Counts {
+    started: Arc<Mutex<HashMap<String, usize>>>,
+    bumped: Arc<Notify>,
+}
 
 impl Counts {
     /// Counts one execution of `tool` and returns its number.
     pub fn bump(&self, tool: &str) -> usize {
-        let mut counts = self.0.lock().unwrap();
-        let n = counts.entry(tool.to_owned()).or_default();
-        *n += 1;
-        *n
+        let n = {
+            let mut counts = self.started.lock().unwrap();
+            let n = counts.entry(tool.to_owned()).or_default();
+            *n += 1;
+            *n
+        };
+        self.bumped.notify_waiters();
+        n
     }
 
     /// Every counter, for checks across many intents.
     pub fn all(&self) -> HashMap<String, usize> {
-        self.0.lock().unwrap().clone()
+        self.started.lock().unwrap().clone()
     }
 
     pub fn get(&self, tool: &str) -> usize {
-        self.0.lock().unwrap().get(tool).copied().unwrap_or(0)
+        self.started.lock().unwrap().get(tool).copied().unwrap_or(0)
     }
 
     /// Returns once `tool` has started `n` times (within 10 s, or the test fails): a call sent
     /// after it finds that execution running, with no guess at how long it takes to start.
     pub async fn reached(&self, tool: &str, n: usize) {
-        let deadline = std::time::Instant::now() + Duration::from_secs(10);
-        while self.get(tool) < n {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "{tool} did not start {n} time(s)"
-            );
-            tokio::time::sleep(Duration::from_millis(2)).await;
+        loop {
+            let bumped = self.bumped.notified();
+            if self.get(tool) >= n {
+                return;
+            }
+            tokio::time::timeout(Duration::from_secs(10), bumped)
+                .await
+                .unwrap_or_else(|_| panic!("{tool} did not start {n} time(s)"));
         }
     }
 }
 
-fn delay_of(body: &Value) -> Duration {
-    Duration::from_millis(body.get("delay_ms").and_then(Value::as_u64).unwrap_or(0))
+/// The work a call asks the tool to take: `delay_ms` in its body, on Tokio's clock (virtual
+/// time in the tests that pause it).
+async fn work(body: &Value) {
+    let delay = Duration::from_millis(body.get("delay_ms").and_then(Value::as_u64).unwrap_or(0));
+    tokio::time::sleep(delay).await;
 }
 
 /// Tools that cover every outcome the layer distinguishes.
@@ -75,7 +92,7 @@ pub fn tools(counts: Counts) -> Router {
 
 async fn echo(State(counts): State<Counts>, Json(body): Json<Value>) -> impl IntoResponse {
     let n = counts.bump("echo");
-    tokio::time::sleep(delay_of(&body)).await;
+    work(&body).await;
     (StatusCode::CREATED, Json(json!({ "n": n, "echo": body })))
 }
 
@@ -84,7 +101,7 @@ async fn per_intent(State(counts): State<Counts>, Json(body): Json<Value>) -> im
     let id = body["id"].as_u64().unwrap_or_default();
     let n = counts.bump(&format!("intent:{id}"));
     counts.bump("intent");
-    tokio::time::sleep(delay_of(&body)).await;
+    work(&body).await;
     Json(json!({ "id": id, "n": n }))
 }
 
@@ -99,7 +116,7 @@ async fn with_status(
     Json(body): Json<Value>,
 ) -> Response {
     let n = counts.bump("status");
-    tokio::time::sleep(delay_of(&body)).await;
+    work(&body).await;
     let status = StatusCode::from_u16(code).unwrap();
     (status, Json(json!({ "n": n, "status": code }))).into_response()
 }
@@ -180,6 +197,17 @@ pub async fn start<St: tower_idempotency::store::Store>(
     (Client::new(base), counts)
 }
 
+/// The test tools behind `layer`, over the in-memory pipe (for tests on the paused clock).
+pub fn start_in_memory<St: tower_idempotency::store::Store>(
+    layer: tower_idempotency::IdempotencyLayer<St>,
+) -> (Client, Counts) {
+    let counts = Counts::default();
+    (
+        Client::in_memory(tools(counts.clone()).layer(layer)),
+        counts,
+    )
+}
+
 /// Serves `app` on a free loopback port; returns its base URL.
 pub async fn serve(app: Router) -> String {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -188,132 +216,6 @@ pub async fn serve(app: Router) -> String {
         axum::serve(listener, app).await.unwrap();
     });
     format!("http://{addr}")
-}
-
-/// One answer as a client sees it.
-#[derive(Debug, Clone)]
-pub struct Answer {
-    pub status: StatusCode,
-    pub headers: HeaderMap,
-    pub body: Bytes,
-}
-
-impl Answer {
-    pub fn json(&self) -> Value {
-        serde_json::from_slice(&self.body)
-            .unwrap_or_else(|e| panic!("{e}: {:?}", String::from_utf8_lossy(&self.body)))
-    }
-
-    pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers.get(name).and_then(|v| v.to_str().ok())
-    }
-
-    pub fn intent(&self) -> &str {
-        self.header("idempotency-intent")
-            .expect("an idempotency-intent header")
-    }
-
-    pub fn replayed(&self) -> bool {
-        self.header("idempotent-replayed") == Some("true")
-    }
-}
-
-/// A client bound to one server.
-#[derive(Clone)]
-pub struct Client {
-    pub base: String,
-    pub http: reqwest::Client,
-}
-
-impl Client {
-    pub fn new(base: String) -> Self {
-        Self {
-            base,
-            http: reqwest::Client::new(),
-        }
-    }
-
-    pub async fn send(&self, request: reqwest::RequestBuilder) -> Answer {
-        let response = request
-            .send()
-            .await
-            .expect("the request reaches the server");
-        let status = response.status();
-        let headers = response.headers().clone();
-        let body = response.bytes().await.expect("the whole body");
-        Answer {
-            status: StatusCode::from_u16(status.as_u16()).unwrap(),
-            headers: convert(&headers),
-            body,
-        }
-    }
-
-    /// POSTs `body` to `path` with exactly these headers.
-    pub async fn post_with(
-        &self,
-        path: &str,
-        headers: &[(&str, &str)],
-        body: impl Into<reqwest::Body>,
-    ) -> Answer {
-        let mut request = self.http.post(format!("{}{path}", self.base));
-        for (name, value) in headers {
-            request = request.header(*name, *value);
-        }
-        self.send(request.body(body)).await
-    }
-
-    /// POSTs JSON text as `session`.
-    /// POSTs `json` to `path` in `session` as a client that gives up after `patience`: its
-    /// error if it gave up.
-    pub async fn post_giving_up(
-        &self,
-        path: &str,
-        session: &str,
-        json: &str,
-        patience: Duration,
-    ) -> Result<reqwest::Response, reqwest::Error> {
-        let impatient = reqwest::Client::builder()
-            .timeout(patience)
-            .build()
-            .unwrap();
-        impatient
-            .post(format!("{}{path}", self.base))
-            .header("x-session-id", session)
-            .header("content-type", "application/json")
-            .body(json.to_owned())
-            .send()
-            .await
-    }
-
-    pub async fn post(&self, path: &str, session: &str, json: &str) -> Answer {
-        self.send(
-            self.http
-                .post(format!("{}{path}", self.base))
-                .header("x-session-id", session)
-                .header("content-type", "application/json")
-                .body(json.to_owned()),
-        )
-        .await
-    }
-
-    pub async fn get(&self, path: &str, session: Option<&str>) -> Answer {
-        let mut request = self.http.get(format!("{}{path}", self.base));
-        if let Some(session) = session {
-            request = request.header("x-session-id", session);
-        }
-        self.send(request).await
-    }
-}
-
-fn convert(headers: &reqwest::header::HeaderMap) -> HeaderMap {
-    let mut out = HeaderMap::new();
-    for (name, value) in headers {
-        out.append(
-            axum::http::HeaderName::from_bytes(name.as_str().as_bytes()).unwrap(),
-            axum::http::HeaderValue::from_bytes(value.as_bytes()).unwrap(),
-        );
-    }
-    out
 }
 
 /// Runs a call through `first` and its repeat through `second` (the same instance or
@@ -334,8 +236,11 @@ pub async fn assert_replayed_and_failure_shown(first: &Client, second: &Client, 
     assert_eq!(status.json()["outcome"], "failed");
 }
 
+pub mod answer;
+pub mod client;
 pub mod faulty;
 pub mod gateway;
+pub mod process;
 #[cfg(feature = "redis")]
 pub mod redis_server;
 #[cfg(feature = "redis-tls")]

@@ -6,9 +6,11 @@ use std::net::{TcpListener, TcpStream};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tempfile::TempDir;
+
+use super::process::wait_until;
 
 /// A port nothing listens on now (and, for cluster nodes, whose bus port is free too).
 pub fn free_port(with_bus: bool) -> u16 {
@@ -103,15 +105,12 @@ impl RedisServer {
             .spawn()
             .expect("redis-server on PATH (.ci/run installs it)");
         self.child = Some(child);
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while command(self.port, "PING").map_or(true, |r| !r.starts_with("+PONG")) {
-            assert!(
-                Instant::now() < deadline,
-                "redis-server did not start on {}",
-                self.port
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        let port = self.port;
+        wait_until(
+            &format!("redis-server starting on {port}"),
+            Duration::from_secs(10),
+            || command(port, "PING").is_ok_and(|r| r.starts_with("+PONG")),
+        );
     }
 
     pub fn url(&self) -> String {
@@ -179,20 +178,17 @@ pub struct Monitor {
 
 impl Monitor {
     fn wait_for(&self, needle: &str) {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while !self
-            .lines
-            .lock()
-            .unwrap()
-            .iter()
-            .any(|l| l.contains(needle))
-        {
-            assert!(
-                Instant::now() < deadline,
-                "MONITOR did not report {needle:?}"
-            );
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        wait_until(
+            &format!("MONITOR reporting {needle:?}"),
+            Duration::from_secs(10),
+            || {
+                self.lines
+                    .lock()
+                    .unwrap()
+                    .iter()
+                    .any(|l| l.contains(needle))
+            },
+        );
     }
 
     /// The commands clients sent since the last call, without those run inside scripts.
@@ -265,16 +261,12 @@ impl RedisCluster {
             said.push_str(&String::from_utf8_lossy(&output.stderr));
             return Err(said);
         }
-        let deadline = Instant::now() + Duration::from_secs(20);
         for node in &nodes {
-            while !command(node.port, "CLUSTER INFO").is_ok_and(|r| r.contains("cluster_state:ok"))
-            {
-                assert!(
-                    Instant::now() < deadline,
-                    "the cluster did not become ready"
-                );
-                std::thread::sleep(Duration::from_millis(50));
-            }
+            wait_until(
+                "the cluster becoming ready",
+                Duration::from_secs(20),
+                || command(node.port, "CLUSTER INFO").is_ok_and(|r| r.contains("cluster_state:ok")),
+            );
         }
         Ok(Self { nodes })
     }

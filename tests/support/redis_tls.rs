@@ -3,10 +3,11 @@
 
 use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tempfile::TempDir;
 
+use super::process::wait_until;
 use super::redis_server::free_port;
 
 /// A certificate authority and a server certificate for 127.0.0.1 that it signed.
@@ -132,13 +133,9 @@ impl TlsServer {
         let child = command
             .spawn()
             .expect("redis-server on PATH (.ci/run installs it)");
-        let deadline = Instant::now() + Duration::from_secs(10);
-        let up =
-            || super::redis_server::command(port, "PING").is_ok_and(|r| r.starts_with("+PONG"));
-        while !up() {
-            assert!(Instant::now() < deadline, "redis-server did not start");
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        wait_until("redis-server starting", Duration::from_secs(10), || {
+            super::redis_server::command(port, "PING").is_ok_and(|r| r.starts_with("+PONG"))
+        });
         Self {
             child,
             port,
@@ -174,17 +171,15 @@ pub fn tls_cluster(certificates: &Certificates) -> Vec<TlsServer> {
         status.success(),
         "redis-cli --cluster create over TLS failed"
     );
-    let deadline = Instant::now() + Duration::from_secs(20);
     for node in &nodes {
-        while !super::redis_server::command(node.port, "CLUSTER INFO")
-            .is_ok_and(|reply| reply.contains("cluster_state:ok"))
-        {
-            assert!(
-                Instant::now() < deadline,
-                "the cluster did not become ready"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        wait_until(
+            "the cluster becoming ready",
+            Duration::from_secs(20),
+            || {
+                super::redis_server::command(node.port, "CLUSTER INFO")
+                    .is_ok_and(|reply| reply.contains("cluster_state:ok"))
+            },
+        );
     }
     nodes
 }

@@ -2,58 +2,28 @@
 
 #![allow(dead_code)]
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
+// The crate's own test support, shared: processes, answers, Redis, the MCP SDK clients.
+#[path = "../../../tests/support/answer.rs"]
+pub mod answer;
+#[path = "../../../tests/support/process.rs"]
+pub mod process;
 #[path = "../../../tests/support/redis_server.rs"]
 pub mod redis_server;
 #[path = "../../../tests/support/sdk_clients.rs"]
 pub mod sdk_clients;
 
+pub use answer::Answer;
+use process::{exited_within, lines, listening};
+
 /// A loopback port nothing listens on now.
 pub fn free_port() -> u16 {
     redis_server::free_port(false)
-}
-
-/// The lines a child writes to `pipe`, as they come; reading them also keeps the pipe from
-/// filling up.
-fn lines(pipe: impl Read + Send + 'static) -> mpsc::Receiver<String> {
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(pipe).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
-    rx
-}
-
-/// Waits for the line that says `child` accepts connections (`listening on ...`): the rest of
-/// it, with the lines before it; panics with its stderr if it never comes.
-fn listening(
-    child: &mut Child,
-    lines: &mpsc::Receiver<String>,
-    what: &str,
-) -> (String, Vec<String>) {
-    let mut before = Vec::new();
-    loop {
-        match lines.recv_timeout(Duration::from_secs(30)) {
-            Ok(line) => match line.strip_prefix("listening on ") {
-                Some(rest) => return (rest.trim().to_owned(), before),
-                None => before.push(line),
-            },
-            Err(_) => {
-                let _ = child.kill();
-                let mut text = String::new();
-                if let Some(mut stderr) = child.stderr.take() {
-                    let _ = stderr.read_to_string(&mut text);
-                }
-                panic!("{what} did not start: {text}");
-            }
-        }
-    }
 }
 
 /// The Python interpreter: the tests' virtual environment's where it has the MCP SDK, else
@@ -194,30 +164,19 @@ impl Proxy {
 
     /// Sends SIGTERM.
     pub fn terminate(&self) {
-        let status = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status()
-            .expect("kill -TERM");
-        assert!(status.success());
+        process::terminate(&self.child);
     }
 
     /// Waits for the process to exit, for at most `limit`; its exit code and stderr.
     pub fn wait_exit(&mut self, limit: Duration) -> (Option<i32>, String) {
-        let started = std::time::Instant::now();
-        loop {
-            if let Some(status) = self.child.try_wait().expect("try_wait") {
-                let mut text = String::new();
-                if let Some(lines) = self.stderr.take() {
-                    text = lines.iter().collect::<Vec<_>>().join("\n");
-                }
-                return (status.code(), text);
-            }
-            assert!(
-                started.elapsed() < limit,
-                "the proxy did not exit within {limit:?}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        let status = exited_within(&mut self.child, limit)
+            .unwrap_or_else(|| panic!("the proxy did not exit within {limit:?}"));
+        let text = self
+            .stderr
+            .take()
+            .map(|lines| lines.iter().collect::<Vec<_>>().join("\n"))
+            .unwrap_or_default();
+        (status.code(), text)
     }
 }
 
@@ -252,45 +211,15 @@ pub fn refused(args: &[&str]) -> (Option<i32>, String) {
         .stderr(Stdio::piped())
         .spawn()
         .expect("run idempotency-proxy");
-    let started = std::time::Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("try_wait") {
-            break status;
-        }
-        if started.elapsed() > Duration::from_secs(10) {
-            let _ = child.kill();
-            panic!("the proxy started with {args:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
+    let Some(status) = exited_within(&mut child, Duration::from_secs(10)) else {
+        let _ = child.kill();
+        panic!("the proxy started with {args:?}");
     };
     let mut stderr = String::new();
     if let Some(mut pipe) = child.stderr.take() {
         let _ = pipe.read_to_string(&mut stderr);
     }
     (status.code(), stderr)
-}
-
-/// What one call through the proxy got.
-#[derive(Debug)]
-pub struct Answer {
-    pub status: u16,
-    pub headers: reqwest::header::HeaderMap,
-    pub body: String,
-}
-
-impl Answer {
-    pub fn json(&self) -> serde_json::Value {
-        serde_json::from_str(&self.body)
-            .unwrap_or_else(|_| panic!("a JSON answer, got {}: {}", self.status, self.body))
-    }
-
-    pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers.get(name).and_then(|v| v.to_str().ok())
-    }
-
-    pub fn replayed(&self) -> bool {
-        self.header("idempotent-replayed") == Some("true")
-    }
 }
 
 pub fn client() -> reqwest::Client {
@@ -302,14 +231,7 @@ pub fn client() -> reqwest::Client {
 
 pub async fn answer(request: reqwest::RequestBuilder) -> Answer {
     let response = request.send().await.expect("an answer");
-    let status = response.status().as_u16();
-    let headers = response.headers().clone();
-    let body = response.text().await.expect("a body");
-    Answer {
-        status,
-        headers,
-        body,
-    }
+    Answer::read(http::Response::from(response)).await
 }
 
 /// POSTs `json` to `base` + `path` in `session` (none: no session header).

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::{HeaderMap, Request, Response, StatusCode};
-use http_body_util::{BodyExt, Full};
+use http::{Request, Response, StatusCode};
+use http_body_util::Full;
 use tokio::time::Instant;
 use tower::{service_fn, Service, ServiceExt};
 use tower_layer::Layer;
@@ -59,21 +59,11 @@ impl Tool {
     }
 }
 
-struct Answer {
-    status: StatusCode,
-    headers: HeaderMap,
-    body: Bytes,
-}
-
-impl Answer {
-    fn replayed(&self) -> bool {
-        self.headers.contains_key(crate::REPLAYED_HEADER)
-    }
-
-    fn json(&self) -> serde_json::Value {
-        serde_json::from_slice(&self.body).unwrap()
-    }
-}
+// The answer type of every test of the crate and the proxy.
+#[path = "../../../tests/support/answer.rs"]
+#[allow(unreachable_pub)] // public for the integration tests that share it
+mod answer;
+use answer::Answer;
 
 async fn call<S>(service: &S) -> Answer
 where
@@ -85,13 +75,7 @@ where
         .header("content-type", "application/json")
         .body(Full::new(Bytes::from_static(br#"{"to":"a@example.com"}"#)))
         .unwrap();
-    let response = service.clone().oneshot(request).await.unwrap();
-    let (parts, body) = response.into_parts();
-    Answer {
-        status: parts.status,
-        headers: parts.headers,
-        body: body.collect().await.unwrap().to_bytes(),
-    }
+    Answer::read(service.clone().oneshot(request).await.unwrap()).await
 }
 
 #[tokio::test(start_paused = true)]
