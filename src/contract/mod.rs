@@ -38,9 +38,10 @@
 //! [`IdempotencyLayer`]: crate::IdempotencyLayer
 
 mod layer;
+mod schemas;
 mod service;
 mod violation;
 
-pub use crate::ResponseFuture;
+pub use crate::dialect::ResponseFuture;
 pub use layer::{ContractLayer, InvalidSchema};
 pub use service::Contract;

@@ -8,15 +8,15 @@ use http::{Request, Response};
 use http_body::Body;
 use tower_service::Service;
 
-use super::layer::Contracts;
+use super::schemas::Contracts;
 use super::violation::Violation;
 use crate::body::read_body;
 use crate::body::BoxError;
 use crate::body::ResponseBody;
 use crate::dialect::http as http_dialect;
+use crate::dialect::ResponseFuture;
 use crate::engine::Refusal;
 use crate::telemetry;
-use crate::ResponseFuture;
 
 /// The settings a body refusal is told with: it names only the limit, none of a layer's.
 static DEFAULTS: std::sync::LazyLock<crate::settings::Settings> =

@@ -7,7 +7,8 @@ use http::Response;
 use tracing::Instrument;
 
 use crate::body::ResponseBody;
-use crate::engine::{self, Begun, Decided, Running};
+use crate::engine::path::Running;
+use crate::engine::{self, Begun, Decided};
 use crate::telemetry::{self, Op};
 
 /// A protocol the engine's outcomes are told in, as the driver needs it: what the dialect

@@ -7,7 +7,9 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::inflight::{Lead, Settled};
-use super::{decided, Engine, Failure, Intent, Led, Outcome, Refusal};
+use super::intent::Intent;
+use super::outcome::{Failure, Outcome, Refusal};
+use super::{decided, Engine, Led};
 use crate::store::{Entry, Record, RunningInfo, Store};
 use crate::telemetry;
 

@@ -11,10 +11,12 @@ use futures_util::FutureExt;
 use tokio::sync::oneshot;
 use tracing::Instrument;
 
+use super::detached::Reservation;
 use super::inflight::{Lead, Settled};
+use super::intent::Intent;
+use super::outcome::{Failure, Outcome};
 use super::recorder::{FirstOutcome, Owned, Plan, Recorder, Write};
-use super::{Engine, Failure, Intent, Outcome, Work};
-use crate::engine::detached::Reservation;
+use super::{Engine, Work};
 use crate::store::{Fence, OwnerToken, Store, StoreError};
 use crate::telemetry;
 

@@ -5,8 +5,8 @@
 use std::future::Future;
 
 use super::inflight::Lead;
+use super::outcome::{Outcome, Produced, Unprotected};
 use super::recorder::Recorder;
-use super::{Outcome, Produced, Unprotected};
 use crate::store::Store;
 
 /// Runs the work in place, unprotected (fail-open): nothing is written, but the duplicates

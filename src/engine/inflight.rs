@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use super::{Failure, Outcome};
+use super::outcome::{Failure, Outcome};
 use crate::key::{Fingerprint, IntentKey, KeyHasher};
 use crate::store::{Record, StoredResponse};
 

@@ -7,15 +7,15 @@ use bytes::Bytes;
 use http::{header, request, HeaderValue};
 use tokio::time::Instant;
 
-use super::recent::{Derived, Seen};
-use super::{Engine, Refusal};
+use super::outcome::Refusal;
+use super::recent::{Derived, RecentRequests, Seen};
 use crate::key::{
     BodyFingerprint, ExplicitKey, Fingerprint, IntentKey, KeyMaterial, KeySource, ScopeHash,
     Unkeyable,
 };
 use crate::scope::Scope;
-use crate::settings::Timing;
-use crate::store::{Dialect, Store};
+use crate::settings::{Settings, Timing};
+use crate::store::Dialect;
 use crate::telemetry::Op;
 
 /// What a dialect tells the engine of one call besides its request: the protocol it came in,
@@ -63,8 +63,9 @@ impl Intent {
 }
 
 /// Derives the intent, from an explicit key where one is configured and sent.
-pub(crate) fn derive<St: Store>(
-    engine: &Engine<St>,
+pub(crate) fn derive(
+    settings: &Settings,
+    recent: &RecentRequests,
     parts: &request::Parts,
     scope: &Scope,
     body: &Bytes,
@@ -72,7 +73,6 @@ pub(crate) fn derive<St: Store>(
     call: Call,
 ) -> Result<Intent, Refusal> {
     let Call { dialect, timing } = call;
-    let settings = &engine.settings;
     let header_value = settings
         .key_header
         .as_ref()
@@ -101,7 +101,7 @@ pub(crate) fn derive<St: Store>(
         printed,
         scope: scope_hash,
         key,
-    } = engine.runtime.recent.derive(&seen, || {
+    } = recent.derive(&seen, || {
         let printed = settings.fingerprint.fingerprint(content_type, body);
         let key = key_of(scope, parts, &printed, header_key.as_ref());
         Derived {

@@ -2,13 +2,13 @@
 //! the request came in. It claims, coalesces, executes detached and records; it names no
 //! status code and no header, and the dialects (`http`, `mcp`) render what it decides.
 //!
-//! Every protected request takes one path, whatever the store:
+//! Every protected request takes one path, whatever the store, all of it in [`path`]:
 //!
 //! ```text
 //! begin     derive the intent ──────────────────────────────── refused: NotExecuted
 //!             │  a record this process holds? ──────────────── Replayed   (fast path: no
 //!             ▼                                                             store, no slot)
-//! path::run 1. join the intent's slot in this process
+//! run       1. join the intent's slot in this process
 //!             ├─ a duplicate: wait on the leader ──────────── its outcome, or InProgress
 //!             │    (the leader stopped first: from the top)     at the caller's deadline
 //!             ▼  the leader
@@ -40,9 +40,9 @@ mod execute;
 mod fail_open;
 mod inflight;
 mod intent;
-mod lookup;
+pub(crate) mod lookup;
 mod outcome;
-mod path;
+pub(crate) mod path;
 mod recent;
 mod recorder;
 mod runtime;
@@ -52,20 +52,14 @@ mod tests;
 use std::future::Future;
 use std::sync::Arc;
 
-use bytes::Bytes;
-use http::request::Parts;
-
 use crate::scope::{Scope, ScopeFault};
 use crate::settings::Settings;
-use crate::store::{Observed, Store};
+use crate::store::Observed;
 use crate::telemetry::{self, Op};
-use crate::user_code::guarded;
 
 pub use detached::DetachedExecutions;
 pub(crate) use intent::{Call, Intent};
-pub(crate) use lookup::Seen;
 pub(crate) use outcome::{Answered, Failure, Judged, Outcome, Produced, Refusal, Unprotected};
-pub(crate) use path::Running;
 pub(crate) use runtime::Runtime;
 
 /// The dialect's call of the tool and its reading, boxed: what an execution runs, or hands
@@ -143,56 +137,6 @@ impl<A, X> std::fmt::Debug for Begun<A, X> {
             Self::Decided(_) => f.write_str("Begun::Decided"),
             Self::Running(_) => f.write_str("Begun::Running"),
         }
-    }
-}
-
-impl<St: Store> Engine<St> {
-    /// Protects one request whose scope is known and whose body is read: derives its intent,
-    /// then replays a kept outcome, joins a running execution, or claims the intent and runs
-    /// `work` (the dialect's call of the tool, given the request's parts and body) detached.
-    ///
-    /// Nothing here waits: a refusal or a replay this process holds is returned as it is, and
-    /// everything else is the request's path (`path::run`) in one boxed future, so that a
-    /// caller awaiting it carries a pointer, not the state of every step. Call it inside the
-    /// request's span.
-    pub(crate) fn begin<A, E, F>(
-        self: &Arc<Self>,
-        parts: Parts,
-        body: Bytes,
-        scope: &Scope,
-        op: &Op,
-        call: Call,
-        work: impl FnOnce(Parts, Bytes) -> F,
-    ) -> Begun<A, Running<A, E>>
-    where
-        F: Future<Output = Result<Produced<A>, E>> + Send + 'static,
-        A: Send + 'static,
-        E: Send + 'static,
-    {
-        let intent = match intent::derive(self, &parts, scope, &body, op, call) {
-            Ok(intent) => intent,
-            Err(refusal) => return Begun::Decided(Decided::Refused(refusal)),
-        };
-        // The fast path: a replay this process holds needs neither the store nor the slot.
-        let cached = guarded("store", || crate::store::cached(&self.store, &intent.key));
-        let attempt = self.runtime.attempts.count(&intent.op, &intent.key);
-        let span = tracing::Span::current();
-        if !span.is_disabled() {
-            span.record("intent", intent.key.short());
-            span.record("attempt", attempt);
-        }
-        let outcome = match cached.ok().flatten() {
-            Some(record) if intent.reuses_key_for(&record.fingerprint) => {
-                Outcome::key_reused(false)
-            }
-            Some(record) => Outcome::Replayed(record),
-            None => {
-                // The work is boxed once, here, and the execution reuses the box.
-                let work = Box::pin(work(parts, body));
-                return Begun::Running(Box::pin(path::run(Arc::clone(self), intent, work)));
-            }
-        };
-        Begun::Decided(Decided::Keyed { intent, outcome })
     }
 }
 

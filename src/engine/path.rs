@@ -1,26 +1,93 @@
-//! The one path every protected request takes through the engine once its intent is derived
-//! and no replay was at hand: coalesce in process, claim in the store, then replay, wait on
-//! another instance, or start the execution and wait for its first answer. The steps are in
-//! the order of the diagram in [`super`]; each outcome is a return.
+//! The one path every protected request takes through the engine: its intent derived, a
+//! replay this process holds answered at once (the fast path), then coalesce in process, claim
+//! in the store, and replay, wait on another instance, or start the execution and wait for its
+//! first answer. The steps are in the order of the diagram in [`super`]; each outcome is a
+//! return.
 
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
+use bytes::Bytes;
+use http::request::Parts;
+
 use super::elsewhere::{at_capacity, from_the_store, Held};
 use super::execute::{self, Claimed};
 use super::fail_open;
 use super::inflight::{Lead, Role, Slot, Waited};
+use super::intent::Intent;
+use super::intent::{self, Call};
+use super::outcome::{Outcome, Produced, Refusal};
 use super::recorder::Recorder;
-use super::{decided, Engine, Intent, Led, Outcome, Refusal, Work};
+use super::{decided, Begun, Decided, Engine, Led, Work};
 use crate::clock::{ms_at, now_ms};
 use crate::key::IntentKey;
+use crate::scope::Scope;
 use crate::store::{Claim, ClaimRequest, OwnerToken, Store, StoreError};
-use crate::telemetry;
+use crate::telemetry::{self, Op};
+use crate::user_code::guarded;
 
 /// The path of one request, boxed: it yields the intent and its outcome.
 pub(crate) type Running<A, E> =
     Pin<Box<dyn Future<Output = Result<(Intent, Outcome<A>), E>> + Send + 'static>>;
+
+impl<St: Store> Engine<St> {
+    /// Protects one request whose scope is known and whose body is read: derives its intent,
+    /// then replays a kept outcome, joins a running execution, or claims the intent and runs
+    /// `work` (the dialect's call of the tool, given the request's parts and body) detached.
+    ///
+    /// Nothing here waits: a refusal or a replay this process holds is returned as it is, and
+    /// everything else is the request's path ([`run`]) in one boxed future, so that a
+    /// caller awaiting it carries a pointer, not the state of every step. Call it inside the
+    /// request's span.
+    pub(crate) fn begin<A, E, F>(
+        self: &Arc<Self>,
+        parts: Parts,
+        body: Bytes,
+        scope: &Scope,
+        op: &Op,
+        call: Call,
+        work: impl FnOnce(Parts, Bytes) -> F,
+    ) -> Begun<A, Running<A, E>>
+    where
+        F: Future<Output = Result<Produced<A>, E>> + Send + 'static,
+        A: Send + 'static,
+        E: Send + 'static,
+    {
+        let intent = match intent::derive(
+            &self.settings,
+            &self.runtime.recent,
+            &parts,
+            scope,
+            &body,
+            op,
+            call,
+        ) {
+            Ok(intent) => intent,
+            Err(refusal) => return Begun::Decided(Decided::Refused(refusal)),
+        };
+        // The fast path: a replay this process holds needs neither the store nor the slot.
+        let cached = guarded("store", || crate::store::cached(&self.store, &intent.key));
+        let attempt = self.runtime.attempts.count(&intent.op, &intent.key);
+        let span = tracing::Span::current();
+        if !span.is_disabled() {
+            span.record("intent", intent.key.short());
+            span.record("attempt", attempt);
+        }
+        let outcome = match cached.ok().flatten() {
+            Some(record) if intent.reuses_key_for(&record.fingerprint) => {
+                Outcome::key_reused(false)
+            }
+            Some(record) => Outcome::Replayed(record),
+            None => {
+                // The work is boxed once, here, and the execution reuses the box.
+                let work = Box::pin(work(parts, body));
+                return Begun::Running(Box::pin(run(Arc::clone(self), intent, work)));
+            }
+        };
+        Begun::Decided(Decided::Keyed { intent, outcome })
+    }
+}
 
 /// Runs `work` once for `intent`, or answers this caller from the execution that does.
 pub(crate) async fn run<St, A, E, F>(

@@ -25,7 +25,7 @@ use std::sync::{Mutex, PoisonError};
 use http::HeaderValue;
 use rapidhash::v3::{rapidhash_v3_seeded, RapidSecrets};
 
-use super::Refusal;
+use super::outcome::Refusal;
 use crate::key::{is_json, BodyFingerprint, IntentKey, ScopeHash};
 
 /// Slots in the table: few enough that the table stays in a core's cache, where copying a

@@ -5,7 +5,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::inflight::Settled;
-use super::{Answered, Engine, Failure, Intent, Judged, Outcome, Produced};
+use super::intent::Intent;
+use super::outcome::{Answered, Failure, Judged, Outcome, Produced};
+use super::Engine;
 use crate::classify::Verdict;
 use crate::clock::{millis, now_ms};
 use crate::store::{

@@ -3,9 +3,9 @@
 
 use std::sync::Arc;
 
+use super::detached::Detached;
 use super::inflight::Inflight;
 use super::recent::RecentRequests;
-use crate::engine::detached::Detached;
 use crate::store::StoreMetrics;
 use crate::telemetry::{Attempts, Ops};
 

@@ -14,9 +14,9 @@ use crate::dialect::mcp::policy::{self, ToolPolicy};
 use crate::dialect::mcp::MCP_SESSION_HEADER;
 use crate::engine::Engine;
 use crate::layer::parse_pointer;
+use crate::layer::IdempotencyLayer;
 use crate::scope::ScopeSource;
 use crate::store::{MemoryStore, Store};
-use crate::IdempotencyLayer;
 
 /// The parts of a request the key leaves out: the JSON-RPC id, the task it may ask to be run
 /// as (2025-11-25), and the `_meta` members the protocol defines per attempt: the progress

@@ -111,7 +111,7 @@ impl Default for Settings {
 
 impl Settings {
     /// The status URL of an intent.
-    pub(crate) fn status_url(&self, intent: &crate::IntentKey) -> String {
+    pub(crate) fn status_url(&self, intent: &crate::key::IntentKey) -> String {
         format!("{}{}/{}", self.status_url_prefix, self.status_path, intent)
     }
 

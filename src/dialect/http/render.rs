@@ -48,7 +48,7 @@ pub(crate) fn refused<B>(settings: &Settings, refusal: &Refusal) -> Response<Res
 /// 202 "in progress" (409 for duplicates in strict IETF mode), with where to ask later.
 pub(crate) fn in_progress<B>(
     settings: &Settings,
-    key: &crate::IntentKey,
+    key: &crate::key::IntentKey,
     started_at_ms: u64,
     asker: wording::Asker,
     keeps: &str,
@@ -124,7 +124,7 @@ mod tests {
 
     use super::*;
     use crate::clock::now_ms;
-    use crate::IntentKey;
+    use crate::key::IntentKey;
 
     #[test]
     fn a_duplicate_in_progress_is_a_conflict_only_in_strict_ietf_mode() {

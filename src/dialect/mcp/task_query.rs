@@ -13,7 +13,7 @@ use super::era::Era;
 use super::task_extension;
 use super::tasks::{self, TaskAnswer};
 use crate::clock::seconds_since;
-use crate::engine::Seen;
+use crate::engine::lookup::Seen;
 use crate::key::IntentKey;
 use crate::store::{KeptResponse, Record, Store};
 use crate::wording;

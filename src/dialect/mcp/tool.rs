@@ -59,7 +59,11 @@ where
     B::Error: Into<BoxError>,
 {
     let (parts, body) = response.into_parts();
-    if parts.extensions.get::<crate::Interrupted>().is_some() {
+    if parts
+        .extensions
+        .get::<crate::classify::Interrupted>()
+        .is_some()
+    {
         // It stands in for an answer lost after the request reached the server.
         return Read::Answered(Produced::Answered(lost(id, parts.status)));
     }
@@ -84,10 +88,13 @@ where
         let mut refusal = Response::new(bytes);
         *refusal.status_mut() = parts.status;
         *refusal.headers_mut() = headers;
-        let verdict = match crate::DefaultClassify::verdict(parts.status, &HeaderMap::new()) {
-            verdict @ (Verdict::Unknown | Verdict::Release(ReleaseCause::Credentials)) => verdict,
-            _ => Verdict::Release(ReleaseCause::Status),
-        };
+        let verdict =
+            match crate::classify::DefaultClassify::verdict(parts.status, &HeaderMap::new()) {
+                verdict @ (Verdict::Unknown | Verdict::Release(ReleaseCause::Credentials)) => {
+                    verdict
+                }
+                _ => Verdict::Release(ReleaseCause::Status),
+            };
         return Read::Answered(Produced::Answered(Answered {
             judged: Judged::Verdict(verdict),
             stored: Some(stored),
@@ -268,7 +275,9 @@ mod tests {
     async fn an_answer_marked_interrupted_is_kept_as_may_have_run() {
         let mut response = Response::new(Full::new(Bytes::from_static(b"connection reset")));
         *response.status_mut() = StatusCode::BAD_GATEWAY;
-        response.extensions_mut().insert(crate::Interrupted);
+        response
+            .extensions_mut()
+            .insert(crate::classify::Interrupted);
         let Read::Answered(Produced::Answered(answered)) =
             read(response, &json!(7), 1024, &mut Primed::default()).await
         else {
@@ -309,7 +318,7 @@ mod tests {
 
     #[tokio::test]
     async fn an_event_stream_that_breaks_off_with_interrupted_is_kept_as_may_have_run() {
-        let interrupted = judged_broken_stream(Box::new(crate::Interrupted)).await;
+        let interrupted = judged_broken_stream(Box::new(crate::classify::Interrupted)).await;
         assert_eq!(interrupted, Judged::Interrupted);
         // Any other break of the stream still releases.
         let other = judged_broken_stream(Box::new(std::io::Error::other("reset"))).await;
