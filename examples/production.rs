@@ -82,7 +82,7 @@ fn prometheus() -> PrometheusHandle {
     PrometheusBuilder::new()
         .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), &DURATION_BUCKETS)
         .and_then(|builder| {
-            let attempts = Matcher::Full("idempotency_intent_attempts".into());
+            let attempts = Matcher::Suffix("_attempts".into());
             builder.set_buckets_for_metric(attempts, &ATTEMPT_BUCKETS)
         })
         .expect("the layer's buckets")

@@ -296,7 +296,7 @@ async fn main() {
         )
         .and_then(|b| {
             b.set_buckets_for_metric(
-                Matcher::Full("idempotency_intent_attempts".into()),
+                Matcher::Suffix("_attempts".into()),
                 &[1.0, 2.0, 3.0, 5.0, 10.0],
             )
         })

@@ -414,6 +414,14 @@ impl<St> IdempotencyLayer<St> {
     pub fn max_detached(self, max: usize) -> Self {
         self.set(|s| s.max_detached = max)
     }
+
+    /// Observe mode: keys every call of a protected route as when enforcing and counts how
+    /// often each intent repeats (`idempotency_duplicate_checks_total`, across every instance
+    /// on the same store), but refuses, replays, coalesces and rewrites nothing: each call is
+    /// passed to the service as it came. See the reference's observability page.
+    pub fn observe(self) -> Self {
+        self.set(|s| s.observe = true)
+    }
 }
 
 pub(crate) fn parse_pointer(pointer: &str) -> JsonPointer {

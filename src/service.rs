@@ -118,15 +118,20 @@ where
         // The service that was driven to readiness goes into the future; a clone stays.
         let clone = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, clone);
-        if dialect::asks_status(&self.engine.settings, &request) {
+        let settings = &self.engine.settings;
+        // In observe mode the status path is the service's, as every other path is.
+        if !settings.observe && dialect::asks_status(settings, &request) {
             return dialect::respond(&self.engine, request);
         }
-        let settings = &self.engine.settings;
         let path = request.uri().path();
         if is_safe(request.method()) || !settings.paths.is_protected(path) {
             return ResponseFuture::passthrough(inner.call(request));
         }
         let (parts, body) = request.into_parts();
+        if settings.observe {
+            let engine = Arc::clone(&self.engine);
+            return ResponseFuture::layered(dialect::observe(engine, inner, parts, body));
+        }
         ResponseFuture::layered(dialect::protect(
             Arc::clone(&self.engine),
             inner,

@@ -4,55 +4,10 @@ mod support;
 
 use std::time::Duration;
 
-use metrics_util::debugging::{DebugValue, DebuggingRecorder};
-use metrics_util::CompositeKey;
+use metrics_util::debugging::DebuggingRecorder;
+use support::recorded::{counter, gauge, histogram};
 use support::{start, start_in_memory, tools, Client, Counts};
 use tower_idempotency::IdempotencyLayer;
-
-type Snapshot = Vec<(
-    CompositeKey,
-    Option<metrics::Unit>,
-    Option<metrics::SharedString>,
-    DebugValue,
-)>;
-
-fn matching<'a>(
-    snapshot: &'a Snapshot,
-    name: &'a str,
-    labels: &'a [(&str, &str)],
-) -> impl Iterator<Item = &'a DebugValue> {
-    snapshot
-        .iter()
-        .filter(move |(key, ..)| key.key().name() == name)
-        .filter(move |(key, ..)| {
-            labels.iter().all(|(k, v)| {
-                key.key()
-                    .labels()
-                    .any(|label| label.key() == *k && label.value() == *v)
-            })
-        })
-        .map(|(.., value)| value)
-}
-
-fn counter(snapshot: &Snapshot, name: &str, labels: &[(&str, &str)]) -> u64 {
-    matching(snapshot, name, labels)
-        .map(|value| match value {
-            DebugValue::Counter(n) => *n,
-            other => panic!("{name} is not a counter: {other:?}"),
-        })
-        .sum()
-}
-
-fn histogram(snapshot: &Snapshot, name: &str, labels: &[(&str, &str)]) -> Vec<f64> {
-    matching(snapshot, name, labels)
-        .flat_map(|value| match value {
-            DebugValue::Histogram(values) => {
-                values.iter().map(|v| v.into_inner()).collect::<Vec<_>>()
-            }
-            other => panic!("{name} is not a histogram: {other:?}"),
-        })
-        .collect()
-}
 
 #[tokio::test]
 async fn metrics_count_executions_replays_and_attempts_per_operation() {
@@ -238,17 +193,6 @@ async fn evictions_are_counted_by_their_cause() {
     let over_budget = store.evictions() - over_share;
     assert!(over_budget > 0, "the budget was passed");
     assert_eq!(evicted_since(), (0, over_budget));
-}
-
-fn gauge(snapshot: &Snapshot, name: &str) -> f64 {
-    let values: Vec<f64> = matching(snapshot, name, &[])
-        .map(|value| match value {
-            DebugValue::Gauge(v) => v.into_inner(),
-            other => panic!("{name} is not a gauge: {other:?}"),
-        })
-        .collect();
-    assert_eq!(values.len(), 1, "one {name} series: {snapshot:?}");
-    values[0]
 }
 
 #[tokio::test]

@@ -48,6 +48,11 @@ pub struct Cli {
     /// has no session); `scope.mcp_shared` in the file.
     #[arg(long)]
     pub mcp_shared_scope: bool,
+    /// Observe mode on every protected and MCP route: calls are keyed and their repeats
+    /// counted, and every call is passed on untouched (nothing refused, replayed or
+    /// coalesced); `observe = true` per route, or in `[defaults]`, in the file.
+    #[arg(long)]
+    pub observe: bool,
     /// Where to serve `/healthz`, `/readyz` and `/metrics`; `metrics_listen` in the file.
     #[arg(long, value_name = "ADDR")]
     pub metrics_listen: Option<String>,

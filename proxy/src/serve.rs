@@ -25,10 +25,7 @@ use crate::stack;
 fn recorder() -> Result<PrometheusBuilder, BuildError> {
     PrometheusBuilder::new()
         .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), &DURATION_BUCKETS)?
-        .set_buckets_for_metric(
-            Matcher::Full("idempotency_intent_attempts".into()),
-            &ATTEMPT_BUCKETS,
-        )
+        .set_buckets_for_metric(Matcher::Suffix("_attempts".into()), &ATTEMPT_BUCKETS)
 }
 
 /// The prefix of the Redis keys of a proxy that names none: `idempotency:`, then its upstream

@@ -32,6 +32,9 @@ pub fn build<St: Store>(config: &Config, store: St) -> Built<St> {
         Mode::Pass => BoxCloneSyncService::new(pool.route(route.timeout, false)),
         Mode::Protect => {
             let mut layer = timing(route, http.clone());
+            if route.observe {
+                layer = layer.observe();
+            }
             for pointer in &route.ignore_fields {
                 layer = layer.ignore_field(pointer);
             }
@@ -44,7 +47,11 @@ pub fn build<St: Store>(config: &Config, store: St) -> Built<St> {
         }
         Mode::Mcp => {
             // An MCP route's fields point into the tool's arguments, not the body.
-            let mut layer = timing(route, mcp.clone()).mcp().tasks();
+            let mut layer = timing(route, mcp.clone());
+            if route.observe {
+                layer = layer.observe();
+            }
+            let mut layer = layer.mcp().tasks();
             if config.scope.mcp_shared {
                 layer = layer.shared_scope();
             }

@@ -4,7 +4,7 @@ mod bounds;
 mod read;
 
 pub(crate) use bounds::{BoxError, Bufferable, Keepable};
-pub(crate) use read::{read_body, Gathered, Unread};
+pub(crate) use read::{peek_body, read_body, Gathered, Peeked, Unread};
 
 use std::pin::Pin;
 use std::task::{Context, Poll};

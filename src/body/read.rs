@@ -53,6 +53,52 @@ where
     Ok(gathered.into_bytes())
 }
 
+/// A request body as observe mode read it, to key the call and pass it on unchanged.
+pub(crate) enum Peeked<B> {
+    /// Read whole, within the limit: the bytes to key and to pass on.
+    Whole(Bytes),
+    /// Declared longer than the limit: not read, passed on as it is.
+    Declared(B),
+    /// Longer than the limit as it came, with no length declared: read to its end all the
+    /// same, since the service's body is rebuilt from bytes, and passed on unkeyed.
+    Longer(Bytes),
+    /// It broke off: there is nothing whole to pass on.
+    Broken,
+}
+
+/// Reads a body for observe mode: whole where it is within `limit`, not at all where it
+/// declares more.
+pub(crate) async fn peek_body<B>(body: B, headers: &HeaderMap, limit: usize) -> Peeked<B>
+where
+    B: Body,
+    B::Error: Into<BoxError>,
+{
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|length| length > limit as u64) {
+        return Peeked::Declared(body);
+    }
+    let mut body = std::pin::pin!(body);
+    let mut gathered = Gathered::default();
+    while let Some(frame) = body.frame().await {
+        let Ok(frame) = frame else {
+            return Peeked::Broken;
+        };
+        if let Ok(mut data) = frame.into_data() {
+            gathered.push(data.copy_to_bytes(data.remaining()));
+        }
+    }
+    let over = gathered.len() > limit;
+    let bytes = gathered.into_bytes();
+    if over {
+        Peeked::Longer(bytes)
+    } else {
+        Peeked::Whole(bytes)
+    }
+}
+
 /// A body's chunks, gathered: one chunk stays as it came, with no copy; more are joined.
 #[derive(Debug, Default)]
 pub(crate) struct Gathered {

@@ -41,6 +41,7 @@ mod fail_open;
 mod inflight;
 mod intent;
 pub(crate) mod lookup;
+mod observe;
 mod outcome;
 pub(crate) mod path;
 mod recent;

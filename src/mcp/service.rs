@@ -12,7 +12,7 @@ use crate::body::BoxError;
 use crate::body::ResponseBody;
 use crate::dialect::http as http_dialect;
 use crate::dialect::mcp::endpoint::Endpoint;
-use crate::dialect::mcp::post;
+use crate::dialect::mcp::{observe, post};
 use crate::dialect::ResponseFuture;
 use crate::store::{MemoryStore, Store};
 
@@ -88,13 +88,18 @@ where
         let clone = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, clone);
         let engine = &self.endpoint.engine;
-        if http_dialect::asks_status(&engine.settings, &request) {
+        let observing = engine.settings.observe;
+        if !observing && http_dialect::asks_status(&engine.settings, &request) {
             return http_dialect::respond(engine, request);
         }
         let protected = engine.settings.paths.is_protected(request.uri().path());
         if request.method() != Method::POST || !protected {
             return ResponseFuture::passthrough(inner.call(request));
         }
-        ResponseFuture::layered(post::post(Arc::clone(&self.endpoint), inner, request))
+        let endpoint = Arc::clone(&self.endpoint);
+        if observing {
+            return ResponseFuture::layered(observe::observe_post(endpoint, inner, request));
+        }
+        ResponseFuture::layered(post::post(endpoint, inner, request))
     }
 }

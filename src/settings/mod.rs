@@ -73,6 +73,8 @@ pub(crate) struct Settings {
     pub(crate) annotate_replays: bool,
     pub(crate) route_label: Option<RouteLabel>,
     pub(crate) max_detached: usize,
+    /// Observe mode: protected routes are keyed and counted, never enforced.
+    pub(crate) observe: bool,
 }
 
 /// A fresh name of fingerprint rules, one per change.
@@ -105,6 +107,7 @@ impl Default for Settings {
             annotate_replays: false,
             route_label: None,
             max_detached: DEFAULT_MAX_DETACHED,
+            observe: false,
         }
     }
 }

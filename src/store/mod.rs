@@ -210,6 +210,24 @@ pub trait Store: Send + Sync + 'static {
         key: &IntentKey,
     ) -> impl Future<Output = Result<Option<Entry>, StoreError>> + Send;
 
+    /// Counts one more call of `key` in observe mode and returns how many calls of it the
+    /// store has counted since the first, within `window` of that first (1: this call is the
+    /// first). Atomic, one round trip, so that instances that share the store count one
+    /// intent's repeats together whichever instance each call reaches.
+    ///
+    /// The default answers an error: on a store that does not count, observe mode forwards
+    /// every call as ever and counts the calls it could not check as `uncounted`.
+    fn count_call(
+        &self,
+        key: &IntentKey,
+        window: Duration,
+    ) -> impl Future<Output = Result<u64, StoreError>> + Send {
+        let _ = (key, window);
+        std::future::ready(Err(StoreError::new(
+            "this store does not count calls for observe mode",
+        )))
+    }
+
     /// Where this crate's own stores give the layer hooks that answer faster; hidden, and
     /// closed to stores outside the crate, which work the same without them.
     #[doc(hidden)]

@@ -24,6 +24,7 @@ pub(crate) struct StoreMetrics {
     extend: StoreCallMetrics,
     abandon: StoreCallMetrics,
     get: StoreCallMetrics,
+    count_call: StoreCallMetrics,
 }
 
 impl Default for StoreMetrics {
@@ -35,6 +36,7 @@ impl Default for StoreMetrics {
             extend: StoreCallMetrics::new("extend"),
             abandon: StoreCallMetrics::new("abandon"),
             get: StoreCallMetrics::new("get"),
+            count_call: StoreCallMetrics::new("count_call"),
         }
     }
 }
@@ -136,6 +138,11 @@ impl<St: Store> Store for Observed<St> {
 
     async fn abandon(&self, key: &IntentKey, token: &OwnerToken) -> Result<Fence, StoreError> {
         self.measured(&self.metrics.abandon, self.store.abandon(key, token))
+            .await
+    }
+
+    async fn count_call(&self, key: &IntentKey, window: Duration) -> Result<u64, StoreError> {
+        self.measured(&self.metrics.count_call, self.store.count_call(key, window))
             .await
     }
 

@@ -108,3 +108,17 @@ return 0
 pub(super) fn all() -> [&'static Script; 5] {
     [&CLAIM, &COMPLETE, &RELEASE, &EXTEND, &ABANDON]
 }
+
+/// ARGV: window ms. Counts one more call of the intent (KEYS[1] is its count's own key) and
+/// returns the count; the first call sets the window, so the count ends with it.
+pub(super) static COUNT_CALL: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+local count = redis.call('INCR', KEYS[1])
+if count == 1 then
+  redis.call('PEXPIRE', KEYS[1], ARGV[1])
+end
+return count
+",
+    )
+});

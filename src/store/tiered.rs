@@ -132,6 +132,11 @@ impl<S: Store> Store for TieredStore<S> {
         self.remote.abandon(key, token).await
     }
 
+    /// Counted in the shared store alone: a count is only true across instances there.
+    async fn count_call(&self, key: &IntentKey, window: Duration) -> Result<u64, StoreError> {
+        self.remote.count_call(key, window).await
+    }
+
     fn hints(&self, _sealed: Sealed) -> Option<&dyn Hints> {
         Some(self)
     }

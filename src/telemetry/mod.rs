@@ -11,9 +11,11 @@ use metrics::{counter, histogram, Counter, Gauge, Histogram};
 
 use crate::key::IntentKey;
 
+mod duplicates;
 mod ops;
 mod stopwatch;
 
+pub(crate) use duplicates::{checked, Checked};
 pub(crate) use ops::{Op, Ops, RouteLabel};
 pub use ops::{ATTEMPT_BUCKETS, DURATION_BUCKETS, MAX_OPERATIONS};
 pub(crate) use stopwatch::{calibrate, Stopwatch};

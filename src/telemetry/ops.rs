@@ -79,7 +79,7 @@ pub(crate) struct Ops {
 ///
 /// let builder = PrometheusBuilder::new()
 ///     .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), &DURATION_BUCKETS)?
-///     .set_buckets_for_metric(Matcher::Full("idempotency_intent_attempts".into()), &ATTEMPT_BUCKETS)?;
+///     .set_buckets_for_metric(Matcher::Suffix("_attempts".into()), &ATTEMPT_BUCKETS)?;
 /// # let _ = builder;
 /// # Ok::<(), metrics_exporter_prometheus::BuildError>(())
 /// ```
@@ -88,8 +88,9 @@ pub const DURATION_BUCKETS: [f64; 16] = [
     10.0, 60.0,
 ];
 
-/// Bucket boundaries for `idempotency_intent_attempts`, the attempt number of each request
-/// for its intent: `le="1"` counts first attempts, and the rest are repeats.
+/// Bucket boundaries for `idempotency_intent_attempts` and `idempotency_duplicate_attempts`
+/// (observe mode), the attempt number of each request for its intent: `le="1"` counts first
+/// attempts, and the rest are repeats.
 pub const ATTEMPT_BUCKETS: [f64; 8] = [1.0, 2.0, 3.0, 4.0, 5.0, 10.0, 20.0, 50.0];
 
 /// Distinct `operation` labels one layer reports in its metrics and spans; past them every

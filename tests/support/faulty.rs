@@ -18,6 +18,8 @@ pub enum Call {
     Release,
     Extend,
     Get,
+    /// Observe mode's count (not among [`Call::ALL`], the calls of enforcing).
+    Count,
 }
 
 impl Call {
@@ -75,7 +77,7 @@ pub struct Plan {
 pub struct FaultyStore<S> {
     inner: S,
     plan: Option<Plan>,
-    calls: Arc<[AtomicUsize; 5]>,
+    calls: Arc<[AtomicUsize; 6]>,
 }
 
 impl<S> FaultyStore<S> {
@@ -104,7 +106,7 @@ impl<S> FaultyStore<S> {
 
 /// How many calls of each kind a [`FaultyStore`] received.
 #[derive(Clone)]
-pub struct Calls(Arc<[AtomicUsize; 5]>);
+pub struct Calls(Arc<[AtomicUsize; 6]>);
 
 impl Calls {
     pub fn of(&self, call: Call) -> usize {
@@ -183,6 +185,10 @@ impl<S: Store> Store for FaultyStore<S> {
     }
     async fn get(&self, key: &IntentKey) -> Result<Option<Entry>, StoreError> {
         faulted(self.next(Call::Get), self.inner.get(key)).await
+    }
+    async fn count_call(&self, key: &IntentKey, window: Duration) -> Result<u64, StoreError> {
+        let call = self.inner.count_call(key, window);
+        faulted(self.next(Call::Count), call).await
     }
     /// Passed on as it is, as a store wrapper must: the default renews the lease for zero
     /// time through `extend`, which a Redis store answers from what it knows it owns, so a

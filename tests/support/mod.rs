@@ -241,6 +241,7 @@ pub mod client;
 pub mod faulty;
 pub mod gateway;
 pub mod process;
+pub mod recorded;
 #[cfg(feature = "redis")]
 pub mod redis_server;
 #[cfg(feature = "redis-tls")]

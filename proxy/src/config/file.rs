@@ -113,6 +113,8 @@ pub struct RouteTable {
     pub ignore_fields: Vec<Pointer>,
     pub key_header: Option<Header>,
     pub key_field: Option<Pointer>,
+    /// Keyed and counted, never enforced (observe mode).
+    pub observe: Option<bool>,
 }
 
 /// How a route's requests are handled.

@@ -1,6 +1,7 @@
 //! The proxy's settings: the file and the flags, checked together before anything starts.
 
 mod file;
+mod route;
 mod values;
 
 use std::fmt;
@@ -14,6 +15,7 @@ pub use file::{HostHeader, LogFormat, MissingScope, Mode};
 
 use crate::cli::Cli;
 use file::{File, RouteTable};
+use route::route;
 
 /// A setting that cannot be used: what, where, and what would be valid.
 #[derive(Debug)]
@@ -114,6 +116,8 @@ pub struct Route {
     pub timeout: Duration,
     pub ignore_fields: Vec<String>,
     pub key: Option<KeySource>,
+    /// Keyed and counted, never enforced.
+    pub observe: bool,
 }
 
 /// The upstream's answer is awaited this long unless a route says otherwise.
@@ -279,6 +283,11 @@ fn resolve(
             routes.push(built);
         }
     }
+    if cli.observe {
+        for route in std::iter::once(&mut default_route).chain(&mut routes) {
+            route.observe = route.mode != Mode::Pass;
+        }
+    }
     for route in std::iter::once(&default_route).chain(&routes) {
         check_timeouts(route, &upstream)?;
     }
@@ -391,63 +400,6 @@ fn store(
         memory_max_bytes: table.memory_max_bytes,
         call_timeout: table.call_timeout.as_ref().map(|d| d.0),
         fail_open: table.fail_open.unwrap_or(false),
-    })
-}
-
-/// One route from its table; `inherit` gives what the route does not say.
-fn route(
-    table: RouteTable,
-    prefix: &str,
-    default_timeout: Duration,
-    inherit: Option<&Route>,
-) -> Result<Route, String> {
-    // A route is listed to be protected unless it says otherwise; `[defaults]`'s mode is
-    // that of the paths no route names.
-    let mode = table.mode.unwrap_or(Mode::Protect);
-    // An MCP route keys by the tool's arguments: the defaults' key and body fields are not
-    // its own.
-    let inherit_body_rules = inherit.filter(|_| mode != Mode::Mcp);
-    let key = match (table.key_header, table.key_field) {
-        (Some(_), Some(_)) => {
-            return Err(
-                "a route reads its key from `key_header` or from `key_field`, not both".to_owned(),
-            )
-        }
-        (Some(header), None) => Some(KeySource::Header(header.0)),
-        (None, Some(field)) => Some(KeySource::Field(field.0)),
-        (None, None) => inherit_body_rules.and_then(|r| r.key.clone()),
-    };
-    if mode == Mode::Mcp && key.is_some() {
-        return Err(
-            "an MCP route keys calls by their tool and arguments: `key_header` and `key_field` \
-             do not apply to mode = \"mcp\""
-                .to_owned(),
-        );
-    }
-    let ignore_fields = if table.ignore_fields.is_empty() {
-        inherit_body_rules
-            .map(|r| r.ignore_fields.clone())
-            .unwrap_or_default()
-    } else {
-        table.ignore_fields.into_iter().map(|p| p.0).collect()
-    };
-    // The route's own time, else the one it inherits.
-    let own_or = |own: Option<values::Dur>, inherited: fn(&Route) -> Option<Duration>| {
-        own.map(|d| d.0).or(inherit.and_then(inherited))
-    };
-    Ok(Route {
-        prefix: prefix.to_owned(),
-        mode,
-        deadline: own_or(table.deadline, |r| r.deadline),
-        retention: own_or(table.retention, |r| r.retention),
-        max_execution: own_or(table.max_execution, |r| r.max_execution),
-        timeout: table
-            .timeout
-            .map(|d| d.0)
-            .or(inherit.map(|r| r.timeout))
-            .unwrap_or(default_timeout),
-        ignore_fields,
-        key,
     })
 }
 

@@ -3,6 +3,7 @@
 //! the status path included.
 
 mod answer;
+mod observe;
 mod protect;
 mod read;
 mod render;
@@ -11,6 +12,7 @@ mod status;
 
 #[cfg(feature = "contract")]
 pub(crate) use answer::written;
+pub(crate) use observe::observe;
 pub(crate) use protect::protect;
 #[cfg(any(feature = "mcp", feature = "contract"))]
 pub(crate) use render::refused;

@@ -34,7 +34,7 @@ fn write_tool_label(name: &str, label: &mut String) {
 }
 
 /// The operation of a call: the user's route label where one is set, else the tool's.
-fn op_of<St: Store>(endpoint: &Endpoint<St>, parts: &Parts, call: &ToolCall) -> Op {
+pub(super) fn op_of<St: Store>(endpoint: &Endpoint<St>, parts: &Parts, call: &ToolCall) -> Op {
     let ops = &endpoint.engine.runtime.ops;
     match &endpoint.engine.settings.route_label {
         Some(label) => ops.of(Some(label), parts),

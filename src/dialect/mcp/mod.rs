@@ -12,6 +12,7 @@ mod envelope;
 mod era;
 mod judge;
 mod message;
+pub(crate) mod observe;
 mod plain_call;
 pub(crate) mod policy;
 pub(crate) mod post;

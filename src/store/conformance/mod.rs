@@ -30,6 +30,7 @@
 //! was released while no other owner holds it: a store may keep or refuse that late record.
 
 mod checks;
+mod counting;
 mod data;
 mod expect;
 
@@ -38,6 +39,8 @@ use std::fmt;
 use futures_util::future::{join_all, BoxFuture};
 
 use super::{Fence, Store, StoreError};
+use checks::*;
+use counting::*;
 
 /// One way a store departs from what the layer needs of it.
 #[derive(Debug, Clone)]
@@ -61,7 +64,7 @@ macro_rules! run_checks {
             Box::pin(async move {
                 let mut this = Check::new(stringify!($name));
                 // A check that stopped early has recorded why.
-                let _ = checks::$name($store, &mut this).await;
+                let _ = $name($store, &mut this).await;
                 this.found
             }) as BoxFuture<'_, Vec<Violation>>
         ),+])
@@ -90,6 +93,8 @@ pub async fn check<St: Store>(store: &St) -> Result<(), Vec<Violation>> {
         a_tombstone_expires_after_its_ttl,
         abandon_frees_the_intent_at_once,
         distinct_keys_are_independent,
+        calls_are_counted_per_intent_within_the_first_calls_window,
+        counting_calls_leaves_the_intent_free,
     )
     .await
     .into_iter()

@@ -1,6 +1,7 @@
 //! The embedded store: a byte-bounded table for settled intents, a plain map for running ones.
 
 mod kept;
+mod seen;
 mod table;
 
 use std::collections::{hash_map, HashMap};
@@ -13,6 +14,7 @@ use std::time::Duration;
 use tokio::time::Instant as LeaseClock;
 
 use self::kept::Kept;
+use self::seen::{SeenCalls, COUNTED_INTENTS};
 use self::table::{Cause, Table};
 use super::hints::{Hints, Sealed};
 use super::{
@@ -69,6 +71,8 @@ struct Inner {
     settled: Mutex<Table>,
     evictions: AtomicU64,
     metrics: MemoryStoreMetrics,
+    /// Calls counted per intent, for observe mode.
+    seen: SeenCalls,
 }
 
 struct Lease {
@@ -126,6 +130,7 @@ impl MemoryStoreBuilder {
                 settled: Mutex::new(table),
                 evictions: AtomicU64::new(0),
                 metrics: MemoryStoreMetrics::new(),
+                seen: SeenCalls::new(COUNTED_INTENTS),
             }),
         }
     }
@@ -345,6 +350,10 @@ impl Store for MemoryStore {
 
     fn hints(&self, _sealed: Sealed) -> Option<&dyn Hints> {
         Some(self)
+    }
+
+    async fn count_call(&self, key: &IntentKey, window: Duration) -> Result<u64, StoreError> {
+        Ok(self.inner.seen.count(key, window))
     }
 
     async fn get(&self, key: &IntentKey) -> Result<Option<Entry>, StoreError> {

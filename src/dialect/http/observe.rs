@@ -1,0 +1,78 @@
+//! Observe mode over HTTP: every call of a protected route is keyed and counted, then passed
+//! to the service as it came, and its answer passed back as the service gave it.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use http::request::Parts;
+use http::{Request, Response};
+
+use super::render::render;
+use crate::body::{peek_body, Bufferable, Peeked, ResponseBody, Unread};
+use crate::dialect::Tool;
+use crate::engine::{Call, Decided, Engine, Refusal};
+use crate::store::Store;
+use crate::telemetry;
+
+type Answered<B, E> = Result<Response<ResponseBody<B>>, E>;
+
+/// Counts the call (see [`Engine::observe`]) and passes it on. Nothing is refused, replayed,
+/// coalesced or rewritten; the one answer of the layer's own is to a body that broke off,
+/// which leaves nothing whole to pass on.
+pub(crate) fn observe<S, St, B, ResBody>(
+    engine: Arc<Engine<St>>,
+    mut inner: S,
+    parts: Parts,
+    body: B,
+) -> impl Future<Output = Answered<ResBody, S::Error>> + Send + 'static
+where
+    S: Tool<B, ResBody>,
+    B: Bufferable,
+    ResBody: Send + 'static,
+    St: Store,
+{
+    let started = telemetry::Stopwatch::start();
+    let settings = &engine.settings;
+    let scope = settings.scope.scope_of(&parts).ok().flatten();
+    let ops = &engine.runtime.ops;
+    let op = match &scope {
+        Some(_) => ops.of(settings.route_label.as_ref(), &parts),
+        None => ops.unscoped(),
+    };
+    async move {
+        let settings = &engine.settings;
+        let body = match &scope {
+            None => {
+                engine.observe(&parts, None, None, &op, Call::default());
+                body
+            }
+            Some(scope) => match peek_body(body, &parts.headers, settings.body_limit).await {
+                Peeked::Whole(bytes) => {
+                    let call = Call::default();
+                    engine.observe(&parts, Some(scope), Some(&bytes), &op, call);
+                    B::from(bytes)
+                }
+                Peeked::Declared(body) => {
+                    engine.observe(&parts, None, None, &op, Call::default());
+                    body
+                }
+                Peeked::Longer(bytes) => {
+                    engine.observe(&parts, None, None, &op, Call::default());
+                    B::from(bytes)
+                }
+                Peeked::Broken => {
+                    engine.observe(&parts, None, None, &op, Call::default());
+                    let refused = Decided::Refused(Refusal::from(Unread::Broken));
+                    let answer = render(settings, refused);
+                    telemetry::answered(&op, Some(answer.status()), started);
+                    return Ok(answer);
+                }
+            },
+        };
+        let answered = inner.call(Request::from_parts(parts, body)).await;
+        let answered = answered.map(|response| response.map(ResponseBody::inner));
+        let status = answered.as_ref().ok().map(Response::status);
+        telemetry::answered(&op, status, started);
+        answered
+    }
+}

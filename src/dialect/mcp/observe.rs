@@ -1,0 +1,97 @@
+//! Observe mode on an MCP endpoint: every message is passed to the server as it came and
+//! answered by it; a protected `tools/call` is keyed as when enforcing and counted.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::request::Parts;
+use http::{Request, Response};
+
+use super::call::op_of;
+use super::endpoint::{Answered, Endpoint};
+use super::envelope::{self, Envelope, ToolCall};
+use super::era::Era;
+use crate::body::{peek_body, Bufferable, Peeked, ResponseBody, Unread};
+use crate::dialect::http as http_dialect;
+use crate::dialect::Tool;
+use crate::engine::{Call, Refusal};
+use crate::store::{Dialect, Store};
+use crate::telemetry::{self, Op};
+
+/// Passes one POST on, counting the tool call it carries; cancellations, listings and task
+/// queries go to the server as they are. The one answer of the layer's own is to a body that
+/// broke off, which leaves nothing whole to pass on.
+pub(crate) async fn observe_post<St: Store, S, B, ResBody>(
+    endpoint: Arc<Endpoint<St>>,
+    mut inner: S,
+    request: Request<B>,
+) -> Answered<ResBody, S::Error>
+where
+    S: Tool<B, ResBody>,
+    B: Bufferable,
+    ResBody: Send + 'static,
+{
+    let started = telemetry::Stopwatch::start();
+    let (parts, body) = request.into_parts();
+    let engine = &endpoint.engine;
+    let settings = &engine.settings;
+    let unkeyable = |parts: &Parts| {
+        let op = engine.runtime.ops.of(settings.route_label.as_ref(), parts);
+        engine.observe(parts, None, None, &op, Call::default());
+    };
+    let (body, op) = match peek_body(body, &parts.headers, settings.body_limit).await {
+        Peeked::Whole(bytes) => {
+            let op = match envelope::read(&bytes) {
+                Envelope::ToolCall(call) if !endpoint.policy.passes_through(&call.name) => {
+                    Some(count(&endpoint, &parts, &bytes, &call))
+                }
+                _ => None,
+            };
+            (B::from(bytes), op)
+        }
+        Peeked::Declared(body) => {
+            unkeyable(&parts);
+            (body, None)
+        }
+        Peeked::Longer(bytes) => {
+            unkeyable(&parts);
+            (B::from(bytes), None)
+        }
+        Peeked::Broken => {
+            unkeyable(&parts);
+            let refusal = Refusal::from(Unread::Broken);
+            return Ok(http_dialect::refused(settings, &refusal));
+        }
+    };
+    let answered = inner.call(Request::from_parts(parts, body)).await;
+    if let Some(op) = op {
+        telemetry::answered(&op, answered.as_ref().ok().map(Response::status), started);
+    }
+    Ok(answered?.map(ResponseBody::inner))
+}
+
+/// Counts a tool call under its operation, keyed as when enforcing: its scope narrowed as its
+/// protocol era narrows it, its tool's own retention as the window.
+fn count<St: Store>(
+    endpoint: &Arc<Endpoint<St>>,
+    parts: &Parts,
+    bytes: &Bytes,
+    call: &ToolCall,
+) -> Op {
+    let engine = &endpoint.engine;
+    let era = Era::of(&parts.headers, call.meta.version.as_deref()).ok();
+    let scope = era.and_then(|era| {
+        let scope = engine.settings.scope.scope_in(parts, era.narrowing());
+        scope.ok().flatten()
+    });
+    let op = match &scope {
+        Some(_) => op_of(endpoint, parts, call),
+        None => engine.runtime.ops.unscoped(),
+    };
+    let call = Call {
+        dialect: Dialect::Mcp,
+        timing: endpoint.policy.timing(&call.name),
+    };
+    engine.observe(parts, scope.as_ref(), Some(bytes), &op, call);
+    op
+}

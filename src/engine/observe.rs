@@ -1,0 +1,50 @@
+//! Observe mode's count: each call of an intent counted in the store, so that repeats are
+//! known across every instance that shares it, without the call waiting on the store.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::request::Parts;
+
+use super::intent::{self, Call};
+use super::Engine;
+use crate::scope::Scope;
+use crate::store::Store;
+use crate::telemetry::{self, Checked, Op};
+
+impl<St: Store> Engine<St> {
+    /// Counts one call of a protected route in observe mode: its intent derived exactly as
+    /// when enforcing, then counted in the store in a task of its own, so that the call goes
+    /// on to the service at once and a slow or failing store changes nothing but the count.
+    /// A call without a scope or a whole body, or whose intent cannot be derived, is counted
+    /// as not keyable.
+    pub(crate) fn observe(
+        self: &Arc<Self>,
+        parts: &Parts,
+        scope: Option<&Scope>,
+        body: Option<&Bytes>,
+        op: &Op,
+        call: Call,
+    ) {
+        let (Some(scope), Some(body)) = (scope, body) else {
+            return telemetry::checked(op, Checked::NotKeyable);
+        };
+        let recent = &self.runtime.recent;
+        let Ok(intent) = intent::derive(&self.settings, recent, parts, scope, body, op, call)
+        else {
+            return telemetry::checked(op, Checked::NotKeyable);
+        };
+        let engine = Arc::clone(self);
+        tokio::spawn(async move {
+            let counted = engine.store.count_call(&intent.key, intent.retention).await;
+            let checked = match counted {
+                Ok(count) => Checked::from_count(count),
+                Err(error) => {
+                    tracing::debug!(%error, "observe mode could not count a call");
+                    Checked::Uncounted
+                }
+            };
+            telemetry::checked(&intent.op, checked);
+        });
+    }
+}
