@@ -422,6 +422,12 @@ impl<St> IdempotencyLayer<St> {
     pub fn observe(self) -> Self {
         self.set(|s| s.observe = true)
     }
+
+    /// What observe mode counted in this process, per operation, for a report
+    /// ([`Duplicates::report`](crate::Duplicates::report)); layers cloned from this one share it.
+    pub fn duplicates(&self) -> crate::Duplicates {
+        self.runtime.duplicates.clone()
+    }
 }
 
 pub(crate) fn parse_pointer(pointer: &str) -> JsonPointer {

@@ -90,7 +90,10 @@ pub use scope::DEFAULT_SCOPE_HEADER;
 pub use service::Idempotency;
 pub use settings::DEFAULT_STATUS_PATH;
 pub use store::ReleaseCause;
-pub use telemetry::{ATTEMPT_BUCKETS, DURATION_BUCKETS, MAX_OPERATIONS};
+pub use telemetry::{
+    DuplicateCounts, DuplicateReport, Duplicates, OperationDuplicates, RepeatingCaller,
+    ATTEMPT_BUCKETS, DURATION_BUCKETS, MAX_OPERATIONS,
+};
 
 /// The README's code blocks, compiled as doc tests so that they stay true.
 #[cfg(doctest)]

@@ -1,5 +1,5 @@
-//! The metrics listener: liveness, readiness (the store answers, and no shutdown has begun)
-//! and Prometheus metrics, apart from the traffic.
+//! The metrics listener: liveness, readiness (the store answers, and no shutdown has begun),
+//! Prometheus metrics and observe mode's duplicate report, apart from the traffic.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -70,9 +70,20 @@ async fn answer<St: Store, B>(admin: &Admin<St>, request: &Request<B>) -> Respon
             );
             response
         }
+        "/duplicates" => {
+            // The report's types serialize as they are: no map keys a writer could fail on.
+            let report = serde_json::to_string_pretty(&admin.layer.duplicates().report())
+                .unwrap_or_else(|_| "{}".to_owned());
+            let mut response = text(StatusCode::OK, report + "\n");
+            response.headers_mut().insert(
+                header::CONTENT_TYPE,
+                http::HeaderValue::from_static("application/json"),
+            );
+            response
+        }
         _ => text(
             StatusCode::NOT_FOUND,
-            "/healthz, /readyz or /metrics\n".to_owned(),
+            "/healthz, /readyz, /metrics or /duplicates\n".to_owned(),
         ),
     }
 }

@@ -26,13 +26,19 @@ impl<St: Store> Engine<St> {
         op: &Op,
         call: Call,
     ) {
+        let unkeyable = || {
+            telemetry::checked(op, Checked::NotKeyable);
+            self.runtime
+                .duplicates
+                .add(op.as_str(), None, Checked::NotKeyable);
+        };
         let (Some(scope), Some(body)) = (scope, body) else {
-            return telemetry::checked(op, Checked::NotKeyable);
+            return unkeyable();
         };
         let recent = &self.runtime.recent;
         let Ok(intent) = intent::derive(&self.settings, recent, parts, scope, body, op, call)
         else {
-            return telemetry::checked(op, Checked::NotKeyable);
+            return unkeyable();
         };
         let engine = Arc::clone(self);
         tokio::spawn(async move {
@@ -45,6 +51,8 @@ impl<St: Store> Engine<St> {
                 }
             };
             telemetry::checked(&intent.op, checked);
+            let duplicates = &engine.runtime.duplicates;
+            duplicates.add(intent.op.as_str(), Some(intent.scope), checked);
         });
     }
 }

@@ -7,7 +7,7 @@ use super::detached::Detached;
 use super::inflight::Inflight;
 use super::recent::RecentRequests;
 use crate::store::StoreMetrics;
-use crate::telemetry::{Attempts, Ops};
+use crate::telemetry::{Attempts, Duplicates, Ops};
 
 /// Created with the layer and never replaced: a handle taken from it (the detached
 /// executions) stays valid whatever the builder is asked later.
@@ -19,6 +19,8 @@ pub(crate) struct Runtime<St> {
     pub(crate) attempts: Attempts,
     pub(crate) ops: Ops,
     pub(crate) recent: RecentRequests,
+    /// What observe mode counted, for the duplicate report.
+    pub(crate) duplicates: Duplicates,
 }
 
 impl<St> Runtime<St> {
@@ -32,6 +34,7 @@ impl<St> Runtime<St> {
             attempts: Attempts::default(),
             ops: Ops::default(),
             recent: RecentRequests::default(),
+            duplicates: Duplicates::default(),
         }
     }
 }

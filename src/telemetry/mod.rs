@@ -13,11 +13,15 @@ use crate::key::IntentKey;
 
 mod duplicates;
 mod ops;
+mod report;
 mod stopwatch;
 
 pub(crate) use duplicates::{checked, Checked};
 pub(crate) use ops::{Op, Ops, RouteLabel};
 pub use ops::{ATTEMPT_BUCKETS, DURATION_BUCKETS, MAX_OPERATIONS};
+pub use report::{
+    DuplicateCounts, DuplicateReport, Duplicates, OperationDuplicates, RepeatingCaller,
+};
 pub(crate) use stopwatch::{calibrate, Stopwatch};
 
 /// The span of one protected request; its intent, attempt and outcome are recorded later.
