@@ -12,7 +12,8 @@
 //! arguments are checked against a JSON Schema first (`to` must be an e-mail address).
 //!
 //! Environment: `ADDR` (default `127.0.0.1:3000`), `DEADLINE_MS` (default 25000),
-//! `IDEMPOTENCY` (`on` by default; `off` serves the same routes with no layer), `LEASE_MS`
+//! `IDEMPOTENCY` (`on` by default; `observe` keys and counts every call and passes it on;
+//! `off` serves the same routes with no layer), `LEASE_MS`
 //! (default 30000), `SHUTDOWN_GRACE_MS` (default 25000: on SIGTERM or Ctrl-C the gateway stops
 //! accepting and lets running actions finish and record for up to this long), `PRINCIPAL_HEADER` (the header that an authenticating proxy in front sets,
 //! such as `x-user`: the scope is then that principal, narrowed by `x-session-id` where a
@@ -180,8 +181,12 @@ fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
     }
 }
 
-/// The layer as the contract sets it up, over `store`.
-fn layer<St: Store>(store: St, deadline: Duration, lease: Duration) -> IdempotencyLayer<St> {
+/// The layer as the contract sets it up, over `store`: its deadline, its lease, and whether it
+/// only observes (keys and counts every call, and passes it on as it came).
+fn layer<St: Store>(
+    store: St,
+    (deadline, lease, observe): (Duration, Duration, bool),
+) -> IdempotencyLayer<St> {
     let layer = match std::env::var("PRINCIPAL_HEADER") {
         Ok(principal) => IdempotencyLayer::with_store(store)
             .scope_header(
@@ -192,7 +197,7 @@ fn layer<St: Store>(store: St, deadline: Duration, lease: Duration) -> Idempoten
             .narrow_scope_by(axum::http::HeaderName::from_static("x-session-id")),
         Err(_) => IdempotencyLayer::with_store(store),
     };
-    layer
+    let layer = layer
         .ignore_field("/tool_call_id")
         .idempotency_key_header()
         .status_path("/_idempotency")
@@ -204,7 +209,12 @@ fn layer<St: Store>(store: St, deadline: Duration, lease: Duration) -> Idempoten
                 .get::<MatchedPath>()
                 .map_or("unmatched", MatchedPath::as_str);
             format!("{} {route}", parts.method)
-        })
+        });
+    if observe {
+        layer.observe()
+    } else {
+        layer
+    }
 }
 
 /// `send_email`'s arguments, version 1: checked before anything else sees them.
@@ -318,25 +328,26 @@ async fn main() {
         .route("/stats", get(stats))
         .with_state(Shared::default());
 
-    match idempotency.as_str() {
-        "off" => serve::<tower_idempotency::store::MemoryStore>(addr, tools, None).await,
-        "on" => {
-            #[cfg(feature = "redis")]
-            if let Some(store) = redis_store().await {
-                return serve(addr, tools, Some(layer(store, deadline, lease))).await;
-            }
-            let wants_redis = ["REDIS_URL", "REDIS_CLUSTER_URLS"]
-                .iter()
-                .any(|name| std::env::var_os(name).is_some());
-            assert!(
-                cfg!(feature = "redis") || !wants_redis,
-                "REDIS_URL and REDIS_CLUSTER_URLS need the redis feature: cargo run --features redis"
-            );
-            let store = tower_idempotency::store::MemoryStore::new();
-            serve(addr, tools, Some(layer(store, deadline, lease))).await
-        }
-        other => panic!("IDEMPOTENCY={other:?}: use on or off"),
+    let observe = match idempotency.as_str() {
+        "off" => return serve::<tower_idempotency::store::MemoryStore>(addr, tools, None).await,
+        "on" => false,
+        "observe" => true,
+        other => panic!("IDEMPOTENCY={other:?}: use on, observe or off"),
+    };
+    let timing = (deadline, lease, observe);
+    #[cfg(feature = "redis")]
+    if let Some(store) = redis_store().await {
+        return serve(addr, tools, Some(layer(store, timing))).await;
     }
+    let wants_redis = ["REDIS_URL", "REDIS_CLUSTER_URLS"]
+        .iter()
+        .any(|name| std::env::var_os(name).is_some());
+    assert!(
+        cfg!(feature = "redis") || !wants_redis,
+        "REDIS_URL and REDIS_CLUSTER_URLS need the redis feature: cargo run --features redis"
+    );
+    let store = tower_idempotency::store::MemoryStore::new();
+    serve(addr, tools, Some(layer(store, timing))).await
 }
 
 /// The tiered Redis store that `REDIS_URL` or `REDIS_CLUSTER_URLS` names, if either is set.

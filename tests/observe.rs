@@ -49,6 +49,14 @@ async fn every_call_reaches_the_tool_and_repeats_are_counted() {
     assert_eq!(counts.get("echo"), 5, "every call ran");
     let snapshot = recorded(&snapshotter).await;
     assert_eq!(checks(&snapshot, ECHO), [2, 3, 0, 0]);
+    let outcome = |outcome| {
+        counter(
+            &snapshot,
+            "idempotency_outcomes_total",
+            &[ECHO, ("outcome", outcome)],
+        )
+    };
+    assert_eq!((outcome("observed"), outcome("executed")), (5, 0));
     let mut attempts = histogram(&snapshot, "idempotency_duplicate_attempts", &[ECHO]);
     attempts.sort_by(f64::total_cmp);
     assert_eq!(attempts, [1.0, 1.0, 2.0, 3.0, 4.0]);

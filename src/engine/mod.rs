@@ -184,7 +184,7 @@ pub(crate) fn scoped(
 /// when the tool's own error ended it.
 pub(crate) fn record<A>(op: &Op, decided: Option<&Decided<A>>) {
     match decided {
-        None => telemetry::outcome("error"),
+        None => telemetry::outcome(op, "error"),
         Some(Decided::Refused(refusal)) => refused(op, refusal),
         Some(Decided::Keyed { outcome, .. }) => record_outcome(op, outcome),
     }
@@ -199,10 +199,10 @@ pub(crate) fn record_outcome<A>(op: &Op, outcome: &Outcome<A>) {
         Outcome::Unprotected(_, why) => telemetry::unprotected(op, why.as_str()),
         Outcome::Executed(_) | Outcome::Abandoned(_) | Outcome::Failed { .. } => {}
     }
-    telemetry::outcome(outcome.tag());
+    telemetry::outcome(op, outcome.tag());
 }
 
 fn refused(op: &Op, refusal: &Refusal) {
     telemetry::not_executed(op, refusal.reason());
-    telemetry::outcome("not_executed");
+    telemetry::outcome(op, "not_executed");
 }

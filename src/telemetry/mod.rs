@@ -35,9 +35,10 @@ pub(crate) fn request_span(op: &Op) -> tracing::Span {
     )
 }
 
-/// Records how a protected request ended on its span.
-pub(crate) fn outcome(tag: &'static str) {
+/// Records how a protected request ended, on its span and in `idempotency_outcomes_total`.
+pub(crate) fn outcome(op: &Op, tag: &'static str) {
     tracing::Span::current().record("outcome", tag);
+    op.hot.outcome(tag).increment(1);
 }
 
 pub(crate) fn executed(op: &Op) {
@@ -115,6 +116,11 @@ pub(crate) fn not_executed(op: &Op, reason: &'static str) {
     counter!("idempotency_not_executed_total", "operation" => op.value(), "reason" => reason)
         .increment(1);
     tracing::debug!(reason, "refused: not executed");
+}
+
+/// Counts a call observe mode passed on, in `idempotency_outcomes_total`.
+pub(crate) fn observed(op: &Op) {
+    op.hot.outcome("observed").increment(1);
 }
 
 pub(crate) fn answered(op: &Op, status: Option<StatusCode>, started: Stopwatch) {

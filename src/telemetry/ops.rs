@@ -34,7 +34,22 @@ pub(super) struct Hot {
     pub(super) duration: Histogram,
     /// Answers per status class: 1xx to 5xx, then `error`.
     pub(super) classes: [Counter; 6],
+    /// Requests per outcome, in the order of [`OUTCOMES`].
+    outcomes: [Counter; OUTCOMES.len()],
 }
+
+/// How a request through a protected or observed route ends: the engine's outcomes, the tool's
+/// own error, and `observed` for a call observe mode passed on.
+const OUTCOMES: [&str; 8] = [
+    "executed",
+    "replayed",
+    "in_progress",
+    "failed",
+    "not_executed",
+    "unprotected",
+    "error",
+    "observed",
+];
 
 impl Hot {
     fn new(label: &Arc<str>) -> Self {
@@ -53,7 +68,18 @@ impl Hot {
                 class("5xx"),
                 class("error"),
             ],
+            outcomes: OUTCOMES.map(|outcome| {
+                counter!("idempotency_outcomes_total", "operation" => op(), "outcome" => outcome)
+            }),
         }
+    }
+
+    /// The counter of `outcome`, one of [`OUTCOMES`].
+    pub(super) fn outcome(&self, outcome: &str) -> &Counter {
+        let at = OUTCOMES.iter().position(|known| *known == outcome);
+        debug_assert!(at.is_some(), "an outcome with no counter: {outcome}");
+        // Never past the list: an outcome it lacks is counted as an error of its own.
+        &self.outcomes[at.unwrap_or(6)]
     }
 }
 

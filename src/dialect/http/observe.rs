@@ -73,6 +73,7 @@ where
         let answered = answered.map(|response| response.map(ResponseBody::inner));
         let status = answered.as_ref().ok().map(Response::status);
         telemetry::answered(&op, status, started);
+        telemetry::observed(&op);
         answered
     }
 }

@@ -66,6 +66,7 @@ where
     let answered = inner.call(Request::from_parts(parts, body)).await;
     if let Some(op) = op {
         telemetry::answered(&op, answered.as_ref().ok().map(Response::status), started);
+        telemetry::observed(&op);
     }
     Ok(answered?.map(ResponseBody::inner))
 }

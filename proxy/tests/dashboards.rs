@@ -1,0 +1,226 @@
+//! The dashboard queries the docs give, evaluated by a real Prometheus (Debian's package,
+//! started on a free port with a folder of its own) that scrapes two proxies, one enforcing and
+//! one observing, and the tool gateway example with its contract, while a test drives them
+//! through every event the queries read. A query that names a series nobody exports returns
+//! nothing, and fails here.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::Value;
+use support::process::{eventually, lines, listening, wait_until};
+use support::{client, free_port, post, Proxy, Upstream};
+
+/// The queries of the docs' `promql` blocks, one a line, comments left out.
+fn documented_queries() -> Vec<String> {
+    let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/observability.md");
+    let text = std::fs::read_to_string(&docs).expect("docs/observability.md");
+    let mut queries = Vec::new();
+    let mut inside = false;
+    for line in text.lines() {
+        match line.trim() {
+            "```promql" => inside = true,
+            "```" => inside = false,
+            query if inside && !query.is_empty() && !query.starts_with('#') => {
+                queries.push(query.to_owned());
+            }
+            _ => {}
+        }
+    }
+    queries
+}
+
+/// The Prometheus binary, or `None` outside CI where it is not installed (the test says so
+/// and passes); under `CI=true` it must be there.
+fn prometheus_binary() -> Option<PathBuf> {
+    let found = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|dir| dir.join("prometheus"))
+            .find(|path| path.is_file())
+    });
+    if found.is_none() {
+        let missing = "prometheus is not installed (bash .ci/test installs Debian's package)";
+        assert!(std::env::var("CI").as_deref() != Ok("true"), "{missing}");
+        eprintln!("skipped: {missing}");
+    }
+    found
+}
+
+/// A Prometheus server scraping `targets` every second, stopped when dropped.
+struct Prometheus {
+    child: Child,
+    url: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Prometheus {
+    fn start(binary: &Path, targets: &[String]) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let listed: Vec<String> = targets.iter().map(|t| format!("'{t}'")).collect();
+        let config = format!(
+            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n  - job_name: idempotency\n    static_configs:\n      - targets: [{}]\n",
+            listed.join(", ")
+        );
+        let config_path = dir.path().join("prometheus.yml");
+        std::fs::write(&config_path, config).unwrap();
+        let port = free_port();
+        let child = Command::new(binary)
+            .arg(format!("--config.file={}", config_path.display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.path().join("data").display()
+            ))
+            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start prometheus");
+        let url = format!("http://127.0.0.1:{port}");
+        // Listening is enough: every query after is asked again until it can be answered.
+        wait_until("prometheus listening", Duration::from_secs(30), || {
+            std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+        });
+        Self {
+            child,
+            url,
+            _dir: dir,
+        }
+    }
+
+    /// Waits until each of `targets` targets was scraped at least `at_least` times; the fewest
+    /// scrapes of any.
+    async fn scrapes(&self, targets: usize, at_least: u64) -> u64 {
+        eventually("prometheus scraping", Duration::from_secs(30), || async {
+            let counts = self.query("count_over_time(up[5m]) and up == 1").await;
+            let fewest = counts
+                .iter()
+                .filter_map(|sample| sample["value"][1].as_str()?.parse::<u64>().ok())
+                .min()?;
+            (counts.len() == targets && fewest >= at_least).then_some(fewest)
+        })
+        .await
+    }
+
+    /// The result vector of an instant query.
+    async fn query(&self, query: &str) -> Vec<Value> {
+        let url = format!("{}/api/v1/query", self.url);
+        let url = reqwest::Url::parse_with_params(&url, [("query", query)]).unwrap();
+        let answer = client().get(url).send().await.expect("prometheus answers");
+        let body: Value = answer.json().await.expect("a JSON answer");
+        assert_eq!(body["status"], "success", "{query}: {body}");
+        body["data"]["result"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+    }
+}
+
+impl Drop for Prometheus {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The tool gateway example (its contract checks `send_email`'s arguments), on a free port;
+/// killed when dropped.
+struct Gateway(Child, String);
+
+impl Gateway {
+    fn start() -> Self {
+        let deps = std::env::current_exe().unwrap();
+        let profile = deps.parent().unwrap().parent().unwrap();
+        let binary = profile.join("examples").join("tool_gateway");
+        let mut child = Command::new(&binary)
+            .env("ADDR", "127.0.0.1:0")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| {
+                panic!("{}: built by cargo test --workspace: {e}", binary.display())
+            });
+        let stdout = lines(child.stdout.take().unwrap());
+        let (base, _) = listening(&mut child, &stdout, "the tool gateway");
+        Self(child, base)
+    }
+}
+
+impl Drop for Gateway {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// One round of every event the queries read.
+async fn events(enforcing: &str, observing: &str, gateway: &str, round: u32) {
+    let email = format!(r#"{{"to":"ada@example.com","round":{round}}}"#);
+    // Enforcing: an execution and its replay, a call past its deadline, a refusal.
+    post(enforcing, "/tools/send_email", Some("s1"), &email).await;
+    post(enforcing, "/tools/send_email", Some("s1"), &email).await;
+    let slow = format!(r#"{{"to":"ada@example.com","round":{round},"delay_ms":400}}"#);
+    let late = post(enforcing, "/tools/send_email", Some("s1"), &slow).await;
+    assert_eq!(late.status, 202, "{late:?}");
+    post(enforcing, "/tools/send_email", None, &email).await;
+    // Observing: a first call, its repeats, a call without a scope.
+    for _ in 0..3 {
+        post(observing, "/tools/send_email", Some("s1"), &email).await;
+    }
+    post(observing, "/tools/send_email", None, &email).await;
+    // The contract refuses arguments its schema does not allow.
+    let invalid = r#"{"to":"not an address","subject":"s","body":"b"}"#;
+    let refused = post(gateway, "/tools/send_email", Some("s1"), invalid).await;
+    assert_eq!(refused.status, 422, "{refused:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_documented_dashboard_query_returns_data_from_a_real_prometheus() {
+    let queries = documented_queries();
+    assert!(queries.len() >= 10, "the docs' queries: {queries:?}");
+    let Some(binary) = prometheus_binary() else {
+        return;
+    };
+    let upstream = Upstream::tools(0);
+    let metrics = ["--metrics-listen", "127.0.0.1:0"];
+    let enforcing = Proxy::in_front_of(
+        &upstream.url(),
+        &[&metrics[..], &["--deadline", "150ms"]].concat(),
+    );
+    let observing = Proxy::in_front_of(&upstream.url(), &[&metrics[..], &["--observe"]].concat());
+    let gateway = Gateway::start();
+    let address = |url: &str| url.trim_start_matches("http://").to_owned();
+    let targets = [
+        address(enforcing.metrics.as_deref().unwrap()),
+        address(observing.metrics.as_deref().unwrap()),
+        address(&gateway.1),
+    ];
+    let prometheus = Prometheus::start(&binary, &targets);
+    // Two rounds, each followed by two scrapes of every target: the first round makes the
+    // series, the second moves them, so that every rate has two samples to differ by.
+    let mut scraped = prometheus.scrapes(targets.len(), 1).await;
+    for round in 0..2 {
+        events(&enforcing.url, &observing.url, &gateway.1, round).await;
+        scraped = prometheus.scrapes(targets.len(), scraped + 2).await;
+    }
+    let mut empty = Vec::new();
+    for query in &queries {
+        let result = prometheus.query(query).await;
+        let finite = result.iter().any(|sample| {
+            sample["value"][1]
+                .as_str()
+                .and_then(|v| v.parse::<f64>().ok())
+                .is_some_and(f64::is_finite)
+        });
+        if !finite {
+            empty.push(format!("{query}\n    -> {result:?}"));
+        }
+    }
+    assert!(
+        empty.is_empty(),
+        "documented queries with no data:\n{}",
+        empty.join("\n")
+    );
+}
