@@ -25,6 +25,7 @@
 #   ROUNDS=5 DURATION=8 bash benches/http_load.sh
 #   RESULTS=rounds.txt bash benches/http_load.sh      # also keeps each round's figures
 #   MODES="bare ours ours-1mib" bash benches/http_load.sh   # some modes only (bare first)
+#   MODES="bare ours observe" bash benches/http_load.sh     # observe mode beside enforcing
 #   BASE=<commit> MODES="bare base ours" bash benches/http_load.sh
 #                                                    # `base`: this crate's layer as built at
 #                                                    # <commit>, beside today's, in one run

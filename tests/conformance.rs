@@ -32,10 +32,11 @@ const FENCING: [&str; 6] = [
 ];
 
 /// The checks a store without expiry must fail and a store without fencing must pass.
-const EXPIRY: [&str; 3] = [
+const EXPIRY: [&str; 4] = [
     "a_lease_that_is_not_extended_lapses",
     "a_record_expires_after_its_retention",
     "a_tombstone_expires_after_its_ttl",
+    "calls_are_counted_per_intent_within_the_first_calls_window",
 ];
 
 fn failed_checks(violations: &[Violation]) -> HashSet<&'static str> {
@@ -187,7 +188,7 @@ impl Store for NoFence {
     }
 }
 
-/// Keeps every lease, record and tombstone a thousand times longer than asked.
+/// Keeps every lease, record, tombstone and call count a thousand times longer than asked.
 struct NoExpiry(MemoryStore);
 
 const STRETCH: u32 = 1000;
@@ -236,5 +237,9 @@ impl Store for NoExpiry {
 
     async fn get(&self, key: &IntentKey) -> Result<Option<Entry>, StoreError> {
         self.0.get(key).await
+    }
+
+    async fn count_call(&self, key: &IntentKey, window: Duration) -> Result<u64, StoreError> {
+        self.0.count_call(key, window * STRETCH).await
     }
 }

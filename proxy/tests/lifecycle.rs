@@ -5,6 +5,7 @@ mod support;
 
 use std::time::Duration;
 
+use support::process::eventually;
 use support::redis_server::RedisServer;
 use support::{client, post, refused, stats, Proxy, Upstream};
 
@@ -132,9 +133,11 @@ async fn sigterm_lets_the_execution_in_flight_finish_and_record_before_exiting()
     let metrics = first.metrics.clone().unwrap();
     first.terminate();
     // Shutting down: not ready, while the execution runs on.
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    let ready = support::answer(client().get(format!("{metrics}/readyz"))).await;
-    assert_eq!(ready.status, 503, "{ready:?}");
+    let ready = eventually("readiness turning 503", Duration::from_secs(5), || async {
+        let ready = support::answer(client().get(format!("{metrics}/readyz"))).await;
+        (ready.status == 503).then_some(ready)
+    })
+    .await;
     assert!(ready.text().contains("shutting down"), "{}", ready.text());
     let (code, stderr) = first.wait_exit(Duration::from_secs(20));
     assert_eq!(code, Some(0), "{stderr}");

@@ -30,11 +30,7 @@ where
     B: Body,
     B::Error: Into<BoxError>,
 {
-    let declared = headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
-    if declared.is_some_and(|length| length > limit as u64) {
+    if declares_more(headers, limit) {
         return Err(Unread::TooLarge(limit));
     }
     let mut body = std::pin::pin!(Limited::new(body, limit));
@@ -73,11 +69,7 @@ where
     B: Body,
     B::Error: Into<BoxError>,
 {
-    let declared = headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
-    if declared.is_some_and(|length| length > limit as u64) {
+    if declares_more(headers, limit) {
         return Peeked::Declared(body);
     }
     let mut body = std::pin::pin!(body);
@@ -97,6 +89,15 @@ where
     } else {
         Peeked::Whole(bytes)
     }
+}
+
+/// Whether the request's `Content-Length` is over `limit`.
+fn declares_more(headers: &HeaderMap, limit: usize) -> bool {
+    headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok())
+        .is_some_and(|length| length > limit as u64)
 }
 
 /// A body's chunks, gathered: one chunk stays as it came, with no copy; more are joined.

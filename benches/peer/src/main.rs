@@ -126,6 +126,8 @@ fn app(mode: &str) -> Router {
     match mode {
         "bare" => app,
         "ours" => app.layer(tower_idempotency::IdempotencyLayer::new()),
+        // Observe mode: every call keyed, counted and passed on.
+        "observe" => app.layer(tower_idempotency::IdempotencyLayer::new().observe()),
         "ours-1mib" => app.layer(tower_idempotency::IdempotencyLayer::with_store(
             tower_idempotency::store::MemoryStore::builder()
                 .max_bytes(1 << 20)
@@ -143,7 +145,7 @@ fn app(mode: &str) -> Router {
             app.layer(idempotent::middleware::IdempotencyLayer::new(store))
         }
         other => {
-            panic!("mode {other:?}: bare, ours, ours-1mib, peer, digest or keep")
+            panic!("mode {other:?}: bare, ours, observe, ours-1mib, peer, digest or keep")
         }
     }
 }

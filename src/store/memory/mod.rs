@@ -14,7 +14,7 @@ use std::time::Duration;
 use tokio::time::Instant as LeaseClock;
 
 use self::kept::Kept;
-use self::seen::{SeenCalls, COUNTED_INTENTS};
+use self::seen::SeenCalls;
 use self::table::{Cause, Table};
 use super::hints::{Hints, Sealed};
 use super::{
@@ -130,7 +130,7 @@ impl MemoryStoreBuilder {
                 settled: Mutex::new(table),
                 evictions: AtomicU64::new(0),
                 metrics: MemoryStoreMetrics::new(),
-                seen: SeenCalls::new(COUNTED_INTENTS),
+                seen: SeenCalls::new(),
             }),
         }
     }
