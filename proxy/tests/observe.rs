@@ -112,3 +112,29 @@ fn observe_is_refused_on_a_route_that_keys_nothing() {
     assert_ne!(code, Some(0));
     assert!(stderr.contains("observe"), "{stderr}");
 }
+
+#[tokio::test]
+async fn under_observing_defaults_an_enforcing_routes_status_path_is_answered_by_the_layer() {
+    let upstream = Upstream::tools(0);
+    let (proxy, _config) = support::proxy_with_config(
+        &upstream.url(),
+        "[defaults]\nobserve = true\n[[routes]]\nprefix = \"/tools/send_email\"\nobserve = false\ndeadline = \"100ms\"\n",
+    );
+    let slow = r#"{"to":"ada@example.com","delay_ms":600}"#;
+    let first = post(&proxy.url, "/tools/send_email", Some("s1"), slow).await;
+    assert_eq!(
+        first.status, 202,
+        "the enforcing route answered in progress: {first:?}"
+    );
+    let location = first.header("location").expect("a status URL").to_owned();
+    let asked = support::answer(
+        client()
+            .get(format!("{}{location}", proxy.url))
+            .header("x-session-id", "s1"),
+    )
+    .await;
+    assert!(
+        asked.status == 202 || asked.status == 200,
+        "the layer answers its status path: {asked:?}"
+    );
+}

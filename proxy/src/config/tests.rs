@@ -244,3 +244,13 @@ fn a_key_on_a_route_made_mcp_by_the_flag_is_refused_naming_the_flag() {
     assert!(error.contains("key_header"), "{error}");
     assert!(error.contains("--mcp /mcp"), "{error}");
 }
+
+#[test]
+fn observing_by_default_leaves_pass_routes_as_they_are_and_a_route_may_enforce() {
+    let text = "[upstream]\nurl = \"http://127.0.0.1:8000\"\n[defaults]\nobserve = true\n[[routes]]\nprefix = \"/files\"\nmode = \"pass\"\n[[routes]]\nprefix = \"/tools/pay\"\nobserve = false\n";
+    let config = with_file(text, &[]).expect("a pass route under observing defaults");
+    assert!(config.default_route.observe);
+    let route = |prefix: &str| config.routes.iter().find(|r| r.prefix == prefix).unwrap();
+    assert!(!route("/files").observe, "a pass route keys nothing");
+    assert!(!route("/tools/pay").observe, "this route enforces");
+}
