@@ -67,10 +67,11 @@ pub fn build<St: Store>(config: &Config, store: St) -> Built<St> {
         .iter()
         .map(|route| (route.prefix.clone(), handler(route)))
         .collect();
-    // Status queries go to a protected HTTP route's layer: every layer reads the same store.
+    // Status queries go to an enforcing HTTP route's layer: every layer reads the same store,
+    // and an observing one passes them to the upstream.
     let status = std::iter::once((&config.default_route, &fallback))
         .chain(config.routes.iter().zip(table.iter().map(|(_, h)| h)))
-        .find(|(route, _)| route.mode == Mode::Protect)
+        .find(|(route, _)| route.mode == Mode::Protect && !route.observe)
         .map(|(_, handler)| handler.clone());
     Built {
         routes: Routes::new(table, fallback, status),

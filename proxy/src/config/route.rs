@@ -28,16 +28,18 @@ pub(super) fn route(
         (None, Some(field)) => Some(KeySource::Field(field.0)),
         (None, None) => inherit_body_rules.and_then(|r| r.key.clone()),
     };
-    let observe = table
-        .observe
-        .unwrap_or_else(|| inherit.is_some_and(|r| r.observe));
-    if observe && mode == Mode::Pass {
+    // A pass route keys nothing: it takes no `observe` from `[defaults]`, and may not say it.
+    if table.observe == Some(true) && mode == Mode::Pass {
         return Err(
             "a route with mode = \"pass\" keys nothing: `observe` applies to the protect and mcp \
              modes"
                 .to_owned(),
         );
     }
+    let observe = mode != Mode::Pass
+        && table
+            .observe
+            .unwrap_or_else(|| inherit.is_some_and(|r| r.observe));
     if mode == Mode::Mcp && key.is_some() {
         return Err(
             "an MCP route keys calls by their tool and arguments: `key_header` and `key_field` \
