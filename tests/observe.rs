@@ -16,9 +16,9 @@ use tower_idempotency::IdempotencyLayer;
 const CHECKS: &str = "idempotency_duplicate_checks_total";
 const ECHO: (&str, &str) = ("operation", "POST /tools/echo");
 
-/// What was recorded once every count has been made: they are made in tasks of their own,
-/// each bounded by the store timeout (2 s), so on the paused clock five seconds see them all.
-/// A snapshot takes what it reads: one a test.
+/// What was recorded once every count has been made: a count the store does not answer at
+/// once is made in a task of its own, bounded by the store timeout (2 s), so on the paused
+/// clock five seconds see them all. A snapshot takes what it reads: one a test.
 async fn recorded(snapshotter: &Snapshotter) -> Snapshot {
     tokio::time::sleep(Duration::from_secs(5)).await;
     snapshotter.snapshot().into_vec()
@@ -126,9 +126,23 @@ async fn calls_that_cannot_be_keyed_are_passed_on_and_counted_as_not_keyable() {
     assert_eq!(streamed.status, StatusCode::CREATED);
     assert_eq!(streamed.json()["echo"]["pad"].as_str().unwrap().len(), 200);
     assert_eq!(counts.get("echo"), 3);
+    // With no length, past four times the limit: not held, and nothing whole to pass on.
+    let huge = format!(r#"{{"pad":"{}"}}"#, "x".repeat(400));
+    let refused = client
+        .post_with(
+            "/tools/echo",
+            &[("x-session-id", "s"), ("content-type", "application/json")],
+            reqwest::Body::wrap_stream(futures_util::stream::iter([Ok::<_, std::io::Error>(
+                huge.into_bytes(),
+            )])),
+        )
+        .await;
+    assert_eq!(refused.status, StatusCode::PAYLOAD_TOO_LARGE);
+    assert_eq!(refused.json()["outcome"], "not_executed");
+    assert_eq!(counts.get("echo"), 3, "nothing ran");
     let snapshot = recorded(&snapshotter).await;
     assert_eq!(checks(&snapshot, ("operation", "(no scope)")), [0, 0, 1, 0]);
-    assert_eq!(checks(&snapshot, ECHO), [0, 0, 2, 0]);
+    assert_eq!(checks(&snapshot, ECHO), [0, 0, 3, 0]);
 }
 
 #[tokio::test(start_paused = true)]
