@@ -58,12 +58,19 @@ pub(crate) enum Peeked<B> {
     /// Longer than the limit as it came, with no length declared: read to its end all the
     /// same, since the service's body is rebuilt from bytes, and passed on unkeyed.
     Longer(Bytes),
+    /// With no length declared, longer than [`OBSERVED_CEILING`] times the limit: not held any
+    /// further, so there is nothing whole to pass on.
+    TooLong(usize),
     /// It broke off: there is nothing whole to pass on.
     Broken,
 }
 
+/// How far past the limit observe mode reads a body that declares no length: a body is only
+/// passed on whole, and past this it is not held.
+pub(crate) const OBSERVED_CEILING: usize = 4;
+
 /// Reads a body for observe mode: whole where it is within `limit`, not at all where it
-/// declares more.
+/// declares more, and up to [`OBSERVED_CEILING`] times `limit` where it declares no length.
 pub(crate) async fn peek_body<B>(body: B, headers: &HeaderMap, limit: usize) -> Peeked<B>
 where
     B: Body,
@@ -72,14 +79,19 @@ where
     if declares_more(headers, limit) {
         return Peeked::Declared(body);
     }
+    let ceiling = limit.saturating_mul(OBSERVED_CEILING);
     let mut body = std::pin::pin!(body);
     let mut gathered = Gathered::default();
     while let Some(frame) = body.frame().await {
         let Ok(frame) = frame else {
             return Peeked::Broken;
         };
+        // Trailers are dropped, as when enforcing: the service's body is rebuilt from bytes.
         if let Ok(mut data) = frame.into_data() {
             gathered.push(data.copy_to_bytes(data.remaining()));
+        }
+        if gathered.len() > ceiling {
+            return Peeked::TooLong(ceiling);
         }
     }
     let over = gathered.len() > limit;

@@ -17,8 +17,8 @@ use crate::telemetry;
 type Answered<B, E> = Result<Response<ResponseBody<B>>, E>;
 
 /// Counts the call (see [`Engine::observe`]) and passes it on. Nothing is refused, replayed,
-/// coalesced or rewritten; the one answer of the layer's own is to a body that broke off,
-/// which leaves nothing whole to pass on.
+/// coalesced or rewritten; the layer answers only a body that broke off, or one of no declared
+/// length past four times the limit, which leave nothing whole to pass on.
 pub(crate) fn observe<S, St, B, ResBody>(
     engine: Arc<Engine<St>>,
     mut inner: S,
@@ -59,6 +59,13 @@ where
                 Peeked::Longer(bytes) => {
                     engine.observe(&parts, None, None, &op, Call::default());
                     B::from(bytes)
+                }
+                Peeked::TooLong(ceiling) => {
+                    engine.observe(&parts, None, None, &op, Call::default());
+                    let refused = Decided::Refused(Refusal::from(Unread::TooLarge(ceiling)));
+                    let answer = render(settings, refused);
+                    telemetry::answered(&op, Some(answer.status()), started);
+                    return Ok(answer);
                 }
                 Peeked::Broken => {
                     engine.observe(&parts, None, None, &op, Call::default());

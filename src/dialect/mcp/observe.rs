@@ -19,8 +19,8 @@ use crate::store::{Dialect, Store};
 use crate::telemetry::{self, Op};
 
 /// Passes one POST on, counting the tool call it carries; cancellations, listings and task
-/// queries go to the server as they are. The one answer of the layer's own is to a body that
-/// broke off, which leaves nothing whole to pass on.
+/// queries go to the server as they are. The layer answers only a body that broke off, or one
+/// of no declared length past four times the limit, which leave nothing whole to pass on.
 pub(crate) async fn observe_post<St: Store, S, B, ResBody>(
     endpoint: Arc<Endpoint<St>>,
     mut inner: S,
@@ -56,6 +56,11 @@ where
         Peeked::Longer(bytes) => {
             unkeyable(&parts);
             (B::from(bytes), None)
+        }
+        Peeked::TooLong(ceiling) => {
+            unkeyable(&parts);
+            let refusal = Refusal::from(Unread::TooLarge(ceiling));
+            return Ok(http_dialect::refused(settings, &refusal));
         }
         Peeked::Broken => {
             unkeyable(&parts);
