@@ -2,13 +2,14 @@
 //! process started and over the last hour, with the callers that repeat the most.
 
 use std::collections::HashMap;
+use std::hash::BuildHasher;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use serde::Serialize;
 
 use super::duplicates::Checked;
 use crate::clock::now_ms;
-use crate::key::ScopeHash;
+use crate::key::{KeyHasher, ScopeHash};
 
 /// Callers kept per operation, by how often they repeat.
 const CALLERS: usize = 32;
@@ -63,7 +64,9 @@ pub struct DuplicateCounts {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
 pub struct RepeatingCaller {
-    /// The first 16 hex digits of the caller's scope hash: never the scope itself.
+    /// The caller's scope, hashed again with a key of this process's own (16 hex digits): the
+    /// same caller reads the same here until the process restarts, and no one can test a guess
+    /// of a scope (a user name) against it.
     pub scope: String,
     /// Its calls that repeated an intent, since the process started (at most a few more where
     /// it took the place of a caller that repeated less).
@@ -142,7 +145,7 @@ impl Tally {
         self.callers.insert(scope, floor + 1);
     }
 
-    fn report(&self, operation: &str, minute: u64) -> OperationDuplicates {
+    fn report(&self, operation: &str, minute: u64, pseudonyms: &KeyHasher) -> OperationDuplicates {
         let mut last_hour = DuplicateCounts::default();
         for (counted, counts) in &self.minutes {
             if *counted <= minute && minute - counted <= 60 {
@@ -158,7 +161,7 @@ impl Tally {
             .into_iter()
             .take(LISTED)
             .map(|(scope, &repeats)| RepeatingCaller {
-                scope: hex::encode(&scope.as_bytes()[..8]),
+                scope: format!("{:016x}", pseudonyms.hash_one(scope.as_bytes())),
                 repeats,
             })
             .collect();
@@ -174,7 +177,14 @@ impl Tally {
 /// The tallies of every operation one layer observed: shared by its services. The operations
 /// are the metrics' labels, bounded as they are.
 #[derive(Clone, Default)]
-pub struct Duplicates(Arc<Mutex<HashMap<String, Tally>>>);
+pub struct Duplicates(Arc<Tallies>);
+
+#[derive(Default)]
+struct Tallies {
+    by_operation: Mutex<HashMap<String, Tally>>,
+    /// Seeded per process: what the report shows of a caller's scope.
+    pseudonyms: KeyHasher,
+}
 
 impl std::fmt::Debug for Duplicates {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -185,7 +195,8 @@ impl std::fmt::Debug for Duplicates {
 impl Duplicates {
     pub(crate) fn add(&self, operation: &str, scope: Option<ScopeHash>, checked: Checked) {
         let minute = now_ms() / MINUTE_MS;
-        let mut tallies = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let tallies = &self.0.by_operation;
+        let mut tallies = tallies.lock().unwrap_or_else(PoisonError::into_inner);
         match tallies.get_mut(operation) {
             Some(tally) => tally.add(minute, scope, checked),
             None => {
@@ -205,10 +216,12 @@ impl Duplicates {
     /// ```
     pub fn report(&self) -> DuplicateReport {
         let minute = now_ms() / MINUTE_MS;
-        let tallies = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let tallies = self.0.by_operation.lock();
+        let tallies = tallies.unwrap_or_else(PoisonError::into_inner);
+        let pseudonyms = &self.0.pseudonyms;
         let mut operations: Vec<_> = tallies
             .iter()
-            .map(|(operation, tally)| tally.report(operation, minute))
+            .map(|(operation, tally)| tally.report(operation, minute, pseudonyms))
             .collect();
         operations.sort_by(|a, b| {
             let most = b.since_start.duplicates.cmp(&a.since_start.duplicates);
@@ -245,7 +258,13 @@ mod tests {
         assert_eq!(send.last_hour.duplicates, 1);
         assert_eq!(send.last_hour.not_keyable, 1);
         assert_eq!(send.top_callers[0].repeats, 2);
-        assert_eq!(send.top_callers[0].scope, "0101010101010101");
+        let shown = &send.top_callers[0].scope;
+        assert_eq!(shown.len(), 16);
+        assert!(!shown.contains("0101010101"), "not the scope hash itself");
+        assert_eq!(
+            duplicates.report().operations[0].top_callers[0].scope,
+            *shown
+        );
     }
 
     #[test]
@@ -260,7 +279,9 @@ mod tests {
         let report = duplicates.report();
         let top = &report.operations[0].top_callers;
         assert_eq!(top.len(), LISTED);
-        assert_eq!(top[0].scope, hex::encode([0u8; 8]));
         assert!(top[0].repeats >= 5);
+        assert!(top[1..]
+            .iter()
+            .all(|caller| caller.repeats < top[0].repeats));
     }
 }
