@@ -417,8 +417,9 @@ impl Store for RedisStore {
     }
 
     /// Counted under the intent's key with `:calls` after it: the same hash slot in a cluster.
-    /// Sent once, never again on a dropped connection: a count, unlike the other scripts, would
-    /// count twice.
+    /// Not sent again by this store on a dropped connection, as the other scripts are: a count
+    /// would count twice. (A cluster connection may still resend a command whose connection
+    /// broke, which counts that call twice: the count errs that way only then.)
     async fn count_call(&self, key: &IntentKey, window: Duration) -> Result<u64, StoreError> {
         let mut name = self.redis_key(key);
         name.push_str(":calls");

@@ -1,6 +1,6 @@
 //! One answer as a test sees it, whoever sent the request: a client on loopback, a client over
-#![allow(dead_code)] // each test binary reads the parts it needs
 //! the in-memory pipe, a service called directly, or the proxy's tests.
+#![allow(dead_code)] // each test binary reads the parts it needs
 
 use bytes::Bytes;
 use http::{HeaderMap, StatusCode};

@@ -58,8 +58,8 @@ impl Client {
             .expect("the request reaches the server")
     }
 
-    /// Sends `request`; the client's error if it did not get a whole answer (its own body
-    /// broke off, or the connection did).
+    /// Sends `request`; the client's error if it got no answer (its own body broke off, or
+    /// the connection did before the answer's head).
     pub async fn try_send(&self, request: reqwest::RequestBuilder) -> Result<Answer, String> {
         match &self.transport {
             Transport::Loopback => {
