@@ -85,6 +85,37 @@ async fn a_tiered_redis_store_conforms() {
     conformance::assert_conforms(&store).await;
 }
 
+#[cfg(feature = "postgres")]
+mod postgres {
+    use tower_idempotency::store::{conformance, PostgresStore, TieredStore};
+
+    use crate::support::postgres_server::PostgresServer;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_postgres_store_conforms_alone_and_under_the_tiered_cache() {
+        let server = PostgresServer::start();
+        let store = PostgresStore::connect(&server.url())
+            .await
+            .expect("the test's postgres");
+        conformance::assert_conforms(&store).await;
+        conformance::assert_conforms(&TieredStore::new(store)).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn two_postgres_stores_on_one_table_make_the_tables_once_and_share_intents() {
+        let server = PostgresServer::start();
+        let url = server.url();
+        let (one, two) = tokio::join!(PostgresStore::connect(&url), PostgresStore::connect(&url));
+        let (one, two) = (one.expect("the first"), two.expect("the second at once"));
+        let key = tower_idempotency::key::IntentKey::from_bytes([7; 32]);
+        let window = std::time::Duration::from_secs(60);
+        use tower_idempotency::store::Store;
+        assert_eq!(one.count_call(&key, window).await.unwrap(), 1);
+        assert_eq!(two.count_call(&key, window).await.unwrap(), 2);
+        conformance::assert_conforms(&two).await;
+    }
+}
+
 #[tokio::test]
 async fn a_store_that_does_not_fence_fails_the_suite() {
     let violations = conformance::check(&NoFence::new())

@@ -25,6 +25,11 @@ pub struct Cli {
     /// `store.redis_url` in the file. Without it, or a cluster, the store is in memory.
     #[arg(long, value_name = "URL", conflicts_with = "redis_cluster_urls")]
     pub redis_url: Option<String>,
+    /// A PostgreSQL database for the store, shared by every instance
+    /// (`postgres://USER:PASSWORD@HOST:PORT/DATABASE`); `store.postgres_url` in the file. The
+    /// proxy makes its tables there if they do not exist.
+    #[arg(long, value_name = "URL", conflicts_with_all = ["redis_url", "redis_cluster_urls"])]
+    pub postgres_url: Option<String>,
     /// The nodes of a Redis Cluster, comma-separated; `store.redis_cluster_urls` in the file.
     #[arg(long, value_name = "URLS", value_delimiter = ',')]
     pub redis_cluster_urls: Vec<String>,

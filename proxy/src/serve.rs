@@ -12,7 +12,7 @@ use hyper_util::service::TowerToHyperService;
 use metrics_exporter_prometheus::{BuildError, Matcher, PrometheusBuilder, PrometheusHandle};
 use tokio::net::TcpListener;
 use tower::ServiceExt;
-use tower_idempotency::store::{MemoryStore, RedisStore, Store, TieredStore};
+use tower_idempotency::store::{MemoryStore, PostgresStore, RedisStore, Store, TieredStore};
 use tower_idempotency::{ATTEMPT_BUCKETS, DURATION_BUCKETS};
 
 use crate::admin::{self, Admin};
@@ -96,6 +96,20 @@ pub async fn run(config: Config) -> Result<(), String> {
                 .await
                 .map_err(|error| format!("cannot connect to the Redis Cluster: {error}"))?;
             serve(&config, tiered(remote), prometheus).await
+        }
+        StoreKind::Postgres(url) => {
+            let mut builder = PostgresStore::builder();
+            if let Some(timeout) = store.call_timeout {
+                builder = builder.call_timeout(timeout);
+            }
+            let remote = builder.connect(url).await.map_err(|error| {
+                format!("cannot connect to PostgreSQL at {}: {error}", redacted(url))
+            })?;
+            let cached = match store.memory_max_bytes {
+                Some(bytes) => TieredStore::with_local_bytes(remote, bytes),
+                None => TieredStore::new(remote),
+            };
+            serve(&config, cached, prometheus).await
         }
     }
 }
@@ -237,7 +251,7 @@ fn shutdown_signal() -> impl std::future::Future<Output = ()> {
     }
 }
 
-/// A Redis URL as it may be shown: without the password it may hold.
+/// A store's URL as it may be shown: without the password it may hold.
 fn redacted(url: &str) -> String {
     match (url.find("://"), url.rfind('@')) {
         (Some(scheme), Some(at)) if at > scheme => {

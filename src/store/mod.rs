@@ -12,6 +12,10 @@ mod encoding;
 pub(crate) mod hints;
 mod memory;
 mod observed;
+#[cfg(feature = "postgres")]
+mod postgres;
+#[cfg(feature = "postgres")]
+mod postgres_sql;
 mod record;
 #[cfg(feature = "redis")]
 mod redis;
@@ -35,6 +39,9 @@ pub use codec::DecodeError;
 pub(crate) use hints::{answers_at_once, cached};
 pub use memory::{MemoryStore, MemoryStoreBuilder};
 pub(crate) use observed::{Observed, StoreMetrics};
+#[cfg(feature = "postgres")]
+#[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
+pub use postgres::{PostgresStore, PostgresStoreBuilder};
 pub use record::{
     Dialect, KeptResponse, Omission, Record, ReleaseCause, RunningInfo, StoredResponse, Tombstone,
 };

@@ -240,6 +240,8 @@ pub mod answer;
 pub mod client;
 pub mod faulty;
 pub mod gateway;
+#[cfg(feature = "postgres")]
+pub mod postgres_server;
 pub mod process;
 pub mod recorded;
 #[cfg(feature = "redis")]

@@ -57,6 +57,7 @@ pub enum HostHeader {
 pub struct StoreTable {
     pub redis_url: Option<Spanned<String>>,
     pub redis_cluster_urls: Option<Spanned<Vec<String>>>,
+    pub postgres_url: Option<Spanned<String>>,
     /// The prefix of every Redis key.
     pub prefix: Option<String>,
     /// The memory store's byte budget (and the tiered store's local cache).

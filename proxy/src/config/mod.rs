@@ -60,6 +60,7 @@ pub enum StoreKind {
     Memory,
     Redis(String),
     Cluster(Vec<String>),
+    Postgres(String),
 }
 
 impl Store {
@@ -69,6 +70,7 @@ impl Store {
             StoreKind::Memory => "memory",
             StoreKind::Redis(_) => "redis",
             StoreKind::Cluster(_) => "redis-cluster",
+            StoreKind::Postgres(_) => "postgres",
         }
     }
 }
@@ -351,7 +353,18 @@ fn store(
             ))
         }
     };
-    let kind = if let Some(url) = &cli.redis_url {
+    let postgres = |url: &str| -> Result<String, String> {
+        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            Ok(url.to_owned())
+        } else {
+            Err(format!(
+                "`{url}` is not a PostgreSQL URL: expected one like postgres://app@127.0.0.1:5432/app"
+            ))
+        }
+    };
+    let kind = if let Some(url) = &cli.postgres_url {
+        StoreKind::Postgres(postgres(url).map_err(|m| ConfigError(format!("--postgres-url: {m}")))?)
+    } else if let Some(url) = &cli.redis_url {
         StoreKind::Redis(redis(url).map_err(|m| ConfigError(format!("--redis-url: {m}")))?)
     } else if !cli.redis_cluster_urls.is_empty() {
         let urls = cli
@@ -361,6 +374,18 @@ fn store(
             .collect::<Result<_, _>>()
             .map_err(|m| ConfigError(format!("--redis-cluster-urls: {m}")))?;
         StoreKind::Cluster(urls)
+    } else if let Some(url) = &table.postgres_url {
+        if table.redis_url.is_some() || table.redis_cluster_urls.is_some() {
+            return Err(ConfigError(format!(
+                "{}: [store] names both Postgres and Redis: keep one",
+                where_(url.span())
+            )));
+        }
+        StoreKind::Postgres(
+            postgres(url.get_ref()).map_err(|m| {
+                ConfigError(format!("{}: store.postgres_url: {m}", where_(url.span())))
+            })?,
+        )
     } else {
         match (&table.redis_url, &table.redis_cluster_urls) {
             (Some(_), Some(urls)) => {

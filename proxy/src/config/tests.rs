@@ -254,3 +254,27 @@ fn observing_by_default_leaves_pass_routes_as_they_are_and_a_route_may_enforce()
     assert!(!route("/files").observe, "a pass route keys nothing");
     assert!(!route("/tools/pay").observe, "this route enforces");
 }
+
+#[test]
+fn a_postgres_store_is_named_by_flag_or_file_and_never_beside_redis() {
+    let flag = cli(&[
+        "--upstream",
+        "http://127.0.0.1:8000",
+        "--postgres-url",
+        "postgres://app@db/app",
+    ]);
+    let config = Config::load(&flag).unwrap();
+    assert!(
+        matches!(&config.store.kind, StoreKind::Postgres(url) if url == "postgres://app@db/app")
+    );
+    let text = "[upstream]\nurl = \"http://127.0.0.1:8000\"\n[store]\npostgres_url = \"postgresql://app@db/app\"\n";
+    let config = with_file(text, &[]).unwrap();
+    assert_eq!(config.store.kind_name(), "postgres");
+    let both = "[upstream]\nurl = \"http://127.0.0.1:8000\"\n[store]\npostgres_url = \"postgres://db/app\"\nredis_url = \"redis://127.0.0.1:6379\"\n";
+    let error = with_file(both, &[]).unwrap_err().to_string();
+    assert!(error.contains("Postgres and Redis"), "{error}");
+    let wrong =
+        "[upstream]\nurl = \"http://127.0.0.1:8000\"\n[store]\npostgres_url = \"mysql://db/app\"\n";
+    let error = with_file(wrong, &[]).unwrap_err().to_string();
+    assert!(error.contains("not a PostgreSQL URL"), "{error}");
+}

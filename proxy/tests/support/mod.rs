@@ -8,9 +8,12 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-// The crate's own test support, shared: processes, answers, Redis, the MCP SDK clients.
+// The crate's own test support, shared: processes, answers, Redis, PostgreSQL, the MCP SDK
+// clients.
 #[path = "../../../tests/support/answer.rs"]
 pub mod answer;
+#[path = "../../../tests/support/postgres_server.rs"]
+pub mod postgres_server;
 #[path = "../../../tests/support/process.rs"]
 pub mod process;
 #[path = "../../../tests/support/redis_server.rs"]

@@ -1,0 +1,369 @@
+//! A store in a Postgres table: one row per intent, each operation one statement on the
+//! database's clock.
+
+use std::str::FromStr;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use bytes::Bytes;
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
+use tokio_postgres::types::ToSql;
+use tokio_postgres::NoTls;
+
+use super::codec::{self, Stored};
+use super::postgres_sql::Statements;
+use super::{
+    Claim, ClaimRequest, Entry, Fence, OwnerToken, Record, RunningInfo, Store, StoreError,
+    Tombstone,
+};
+use crate::key::IntentKey;
+
+/// The table a store uses unless told otherwise.
+const DEFAULT_TABLE: &str = "idempotency_intents";
+/// How often expired rows are swept.
+const SWEEP_EVERY: Duration = Duration::from_secs(60);
+
+/// A store in Postgres, shared by every instance on the same database: claims are atomic
+/// statements, writes are fenced by the owner token, and leases, retention and expiry run on
+/// the database's clock (`clock_timestamp()`), never an instance's.
+///
+/// The table (and a second one for observe mode's counts, `<table>_calls`) is created when the
+/// store connects, if it does not exist; rows past their time are swept a minute later, a
+/// batch at a time, every minute. Built on `tokio-postgres` with a `deadpool` pool.
+///
+/// ```no_run
+/// # async fn run() -> Result<(), tower_idempotency::store::StoreError> {
+/// use tower_idempotency::store::PostgresStore;
+///
+/// let store = PostgresStore::connect("postgres://app@127.0.0.1/app").await?;
+/// let layer = tower_idempotency::IdempotencyLayer::with_store(store.tiered());
+/// # let _ = layer;
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct PostgresStore {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    pool: Pool,
+    statements: Statements,
+    call_timeout: Duration,
+}
+
+impl std::fmt::Debug for PostgresStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PostgresStore")
+            .field("pool", &self.inner.pool.status())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Builds a [`PostgresStore`].
+#[derive(Debug, Clone)]
+#[must_use = "a builder does nothing until it connects"]
+pub struct PostgresStoreBuilder {
+    table: String,
+    pool_size: usize,
+    call_timeout: Duration,
+}
+
+impl PostgresStoreBuilder {
+    /// The table of intents (default `idempotency_intents`): a plain lower-case identifier,
+    /// optionally after a schema (`app.idempotency_intents`). Services that share a database
+    /// but not their intents take tables of their own.
+    pub fn table(mut self, table: impl Into<String>) -> Self {
+        self.table = table.into();
+        self
+    }
+
+    /// Connections in the pool (default 16).
+    pub fn pool_size(mut self, size: usize) -> Self {
+        self.pool_size = size.max(1);
+        self
+    }
+
+    /// The bound on every call, waiting for a connection included (default 2 s).
+    pub fn call_timeout(mut self, timeout: Duration) -> Self {
+        self.call_timeout = timeout;
+        self
+    }
+
+    /// Connects to the database at `url` (`postgres://user:password@host:port/database`),
+    /// creates the tables if they do not exist, and starts the sweep of expired rows.
+    pub async fn connect(self, url: &str) -> Result<PostgresStore, StoreError> {
+        let plain = |part: &str| {
+            !part.is_empty()
+                && part
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+                && !part.as_bytes()[0].is_ascii_digit()
+        };
+        if !self.table.split('.').all(plain) || self.table.split('.').count() > 2 {
+            return Err(StoreError::new(format!(
+                "the table {:?} is not a plain identifier (lower-case letters, digits, `_`, \
+                 optionally after a schema and a `.`)",
+                self.table
+            )));
+        }
+        let config = tokio_postgres::Config::from_str(url).map_err(StoreError::new)?;
+        let manager = Manager::from_config(
+            config,
+            NoTls,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let pool = Pool::builder(manager)
+            .max_size(self.pool_size)
+            .wait_timeout(Some(self.call_timeout))
+            .runtime(deadpool_postgres::Runtime::Tokio1)
+            .build()
+            .map_err(StoreError::new)?;
+        let inner = Arc::new(Inner {
+            pool,
+            statements: Statements::for_table(&self.table),
+            call_timeout: self.call_timeout,
+        });
+        let migrate = async {
+            let mut client = inner.pool.get().await.map_err(StoreError::new)?;
+            let transaction = client.transaction().await.map_err(StoreError::new)?;
+            let sql = &inner.statements.migrate;
+            transaction
+                .batch_execute(sql)
+                .await
+                .map_err(StoreError::new)?;
+            transaction.commit().await.map_err(StoreError::new)
+        };
+        // The first connection may take longer than one call: the tables are made once.
+        tokio::time::timeout(self.call_timeout.max(Duration::from_secs(10)), migrate)
+            .await
+            .map_err(|_| StoreError::new("postgres did not answer while the tables were made"))??;
+        tokio::spawn(sweep(Arc::downgrade(&inner)));
+        Ok(PostgresStore { inner })
+    }
+}
+
+/// Deletes rows past their time, a batch at a time, every minute, while the store lives.
+async fn sweep(inner: Weak<Inner>) {
+    loop {
+        tokio::time::sleep(SWEEP_EVERY).await;
+        let Some(inner) = inner.upgrade() else {
+            return;
+        };
+        for sql in [&inner.statements.sweep, &inner.statements.sweep_calls] {
+            loop {
+                match inner.execute(sql, &[]).await {
+                    Ok(deleted) if deleted >= 1000 => continue,
+                    Ok(_) => break,
+                    Err(error) => {
+                        tracing::warn!(%error, "the sweep of expired rows failed; it runs again");
+                        break;
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl PostgresStore {
+    /// Connects with the defaults: see [`PostgresStoreBuilder::connect`].
+    pub async fn connect(url: &str) -> Result<Self, StoreError> {
+        Self::builder().connect(url).await
+    }
+
+    /// Starts a builder.
+    pub fn builder() -> PostgresStoreBuilder {
+        PostgresStoreBuilder {
+            table: DEFAULT_TABLE.to_owned(),
+            pool_size: 16,
+            call_timeout: Duration::from_secs(2),
+        }
+    }
+
+    /// Puts an in-process cache of completed records in front.
+    pub fn tiered(self) -> super::TieredStore<Self> {
+        super::TieredStore::new(self)
+    }
+}
+
+impl Inner {
+    /// Runs `sql` once on a pooled connection, bounded by the call timeout: its rows.
+    async fn query(
+        &self,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Vec<tokio_postgres::Row>, StoreError> {
+        let call = async {
+            let client = self.pool.get().await.map_err(StoreError::new)?;
+            let statement = client.prepare_cached(sql).await.map_err(StoreError::new)?;
+            client
+                .query(&statement, params)
+                .await
+                .map_err(StoreError::new)
+        };
+        match tokio::time::timeout(self.call_timeout, call).await {
+            Ok(rows) => rows,
+            Err(_) => Err(StoreError::new(format!(
+                "postgres did not answer within {:?}",
+                self.call_timeout
+            ))),
+        }
+    }
+
+    async fn execute(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<u64, StoreError> {
+        let rows = self
+            .query(
+                &format!("WITH done AS ({sql} RETURNING 1) SELECT count(*) FROM done"),
+                params,
+            )
+            .await?;
+        let count: i64 = rows.first().map_or(0, |row| row.get(0));
+        Ok(u64::try_from(count).unwrap_or(0))
+    }
+
+    /// A fenced write: held if the statement returned a row.
+    async fn fenced(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Fence, StoreError> {
+        let rows = self.query(sql, params).await?;
+        Ok(if rows.is_empty() {
+            Fence::Lost
+        } else {
+            Fence::Held
+        })
+    }
+}
+
+/// Milliseconds as the statements' `bigint` argument: at least one, at most what the store
+/// keeps.
+fn millis(duration: Duration) -> i64 {
+    let kept = duration.min(super::LONGEST_KEPT).as_millis().max(1);
+    i64::try_from(kept).unwrap_or(i64::MAX)
+}
+
+fn decode(value: Vec<u8>) -> Result<Stored, StoreError> {
+    codec::decode(Bytes::from(value)).map_err(StoreError::new)
+}
+
+impl Store for PostgresStore {
+    async fn claim(&self, key: &IntentKey, request: &ClaimRequest) -> Result<Claim, StoreError> {
+        let info = RunningInfo {
+            started_at_ms: request.started_at_ms,
+            scope: request.scope,
+            fingerprint: request.fingerprint,
+        };
+        let running = codec::encode_running(&request.token, &info);
+        let lease = millis(request.lease);
+        let key = key.as_bytes().as_slice();
+        // A row inserted after the statement's snapshot is neither taken nor seen: asked again.
+        for _ in 0..3 {
+            let rows = self
+                .inner
+                .query(&self.inner.statements.claim, &[&key, &running, &lease])
+                .await?;
+            let row = rows
+                .first()
+                .ok_or_else(|| StoreError::new("claim returned no row"))?;
+            let (acquired, current): (bool, Option<Vec<u8>>) = (row.get(0), row.get(1));
+            if acquired {
+                return Ok(Claim::Acquired(request.token));
+            }
+            match current.map(decode).transpose()? {
+                Some(Stored::Running(_, info)) => return Ok(Claim::Running(info)),
+                Some(Stored::Completed(record)) => return Ok(Claim::Completed(Arc::new(record))),
+                Some(Stored::Failed(_)) | None => continue,
+            }
+        }
+        Err(StoreError::new(
+            "the claim kept meeting a row written at the same moment",
+        ))
+    }
+
+    async fn complete(
+        &self,
+        key: &IntentKey,
+        token: &OwnerToken,
+        record: Arc<Record>,
+        retention: Duration,
+    ) -> Result<Fence, StoreError> {
+        let encoded = codec::encode_record(&record);
+        let params: [&(dyn ToSql + Sync); 4] = [
+            &key.as_bytes().as_slice(),
+            &token.as_bytes().as_slice(),
+            &encoded,
+            &millis(retention),
+        ];
+        self.inner
+            .fenced(&self.inner.statements.complete, &params)
+            .await
+    }
+
+    async fn release(
+        &self,
+        key: &IntentKey,
+        token: &OwnerToken,
+        tombstone: Arc<Tombstone>,
+        ttl: Duration,
+    ) -> Result<Fence, StoreError> {
+        let encoded = codec::encode_tombstone(&tombstone);
+        let params: [&(dyn ToSql + Sync); 4] = [
+            &key.as_bytes().as_slice(),
+            &token.as_bytes().as_slice(),
+            &encoded,
+            &millis(ttl),
+        ];
+        self.inner
+            .fenced(&self.inner.statements.release, &params)
+            .await
+    }
+
+    async fn extend(
+        &self,
+        key: &IntentKey,
+        token: &OwnerToken,
+        lease: Duration,
+    ) -> Result<Fence, StoreError> {
+        let params: [&(dyn ToSql + Sync); 3] = [
+            &key.as_bytes().as_slice(),
+            &token.as_bytes().as_slice(),
+            &millis(lease),
+        ];
+        self.inner
+            .fenced(&self.inner.statements.extend, &params)
+            .await
+    }
+
+    async fn abandon(&self, key: &IntentKey, token: &OwnerToken) -> Result<Fence, StoreError> {
+        let params: [&(dyn ToSql + Sync); 2] =
+            [&key.as_bytes().as_slice(), &token.as_bytes().as_slice()];
+        self.inner
+            .fenced(&self.inner.statements.abandon, &params)
+            .await
+    }
+
+    async fn get(&self, key: &IntentKey) -> Result<Option<Entry>, StoreError> {
+        let key = key.as_bytes().as_slice();
+        let rows = self
+            .inner
+            .query(&self.inner.statements.get, &[&key])
+            .await?;
+        let Some(row) = rows.first() else {
+            return Ok(None);
+        };
+        Ok(Some(match decode(row.get(0))? {
+            Stored::Running(_, info) => Entry::Running(info),
+            Stored::Completed(record) => Entry::Completed(Arc::new(record)),
+            Stored::Failed(tombstone) => Entry::Failed(Arc::new(tombstone)),
+        }))
+    }
+
+    async fn count_call(&self, key: &IntentKey, window: Duration) -> Result<u64, StoreError> {
+        let params: [&(dyn ToSql + Sync); 2] = [&key.as_bytes().as_slice(), &millis(window)];
+        let rows = self
+            .inner
+            .query(&self.inner.statements.count_call, &params)
+            .await?;
+        let calls: i64 = rows.first().map_or(1, |row| row.get(0));
+        Ok(u64::try_from(calls).unwrap_or(1))
+    }
+}
