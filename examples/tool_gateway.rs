@@ -18,8 +18,9 @@
 //! accepting and lets running actions finish and record for up to this long), `PRINCIPAL_HEADER` (the header that an authenticating proxy in front sets,
 //! such as `x-user`: the scope is then that principal, narrowed by `x-session-id` where a
 //! request sends one; without it, the client-chosen `x-session-id` alone is the scope). With the `redis` feature, `REDIS_URL` (one node) or `REDIS_CLUSTER_URLS`
-//! (comma-separated node URLs) put the tiered Redis store behind the layer; without either, the
-//! in-process memory store is used.
+//! (comma-separated node URLs) put the tiered Redis store behind the layer; with the `postgres`
+//! feature, `POSTGRES_URL` the tiered Postgres store; without any, the in-process memory store
+//! is used.
 //!
 //! ```text
 //! REDIS_URL=redis://127.0.0.1:6379 cargo run --features redis --example tool_gateway
@@ -339,12 +340,23 @@ async fn main() {
     if let Some(store) = redis_store().await {
         return serve(addr, tools, Some(layer(store, timing))).await;
     }
+    #[cfg(feature = "postgres")]
+    if let Ok(url) = std::env::var("POSTGRES_URL") {
+        let store = tower_idempotency::store::PostgresStore::connect(&url)
+            .await
+            .expect("connect to POSTGRES_URL");
+        return serve(addr, tools, Some(layer(store.tiered(), timing))).await;
+    }
     let wants_redis = ["REDIS_URL", "REDIS_CLUSTER_URLS"]
         .iter()
         .any(|name| std::env::var_os(name).is_some());
     assert!(
         cfg!(feature = "redis") || !wants_redis,
         "REDIS_URL and REDIS_CLUSTER_URLS need the redis feature: cargo run --features redis"
+    );
+    assert!(
+        cfg!(feature = "postgres") || std::env::var_os("POSTGRES_URL").is_none(),
+        "POSTGRES_URL needs the postgres feature: cargo run --features postgres"
     );
     let store = tower_idempotency::store::MemoryStore::new();
     serve(addr, tools, Some(layer(store, timing))).await

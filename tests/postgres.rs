@@ -1,0 +1,92 @@
+//! The Postgres store under the layer, on a PostgreSQL the tests start themselves: an owner
+//! killed mid-execution leaves its intent to another instance once its lease lapses, and
+//! observe mode counts repeats across instances on one database.
+#![cfg(feature = "postgres")]
+
+mod support;
+
+use std::time::Duration;
+
+use axum::http::StatusCode;
+use support::gateway;
+use support::postgres_server::PostgresServer;
+use support::process::eventually;
+use support::{tools, Client, Counts};
+use tower_idempotency::store::PostgresStore;
+use tower_idempotency::IdempotencyLayer;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_owner_frees_the_intent_after_its_lease_and_another_instance_runs_it_once() {
+    let database = PostgresServer::start();
+    let url = database.url();
+    let env = |deadline: &str| {
+        vec![
+            ("POSTGRES_URL", url.clone()),
+            ("LEASE_MS", "1000".to_owned()),
+            ("DEADLINE_MS", deadline.to_owned()),
+        ]
+    };
+    let mut owner = gateway::start_owned(&env("200"));
+    let other = gateway::start_owned(&env("4000"));
+    let report = r#"{"topic":"q3","seconds":30}"#;
+    let started = owner
+        .client
+        .post("/tools/generate_report", "s", report)
+        .await;
+    assert_eq!(started.status, StatusCode::ACCEPTED);
+    // While the owner lives and renews its lease, the other instance does not run it.
+    let waiting = other
+        .client
+        .post("/tools/generate_report", "s", report)
+        .await;
+    assert_eq!(waiting.status, StatusCode::ACCEPTED);
+    let ran = |gateway: &gateway::Gateway| {
+        let client = gateway.client.clone();
+        async move { client.get("/stats", None).await.json()["generate_report"].as_u64() }
+    };
+    assert_eq!(ran(&other).await, Some(0));
+    owner.kill();
+    let runs = eventually("the intent freed", Duration::from_secs(10), || async {
+        other
+            .client
+            .post("/tools/generate_report", "s", report)
+            .await;
+        ran(&other).await.filter(|&runs| runs > 0)
+    })
+    .await;
+    assert_eq!(runs, 1, "the other instance ran it exactly once");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_observe_mode_instances_on_one_database_count_repeats_together() {
+    let database = PostgresServer::start();
+    let counts = Counts::default();
+    let mut clients = Vec::new();
+    let mut reports = Vec::new();
+    for _ in 0..2 {
+        let store = PostgresStore::connect(&database.url()).await.unwrap();
+        let layer = IdempotencyLayer::with_store(store.tiered()).observe();
+        reports.push(layer.duplicates());
+        clients.push(Client::in_memory(tools(counts.clone()).layer(layer)));
+    }
+    for n in 0..6 {
+        clients[n % 2].post("/tools/echo", "s", "{}").await;
+    }
+    assert_eq!(counts.get("echo"), 6, "every call ran");
+    let counted = eventually("six calls counted", Duration::from_secs(5), || {
+        let found = reports.iter().fold([0, 0], |mut found, duplicates| {
+            for op in duplicates.report().operations {
+                found[0] += op.since_start.intents;
+                found[1] += op.since_start.duplicates;
+            }
+            found
+        });
+        async move { (found[0] + found[1] == 6).then_some(found) }
+    })
+    .await;
+    assert_eq!(
+        counted,
+        [1, 5],
+        "one first call, five repeats, across both instances"
+    );
+}
