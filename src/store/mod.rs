@@ -35,6 +35,14 @@ use crate::key::{Fingerprint, IntentKey, ScopeHash};
 /// told to keep records "forever", `Duration::MAX`) is taken as this, a hundred years.
 pub(crate) const LONGEST_KEPT: Duration = crate::clock::FARTHEST;
 
+/// A time as a shared store takes it: whole milliseconds, at least one (zero would be refused
+/// or mean "no expiry"), at most [`LONGEST_KEPT`].
+#[cfg(any(feature = "redis", feature = "postgres"))]
+pub(crate) fn store_millis(duration: Duration) -> u64 {
+    let millis = duration.min(LONGEST_KEPT).as_millis().max(1);
+    u64::try_from(millis).unwrap_or(u64::MAX)
+}
+
 pub use codec::DecodeError;
 pub(crate) use hints::{answers_at_once, cached};
 pub use memory::{MemoryStore, MemoryStoreBuilder};

@@ -234,11 +234,9 @@ impl Inner {
     }
 }
 
-/// Milliseconds as the statements' `bigint` argument: at least one, at most what the store
-/// keeps.
+/// Milliseconds as the statements' `bigint` argument.
 fn millis(duration: Duration) -> i64 {
-    let kept = duration.min(super::LONGEST_KEPT).as_millis().max(1);
-    i64::try_from(kept).unwrap_or(i64::MAX)
+    i64::try_from(super::store_millis(duration)).unwrap_or(i64::MAX)
 }
 
 fn decode(value: Vec<u8>) -> Result<Stored, StoreError> {
@@ -347,14 +345,8 @@ impl Store for PostgresStore {
             .inner
             .query(&self.inner.statements.get, &[&key])
             .await?;
-        let Some(row) = rows.first() else {
-            return Ok(None);
-        };
-        Ok(Some(match decode(row.get(0))? {
-            Stored::Running(_, info) => Entry::Running(info),
-            Stored::Completed(record) => Entry::Completed(Arc::new(record)),
-            Stored::Failed(tombstone) => Entry::Failed(Arc::new(tombstone)),
-        }))
+        let value = rows.first().map(|row| row.get::<_, Vec<u8>>(0));
+        Ok(value.map(decode).transpose()?.map(Stored::into_entry))
     }
 
     async fn count_call(&self, key: &IntentKey, window: Duration) -> Result<u64, StoreError> {

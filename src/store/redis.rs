@@ -303,11 +303,7 @@ impl RedisStore {
 
 /// A time as the scripts' `PX` argument: whole milliseconds, at least one (zero is refused).
 fn millis_arg(duration: Duration) -> String {
-    duration
-        .min(super::LONGEST_KEPT)
-        .as_millis()
-        .max(1)
-        .to_string()
+    super::store_millis(duration).to_string()
 }
 
 fn decode(value: Vec<u8>) -> Result<Stored, StoreError> {
@@ -437,11 +433,6 @@ impl Store for RedisStore {
         get.arg(self.redis_key(key));
         let value: Option<Vec<u8>> =
             timed(self.call_timeout, get.query_async(&mut connection)).await?;
-        Ok(match value.map(decode).transpose()? {
-            None => None,
-            Some(Stored::Running(_, info)) => Some(Entry::Running(info)),
-            Some(Stored::Completed(record)) => Some(Entry::Completed(Arc::new(record))),
-            Some(Stored::Failed(tombstone)) => Some(Entry::Failed(Arc::new(tombstone))),
-        })
+        Ok(value.map(decode).transpose()?.map(Stored::into_entry))
     }
 }

@@ -44,6 +44,18 @@ pub(crate) enum Stored {
     Failed(Tombstone),
 }
 
+#[cfg(any(feature = "redis", feature = "postgres"))]
+impl Stored {
+    /// What `get` answers of it: the running entry without its owner's token.
+    pub(crate) fn into_entry(self) -> super::Entry {
+        match self {
+            Self::Running(_, info) => super::Entry::Running(info),
+            Self::Completed(record) => super::Entry::Completed(std::sync::Arc::new(record)),
+            Self::Failed(tombstone) => super::Entry::Failed(std::sync::Arc::new(tombstone)),
+        }
+    }
+}
+
 /// The extension that names a record's dialect.
 const DIALECT: u8 = b'D';
 
