@@ -49,58 +49,55 @@ where
     Ok(gathered.into_bytes())
 }
 
-/// A request body as observe mode read it, to key the call and pass it on unchanged.
-pub(crate) enum Peeked<B> {
-    /// Read whole, within the limit: the bytes to key and to pass on.
-    Whole(Bytes),
-    /// Declared longer than the limit: not read, passed on as it is.
-    Declared(B),
-    /// Longer than the limit as it came, with no length declared: read to its end all the
-    /// same, since the service's body is rebuilt from bytes, and passed on unkeyed.
-    Longer(Bytes),
-    /// With no length declared, longer than [`OBSERVED_CEILING`] times the limit: not held any
-    /// further, so there is nothing whole to pass on.
-    TooLong(usize),
-    /// It broke off: there is nothing whole to pass on.
-    Broken,
+/// A request body as observe mode read it: the body to pass on unchanged, and the bytes to key
+/// the call by where it was read whole within the limit.
+pub(crate) struct Peeked<B> {
+    pub(crate) body: B,
+    pub(crate) keyable: Option<Bytes>,
 }
 
 /// How far past the limit observe mode reads a body that declares no length: a body is only
 /// passed on whole, and past this it is not held.
 pub(crate) const OBSERVED_CEILING: usize = 4;
 
-/// Reads a body for observe mode: whole where it is within `limit`, not at all where it
-/// declares more, and up to [`OBSERVED_CEILING`] times `limit` where it declares no length.
-pub(crate) async fn peek_body<B>(body: B, headers: &HeaderMap, limit: usize) -> Peeked<B>
+/// Reads a body for observe mode: whole where it is within `limit` (keyable); not at all where
+/// it declares more; to its end where it declares no length and runs past the limit, as the
+/// service's body is rebuilt from bytes, up to [`OBSERVED_CEILING`] times `limit` (past that,
+/// and where it breaks off, there is nothing whole to pass on).
+pub(crate) async fn peek_body<B>(
+    body: B,
+    headers: &HeaderMap,
+    limit: usize,
+) -> Result<Peeked<B>, Unread>
 where
-    B: Body,
+    B: Body + From<Bytes>,
     B::Error: Into<BoxError>,
 {
     if declares_more(headers, limit) {
-        return Peeked::Declared(body);
+        let keyable = None;
+        return Ok(Peeked { body, keyable });
     }
     let ceiling = limit.saturating_mul(OBSERVED_CEILING);
     let mut body = std::pin::pin!(body);
     let mut gathered = Gathered::default();
     while let Some(frame) = body.frame().await {
-        let Ok(frame) = frame else {
-            return Peeked::Broken;
-        };
+        let frame = frame.map_err(|_| Unread::Broken)?;
         // Trailers are dropped, as when enforcing: the service's body is rebuilt from bytes.
         if let Ok(mut data) = frame.into_data() {
             gathered.push(data.copy_to_bytes(data.remaining()));
         }
         if gathered.len() > ceiling {
-            return Peeked::TooLong(ceiling);
+            return Err(Unread::TooLarge(ceiling));
         }
     }
-    let over = gathered.len() > limit;
+    let within = gathered.len() <= limit;
     let bytes = gathered.into_bytes();
-    if over {
-        Peeked::Longer(bytes)
-    } else {
-        Peeked::Whole(bytes)
-    }
+    // A clone of `Bytes` shares the buffer: the body is not copied.
+    let keyable = within.then(|| bytes.clone());
+    Ok(Peeked {
+        body: B::from(bytes),
+        keyable,
+    })
 }
 
 /// Whether the request's `Content-Length` is over `limit`.

@@ -8,7 +8,7 @@ use http::request::Parts;
 use http::{Request, Response};
 
 use super::render::render;
-use crate::body::{peek_body, Bufferable, Peeked, ResponseBody, Unread};
+use crate::body::{peek_body, Bufferable, Peeked, ResponseBody};
 use crate::dialect::Tool;
 use crate::engine::{Call, Decided, Engine, Refusal};
 use crate::store::Store;
@@ -41,40 +41,22 @@ where
     };
     async move {
         let settings = &engine.settings;
-        let body = match &scope {
-            None => {
-                engine.observe(&parts, None, None, &op, Call::default());
-                body
+        let peeked = match &scope {
+            Some(_) => peek_body(body, &parts.headers, settings.body_limit).await,
+            None => Ok(Peeked {
+                body,
+                keyable: None,
+            }),
+        };
+        let keyable = peeked.as_ref().ok().and_then(|p| p.keyable.as_ref());
+        engine.observe(&parts, scope.as_ref(), keyable, &op, Call::default());
+        let body = match peeked {
+            Ok(peeked) => peeked.body,
+            Err(unread) => {
+                let answer = render(settings, Decided::Refused(Refusal::from(unread)));
+                telemetry::answered(&op, Some(answer.status()), started);
+                return Ok(answer);
             }
-            Some(scope) => match peek_body(body, &parts.headers, settings.body_limit).await {
-                Peeked::Whole(bytes) => {
-                    let call = Call::default();
-                    engine.observe(&parts, Some(scope), Some(&bytes), &op, call);
-                    B::from(bytes)
-                }
-                Peeked::Declared(body) => {
-                    engine.observe(&parts, None, None, &op, Call::default());
-                    body
-                }
-                Peeked::Longer(bytes) => {
-                    engine.observe(&parts, None, None, &op, Call::default());
-                    B::from(bytes)
-                }
-                Peeked::TooLong(ceiling) => {
-                    engine.observe(&parts, None, None, &op, Call::default());
-                    let refused = Decided::Refused(Refusal::from(Unread::TooLarge(ceiling)));
-                    let answer = render(settings, refused);
-                    telemetry::answered(&op, Some(answer.status()), started);
-                    return Ok(answer);
-                }
-                Peeked::Broken => {
-                    engine.observe(&parts, None, None, &op, Call::default());
-                    let refused = Decided::Refused(Refusal::from(Unread::Broken));
-                    let answer = render(settings, refused);
-                    telemetry::answered(&op, Some(answer.status()), started);
-                    return Ok(answer);
-                }
-            },
         };
         let answered = inner.call(Request::from_parts(parts, body)).await;
         let answered = answered.map(|response| response.map(ResponseBody::inner));

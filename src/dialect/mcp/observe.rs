@@ -11,7 +11,7 @@ use super::call::op_of;
 use super::endpoint::{Answered, Endpoint};
 use super::envelope::{self, Envelope, ToolCall};
 use super::era::Era;
-use crate::body::{peek_body, Bufferable, Peeked, ResponseBody, Unread};
+use crate::body::{peek_body, Bufferable, ResponseBody};
 use crate::dialect::http as http_dialect;
 use crate::dialect::Tool;
 use crate::engine::{Call, Refusal};
@@ -35,38 +35,25 @@ where
     let (parts, body) = request.into_parts();
     let engine = &endpoint.engine;
     let settings = &engine.settings;
-    let unkeyable = |parts: &Parts| {
-        let op = engine.runtime.ops.of(settings.route_label.as_ref(), parts);
-        engine.observe(parts, None, None, &op, Call::default());
+    let peeked = peek_body(body, &parts.headers, settings.body_limit).await;
+    // A message read whole is counted if it is a protected tool call; one that is not whole
+    // cannot be told apart, and counts as not keyable.
+    let op = match peeked.as_ref().map(|peeked| peeked.keyable.as_ref()) {
+        Ok(Some(bytes)) => match envelope::read(bytes) {
+            Envelope::ToolCall(call) if !endpoint.policy.passes_through(&call.name) => {
+                Some(count(&endpoint, &parts, bytes, &call))
+            }
+            _ => None,
+        },
+        _ => {
+            let op = engine.runtime.ops.of(settings.route_label.as_ref(), &parts);
+            engine.observe(&parts, None, None, &op, Call::default());
+            None
+        }
     };
-    let (body, op) = match peek_body(body, &parts.headers, settings.body_limit).await {
-        Peeked::Whole(bytes) => {
-            let op = match envelope::read(&bytes) {
-                Envelope::ToolCall(call) if !endpoint.policy.passes_through(&call.name) => {
-                    Some(count(&endpoint, &parts, &bytes, &call))
-                }
-                _ => None,
-            };
-            (B::from(bytes), op)
-        }
-        Peeked::Declared(body) => {
-            unkeyable(&parts);
-            (body, None)
-        }
-        Peeked::Longer(bytes) => {
-            unkeyable(&parts);
-            (B::from(bytes), None)
-        }
-        Peeked::TooLong(ceiling) => {
-            unkeyable(&parts);
-            let refusal = Refusal::from(Unread::TooLarge(ceiling));
-            return Ok(http_dialect::refused(settings, &refusal));
-        }
-        Peeked::Broken => {
-            unkeyable(&parts);
-            let refusal = Refusal::from(Unread::Broken);
-            return Ok(http_dialect::refused(settings, &refusal));
-        }
+    let body = match peeked {
+        Ok(peeked) => peeked.body,
+        Err(unread) => return Ok(http_dialect::refused(settings, &Refusal::from(unread))),
     };
     let answered = inner.call(Request::from_parts(parts, body)).await;
     if let Some(op) = op {
