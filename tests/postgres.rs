@@ -7,7 +7,6 @@ mod support;
 
 use std::time::Duration;
 
-use axum::http::StatusCode;
 use support::gateway;
 use support::postgres_server::PostgresServer;
 use support::process::eventually;
@@ -18,43 +17,7 @@ use tower_idempotency::IdempotencyLayer;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_owner_frees_the_intent_after_its_lease_and_another_instance_runs_it_once() {
     let database = PostgresServer::start();
-    let url = database.url();
-    let env = |deadline: &str| {
-        vec![
-            ("POSTGRES_URL", url.clone()),
-            ("LEASE_MS", "1000".to_owned()),
-            ("DEADLINE_MS", deadline.to_owned()),
-        ]
-    };
-    let mut owner = gateway::start_owned(&env("200"));
-    let other = gateway::start_owned(&env("4000"));
-    let report = r#"{"topic":"q3","seconds":30}"#;
-    let started = owner
-        .client
-        .post("/tools/generate_report", "s", report)
-        .await;
-    assert_eq!(started.status, StatusCode::ACCEPTED);
-    // While the owner lives and renews its lease, the other instance does not run it.
-    let waiting = other
-        .client
-        .post("/tools/generate_report", "s", report)
-        .await;
-    assert_eq!(waiting.status, StatusCode::ACCEPTED);
-    let ran = |gateway: &gateway::Gateway| {
-        let client = gateway.client.clone();
-        async move { client.get("/stats", None).await.json()["generate_report"].as_u64() }
-    };
-    assert_eq!(ran(&other).await, Some(0));
-    owner.kill();
-    let runs = eventually("the intent freed", Duration::from_secs(10), || async {
-        other
-            .client
-            .post("/tools/generate_report", "s", report)
-            .await;
-        ran(&other).await.filter(|&runs| runs > 0)
-    })
-    .await;
-    assert_eq!(runs, 1, "the other instance ran it exactly once");
+    gateway::assert_a_killed_owner_frees_the_intent_once(("POSTGRES_URL", database.url())).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -348,48 +348,7 @@ async fn a_redis_outage_refuses_new_calls_and_the_gateway_recovers_by_itself() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_owner_frees_the_intent_after_its_lease_and_another_instance_runs_it() {
     let server = RedisServer::start();
-    let url = server.url();
-    let env = |deadline: &'static str| {
-        vec![
-            ("REDIS_URL", url.clone()),
-            ("LEASE_MS", "1000".to_owned()),
-            ("DEADLINE_MS", deadline.to_owned()),
-        ]
-    };
-    let as_refs = |env: &[(&'static str, String)]| -> Vec<(&'static str, String)> { env.to_vec() };
-    let mut owner = gateway::start_owned(&as_refs(&env("200")));
-    let other = gateway::start_owned(&as_refs(&env("4000")));
-    let report = r#"{"topic":"q3","seconds":30}"#;
-
-    let started = owner
-        .client
-        .post("/tools/generate_report", "s", report)
-        .await;
-    assert_eq!(started.status, StatusCode::ACCEPTED);
-    // While the owner lives, the other instance does not run it.
-    let waiting = other
-        .client
-        .post("/tools/generate_report", "s", report)
-        .await;
-    assert_eq!(waiting.status, StatusCode::ACCEPTED);
-    assert_eq!(
-        other.client.get("/stats", None).await.json()["generate_report"],
-        0
-    );
-
-    owner.kill();
-    let runs = eventually("the intent freed", Duration::from_secs(10), || async {
-        other
-            .client
-            .post("/tools/generate_report", "s", report)
-            .await;
-        let runs = other.client.get("/stats", None).await.json()["generate_report"]
-            .as_u64()
-            .unwrap();
-        (runs > 0).then_some(runs)
-    })
-    .await;
-    assert_eq!(runs, 1, "the other instance ran it exactly once");
+    gateway::assert_a_killed_owner_frees_the_intent_once(("REDIS_URL", server.url())).await;
 }
 
 /// Two `tool_gateway` processes, 20 intents each sent 10 times from both sides at once:

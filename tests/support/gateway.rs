@@ -104,7 +104,52 @@ impl Gateway {
 }
 
 /// Like [`start`], with values that are not static strings.
-pub fn start_owned(env: &[(&'static str, String)]) -> Gateway {
+pub fn start_owned(env: &[(&str, String)]) -> Gateway {
     let pairs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
     start(&pairs)
+}
+
+/// Two `tool_gateway` instances on the store that `store` (an environment variable and its
+/// value) names, with a lease of 1 s: a long report started on one instance, whose process is
+/// then killed, is left alone by the other while the owner lives, and run by it exactly once
+/// after the lease lapses.
+pub async fn assert_a_killed_owner_frees_the_intent_once(store: (&'static str, String)) {
+    use axum::http::StatusCode;
+    let env = |deadline: &str| {
+        vec![
+            store.clone(),
+            ("LEASE_MS", "1000".to_owned()),
+            ("DEADLINE_MS", deadline.to_owned()),
+        ]
+    };
+    let mut owner = start_owned(&env("200"));
+    let other = start_owned(&env("4000"));
+    let report = r#"{"topic":"q3","seconds":30}"#;
+    let started = owner
+        .client
+        .post("/tools/generate_report", "s", report)
+        .await;
+    assert_eq!(started.status, StatusCode::ACCEPTED);
+    // While the owner lives and renews its lease, the other instance does not run it.
+    let waiting = other
+        .client
+        .post("/tools/generate_report", "s", report)
+        .await;
+    assert_eq!(waiting.status, StatusCode::ACCEPTED);
+    let ran = || async {
+        let stats = other.client.get("/stats", None).await.json();
+        stats["generate_report"].as_u64()
+    };
+    assert_eq!(ran().await, Some(0));
+    owner.kill();
+    let limit = std::time::Duration::from_secs(10);
+    let runs = super::process::eventually("the intent freed", limit, || async {
+        other
+            .client
+            .post("/tools/generate_report", "s", report)
+            .await;
+        ran().await.filter(|&runs| runs > 0)
+    })
+    .await;
+    assert_eq!(runs, 1, "the other instance ran it exactly once");
 }
