@@ -16,8 +16,9 @@ use super::inflight::{Lead, Settled};
 use super::intent::Intent;
 use super::outcome::{Failure, Outcome};
 use super::recorder::{FirstOutcome, Owned, Plan, Recorder, Write};
+use super::transactional::{self, Settling};
 use super::{Engine, Work};
-use crate::store::{Fence, OwnerToken, Store, StoreError};
+use crate::store::{Fence, OwnerToken, Store, StoreError, Transactional};
 use crate::telemetry;
 
 /// The claim's duties, carried into the execution.
@@ -26,6 +27,8 @@ pub(crate) struct Claimed {
     pub(crate) lead: Lead,
     pub(crate) reservation: Reservation,
     pub(crate) started_at_ms: u64,
+    /// Begun, in transactional mode: the outcome is committed in it.
+    pub(crate) transaction: Option<Arc<dyn Transactional>>,
 }
 
 /// What starting an execution gives its first caller.
@@ -43,7 +46,8 @@ pub(crate) enum Started<A, E> {
 /// once, with no task, no channel and no copy of its future or its intent, and only the
 /// store's write is boxed (a store that makes it wait gets it moved, as it is, into a tracked
 /// task). A tool that waits is moved, as it is, into a tracked task, which polls it again with
-/// a real waker at once, renews the lease while it runs and bounds it by `max_execution`.
+/// a real waker at once, renews the lease while it runs and bounds it by `max_execution`. A
+/// transactional execution always runs in its task: its commit waits on the database.
 pub(crate) fn start<St, A, E, F>(
     engine: &Arc<Engine<St>>,
     work: F,
@@ -61,6 +65,7 @@ where
         lead,
         reservation,
         started_at_ms,
+        transaction,
     } = claimed;
     let recorder = Recorder {
         engine,
@@ -73,7 +78,10 @@ where
         _reservation: reservation,
     };
     let mut work = AssertUnwindSafe(work).catch_unwind();
-    let polled = Pin::new(&mut work).poll(&mut Context::from_waker(Waker::noop()));
+    let polled = match transaction {
+        None => Pin::new(&mut work).poll(&mut Context::from_waker(Waker::noop())),
+        Some(_) => Poll::Pending,
+    };
     if let Poll::Ready(ended) = polled {
         let Plan {
             write,
@@ -125,12 +133,29 @@ where
         };
         let ended =
             keep_lease_while(recorder.engine, recorder.intent, &recorder.token, bounded).await;
+        let plan = recorder.plan(ended);
+        let (plan, written) = match transaction {
+            None => {
+                let written = recorder.attempt(&plan.write).await;
+                (plan, written)
+            }
+            Some(transaction) => {
+                match transactional::settle(&recorder, &*transaction, plan).await {
+                    Settling::Written(plan, written) => (plan, written),
+                    Settling::Left(answer) => {
+                        // Unsettled, the slot sends the waiters back to the store.
+                        drop(after);
+                        let _ = first.send(answer);
+                        return;
+                    }
+                }
+            }
+        };
         let Plan {
             write,
             settled,
             answer,
-        } = recorder.plan(ended);
-        let written = recorder.attempt(&write).await;
+        } = plan;
         finish(after, owned, write, settled, written, first, answer).await;
     };
     detach(engine, execution);

@@ -49,6 +49,7 @@ mod recorder;
 mod runtime;
 #[cfg(test)]
 mod tests;
+mod transactional;
 
 use std::future::Future;
 use std::sync::Arc;

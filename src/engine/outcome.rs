@@ -154,6 +154,12 @@ pub(crate) enum Failure {
     Panic,
     /// Its answer broke off after it began: it may have run.
     Body,
+    /// Its database transaction was rolled back (transactional mode): none of its database
+    /// changes were kept.
+    RolledBack,
+    /// The connection broke while its transaction committed (transactional mode): whether its
+    /// changes and its record were kept, together, cannot be told yet.
+    CommitUnknown,
 }
 
 impl Failure {
@@ -175,6 +181,7 @@ impl Failure {
             (_, ReleaseCause::Cancelled) => Self::Cancelled,
             (_, ReleaseCause::InputRequired) => Self::AsksForInput,
             (Some(status), _) => Self::Status(status, retry_after_s),
+            (None, ReleaseCause::RolledBack) => Self::RolledBack,
             (None, ReleaseCause::InnerError) => Self::Error,
             (None, _) => Self::Answered,
         }

@@ -23,7 +23,7 @@ use super::{decided, Begun, Decided, Engine, Led, Work};
 use crate::clock::{ms_at, now_ms};
 use crate::key::IntentKey;
 use crate::scope::Scope;
-use crate::store::{Claim, ClaimRequest, OwnerToken, Store, StoreError};
+use crate::store::{Claim, ClaimRequest, OwnerToken, Store, StoreError, Transactional};
 use crate::telemetry::{self, Op};
 use crate::user_code::guarded;
 
@@ -42,7 +42,7 @@ impl<St: Store> Engine<St> {
     /// request's span.
     pub(crate) fn begin<A, E, F>(
         self: &Arc<Self>,
-        parts: Parts,
+        mut parts: Parts,
         body: Bytes,
         scope: &Scope,
         op: &Op,
@@ -80,20 +80,27 @@ impl<St: Store> Engine<St> {
             }
             Some(record) => Outcome::Replayed(record),
             None => {
+                // In transactional mode the tool finds its transaction in the request, begun
+                // once the claim is held.
+                let transaction = (self.settings.transactions.as_ref())
+                    .map(|transactions| transactions.attach(&mut parts.extensions));
                 // The work is boxed once, here, and the execution reuses the box.
                 let work = Box::pin(work(parts, body));
-                return Begun::Running(Box::pin(run(Arc::clone(self), intent, work)));
+                let running = run(Arc::clone(self), intent, work, transaction);
+                return Begun::Running(Box::pin(running));
             }
         };
         Begun::Decided(Decided::Keyed { intent, outcome })
     }
 }
 
-/// Runs `work` once for `intent`, or answers this caller from the execution that does.
+/// Runs `work` once for `intent`, or answers this caller from the execution that does; in
+/// `transaction` where the layer is transactional.
 pub(crate) async fn run<St, A, E, F>(
     engine: Arc<Engine<St>>,
     intent: Intent,
     mut work: F,
+    transaction: Option<Arc<dyn Transactional>>,
 ) -> Result<(Intent, Outcome<A>), E>
 where
     St: Store,
@@ -121,7 +128,7 @@ where
             },
         };
         // 2. to 5. Claim, and carry out what the store's answer leaves to do.
-        match lead_intent(&engine, &intent, lead, work).await {
+        match lead_intent(&engine, &intent, lead, work, transaction.clone()).await {
             Led::Decided(outcome) => break outcome,
             Led::Again(unrun) => {
                 work = unrun;
@@ -156,6 +163,7 @@ async fn lead_intent<St, A, E, F>(
     intent: &Intent,
     lead: Lead,
     work: F,
+    transaction: Option<Arc<dyn Transactional>>,
 ) -> Led<A, E, F>
 where
     St: Store,
@@ -167,7 +175,7 @@ where
     let Some(reservation) = engine
         .runtime
         .detached
-        .try_reserve(engine.settings.max_detached)
+        .try_reserve(engine.settings.detached_bound())
     else {
         let refusing = Box::pin(at_capacity(engine, work, intent, lead));
         return refusing.await;
@@ -181,7 +189,8 @@ where
             tracing::warn!(%error, "the store could not answer a claim");
             give_back(engine, &intent.key, token);
             drop(reservation);
-            if !engine.settings.fail_open {
+            // A transactional layer fails closed: the tool needs the transaction.
+            if !engine.settings.fail_open || transaction.is_some() {
                 return decided(Outcome::NotExecuted(Refusal::StoreUnavailable));
             }
             tracing::warn!("fail-open: running without protection");
@@ -207,15 +216,51 @@ where
         }
         // 5. Run, detached from this caller, who waits for the first answer until its deadline.
         Claim::Acquired(token) => {
+            if let Some(transaction) = &transaction {
+                if let Err(refused) = begin_transaction(engine, intent, token, &**transaction).await
+                {
+                    return decided(refused);
+                }
+            }
             telemetry::executed(&intent.op);
             let claimed = Claimed {
                 token,
                 lead,
                 reservation,
                 started_at_ms,
+                transaction,
             };
             let started = execute::start(engine, work, intent, claimed);
             Led::Decided(execute::first_answer(started, intent, started_at_ms).await)
+        }
+    }
+}
+
+/// Begins the transaction of a claimed execution. Without one (no connection came in time,
+/// the database refused) the tool does not run: the claim is given back and the caller told
+/// that nothing ran.
+async fn begin_transaction<St: Store, A>(
+    engine: &Arc<Engine<St>>,
+    intent: &Intent,
+    token: OwnerToken,
+    transaction: &dyn Transactional,
+) -> Result<(), Outcome<A>> {
+    let out = ClaimOut {
+        engine,
+        key: &intent.key,
+        token: Some(token),
+    };
+    let begun = transaction.begin();
+    match begun.await {
+        Ok(()) => {
+            out.answered();
+            Ok(())
+        }
+        Err(error) => {
+            tracing::warn!(%error, "the execution's transaction could not begin; nothing ran");
+            // Dropped unanswered, the guard gives the claim back.
+            drop(out);
+            Err(Outcome::NotExecuted(Refusal::StoreUnavailable))
         }
     }
 }

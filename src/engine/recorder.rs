@@ -159,7 +159,7 @@ impl<St: Store> Recorder<'_, St> {
     }
 
     /// The execution produced no usable answer.
-    fn failed<A, E>(&self, cause: ReleaseCause, failure: Failure) -> Plan<A, E> {
+    pub(super) fn failed<A, E>(&self, cause: ReleaseCause, failure: Failure) -> Plan<A, E> {
         Plan {
             write: Write::Release(self.tombstone(None, cause, None)),
             settled: Settled::Failed {
@@ -190,17 +190,9 @@ impl<St: Store> Recorder<'_, St> {
 
     /// How long a record is kept: the intent's retention, or for an outcome that is not known
     /// (the action may have run) the shorter retention of such outcomes.
-    fn retention_of(&self, response: &KeptResponse) -> std::time::Duration {
-        let unknown = matches!(
-            response,
-            KeptResponse::Abandoned
-                | KeptResponse::Omitted {
-                    why: Omission::Unclassified | Omission::Interrupted,
-                    ..
-                }
-        );
+    pub(super) fn retention_of(&self, response: &KeptResponse) -> std::time::Duration {
         let retention = self.intent.retention;
-        if unknown {
+        if is_unknown(response) {
             retention.min(self.engine.settings.unknown_retention)
         } else {
             retention
@@ -316,4 +308,16 @@ impl<St: Store> Recorder<'_, St> {
             backoff = (backoff * 2).min(Duration::from_secs(2));
         }
     }
+}
+
+/// Whether a kept response leaves what became of the action unknown: it may have run.
+pub(super) fn is_unknown(response: &KeptResponse) -> bool {
+    matches!(
+        response,
+        KeptResponse::Abandoned
+            | KeptResponse::Omitted {
+                why: Omission::Unclassified | Omission::Interrupted,
+                ..
+            }
+    )
 }

@@ -75,6 +75,9 @@ pub(crate) struct Settings {
     pub(crate) max_detached: usize,
     /// Observe mode: protected routes are keyed and counted, never enforced.
     pub(crate) observe: bool,
+    /// Transactional mode: each execution's record is written and committed in the tool's own
+    /// database transaction.
+    pub(crate) transactions: Option<Arc<dyn crate::store::Transactions>>,
 }
 
 /// A fresh name of fingerprint rules, one per change.
@@ -108,11 +111,22 @@ impl Default for Settings {
             route_label: None,
             max_detached: DEFAULT_MAX_DETACHED,
             observe: false,
+            transactions: None,
         }
     }
 }
 
 impl Settings {
+    /// The bound on executions running at once: in transactional mode, never more than the
+    /// transactions that can be open at once.
+    pub(crate) fn detached_bound(&self) -> usize {
+        let open = self
+            .transactions
+            .as_ref()
+            .map_or(usize::MAX, |t| t.capacity());
+        self.max_detached.min(open)
+    }
+
     /// The status URL of an intent.
     pub(crate) fn status_url(&self, intent: &crate::key::IntentKey) -> String {
         format!("{}{}/{}", self.status_url_prefix, self.status_path, intent)

@@ -23,6 +23,7 @@ mod redis;
 mod redis_scripts;
 mod tiered;
 mod token;
+mod transaction;
 
 use std::fmt;
 use std::future::Future;
@@ -49,7 +50,9 @@ pub use memory::{MemoryStore, MemoryStoreBuilder};
 pub(crate) use observed::{Observed, StoreMetrics};
 #[cfg(feature = "postgres")]
 #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
-pub use postgres::{PostgresStore, PostgresStoreBuilder};
+pub use postgres::{
+    PostgresStore, PostgresStoreBuilder, Transaction, TransactionClient, TransactionError,
+};
 pub use record::{
     Dialect, KeptResponse, Omission, Record, ReleaseCause, RunningInfo, StoredResponse, Tombstone,
 };
@@ -58,6 +61,7 @@ pub use record::{
 pub use redis::{RedisStore, RedisStoreBuilder};
 pub use tiered::TieredStore;
 pub use token::OwnerToken;
+pub(crate) use transaction::{Committed, Transactional, Transactions};
 
 /// What a claim asks the store to remember about the execution it starts.
 #[derive(Debug, Clone)]

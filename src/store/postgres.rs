@@ -18,6 +18,10 @@ use super::{
 };
 use crate::key::IntentKey;
 
+mod transaction;
+
+pub use transaction::{Transaction, TransactionClient, TransactionError};
+
 /// The table a store uses unless told otherwise.
 const DEFAULT_TABLE: &str = "idempotency_intents";
 /// How often expired rows are swept.
@@ -48,6 +52,9 @@ pub struct PostgresStore {
 
 struct Inner {
     pool: Pool,
+    /// The connections of transactional mode's transactions, apart from the store's own, so
+    /// that open transactions never leave a claim or a lease renewal without one.
+    transactions: Pool,
     statements: Statements,
     call_timeout: Duration,
 }
@@ -66,6 +73,7 @@ impl std::fmt::Debug for PostgresStore {
 pub struct PostgresStoreBuilder {
     table: String,
     pool_size: usize,
+    transaction_pool_size: usize,
     call_timeout: Duration,
 }
 
@@ -81,6 +89,14 @@ impl PostgresStoreBuilder {
     /// Connections in the pool (default 16).
     pub fn pool_size(mut self, size: usize) -> Self {
         self.pool_size = size.max(1);
+        self
+    }
+
+    /// Connections for transactional mode's transactions (default 16), a pool apart from the
+    /// store's own: each running execution holds one, so a transactional layer runs no more
+    /// executions at once than this.
+    pub fn transaction_pool_size(mut self, size: usize) -> Self {
+        self.transaction_pool_size = size.max(1);
         self
     }
 
@@ -108,21 +124,24 @@ impl PostgresStoreBuilder {
             )));
         }
         let config = tokio_postgres::Config::from_str(url).map_err(StoreError::new)?;
-        let manager = Manager::from_config(
-            config,
-            NoTls,
-            ManagerConfig {
-                recycling_method: RecyclingMethod::Fast,
-            },
-        );
-        let pool = Pool::builder(manager)
-            .max_size(self.pool_size)
-            .wait_timeout(Some(self.call_timeout))
-            .runtime(deadpool_postgres::Runtime::Tokio1)
-            .build()
-            .map_err(StoreError::new)?;
+        let pool = |size: usize| {
+            let manager = Manager::from_config(
+                config.clone(),
+                NoTls,
+                ManagerConfig {
+                    recycling_method: RecyclingMethod::Fast,
+                },
+            );
+            Pool::builder(manager)
+                .max_size(size)
+                .wait_timeout(Some(self.call_timeout))
+                .runtime(deadpool_postgres::Runtime::Tokio1)
+                .build()
+                .map_err(StoreError::new)
+        };
         let inner = Arc::new(Inner {
-            pool,
+            pool: pool(self.pool_size)?,
+            transactions: pool(self.transaction_pool_size)?,
             statements: Statements::for_table(&self.table),
             call_timeout: self.call_timeout,
         });
@@ -178,6 +197,7 @@ impl PostgresStore {
         PostgresStoreBuilder {
             table: DEFAULT_TABLE.to_owned(),
             pool_size: 16,
+            transaction_pool_size: 16,
             call_timeout: Duration::from_secs(2),
         }
     }

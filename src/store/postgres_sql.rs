@@ -16,6 +16,8 @@ pub(super) struct Statements {
     pub(super) abandon: String,
     pub(super) get: String,
     pub(super) count_call: String,
+    pub(super) complete_in_transaction: String,
+    pub(super) settled: String,
     pub(super) sweep: String,
     pub(super) sweep_calls: String,
 }
@@ -98,6 +100,18 @@ impl Statements {
             get: format!(
                 "SELECT value FROM {table} WHERE key = $1 AND expires_at > clock_timestamp()"
             ),
+            // $1 key, $2 token, $3 record, $4 retention ms. In the tool's transaction: writes
+            // the record over this owner's running row, and over nothing else, so that a lease
+            // taken by another owner leaves the transaction nothing to commit.
+            complete_in_transaction: format!(
+                "UPDATE {table} AS e SET value = $3, expires_at = {retention}
+                 WHERE e.key = $1 AND get_byte(e.value, 1) = 82 AND {TOKEN} = $2
+                 RETURNING 1",
+                retention = from_now(4)
+            ),
+            // $1 key. What a commit left, read once it is settled: the lock waits for a
+            // transaction still committing.
+            settled: format!("SELECT value FROM {table} WHERE key = $1 FOR UPDATE"),
             // $1 key, $2 window ms. One more call within the window the first call opened.
             count_call: format!(
                 "INSERT INTO {calls} AS c (key, calls, ends_at) VALUES ($1, 1, {window})

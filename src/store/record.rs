@@ -197,6 +197,9 @@ pub enum ReleaseCause {
     /// The tool's server asked for more input before it would complete the call (an MCP
     /// `input_required` result): the call, sent again with the input, must run.
     InputRequired,
+    /// Transactional mode: the tool's database transaction was rolled back (it crashed, it
+    /// failed, or its commit did not go through), so none of its database changes were kept.
+    RolledBack,
 }
 
 impl ReleaseCause {
@@ -212,6 +215,7 @@ impl ReleaseCause {
             Self::ResponseBody => "response_body",
             Self::Cancelled => "cancelled",
             Self::InputRequired => "input_required",
+            Self::RolledBack => "rolled_back",
         }
     }
 }

@@ -95,6 +95,29 @@ pub(crate) fn failure_told(
             );
             ("unknown", false, text)
         }
+        // Transactional mode: the database said what became of the tool's changes.
+        Failure::RolledBack => {
+            let text = format!(
+                "{subject} did not take effect in the database: its transaction was rolled \
+                 back, so none of its database changes were kept. Calling again with the same \
+                 arguments{} is safe: it runs the action once more, or answers with the \
+                 execution that holds it now. Only its database changes are known undone: \
+                 anything it did outside its transaction (a message sent, another service \
+                 called) may have happened.",
+                when(freed_in)
+            );
+            ("rolled_back", true, text)
+        }
+        Failure::CommitUnknown => {
+            let text = format!(
+                "{subject} may have run: the database connection broke while its transaction \
+                 committed, so whether its changes were kept cannot be told right now. Calling \
+                 again with the same arguments{} is safe: it answers with the kept outcome if \
+                 the commit went through, and runs the action once if it did not.",
+                when(freed_in)
+            );
+            ("unknown", true, text)
+        }
         Failure::Body => {
             let text = format!(
                 "{subject} may have run: it answered, but its response broke off before it was \

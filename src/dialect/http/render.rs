@@ -31,6 +31,8 @@ fn failure_status(failure: Failure) -> StatusCode {
     match failure {
         Failure::Status(status, _) => status,
         Failure::Panic => StatusCode::INTERNAL_SERVER_ERROR,
+        // Nothing of the action is kept in the database: a retry is safe, as after a 503.
+        Failure::RolledBack | Failure::CommitUnknown => StatusCode::SERVICE_UNAVAILABLE,
         Failure::Error
         | Failure::Body
         | Failure::Answered

@@ -180,6 +180,7 @@ pub(crate) fn decode(bytes: Bytes) -> Result<Stored, DecodeError> {
                 7 => ReleaseCause::Credentials,
                 8 => ReleaseCause::Cancelled,
                 9 => ReleaseCause::InputRequired,
+                10 => ReleaseCause::RolledBack,
                 _ => return Err(DecodeError("release cause")),
             };
             let retry_after_s = match r.remaining() {

@@ -170,6 +170,7 @@ pub(crate) fn encode_tombstone(tombstone: &Tombstone) -> Vec<u8> {
         ReleaseCause::Credentials => 7,
         ReleaseCause::Cancelled => 8,
         ReleaseCause::InputRequired => 9,
+        ReleaseCause::RolledBack => 10,
     });
     if let Some(seconds) = tombstone.retry_after_s {
         out.extend_from_slice(&(seconds.min(u64::from(u32::MAX)) as u32).to_be_bytes());

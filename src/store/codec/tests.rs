@@ -119,6 +119,7 @@ fn running_entries_and_tombstones_round_trip() {
         ReleaseCause::ResponseBody,
         ReleaseCause::Cancelled,
         ReleaseCause::InputRequired,
+        ReleaseCause::RolledBack,
     ] {
         let released = Tombstone {
             cause,

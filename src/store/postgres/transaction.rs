@@ -1,0 +1,313 @@
+//! Transactional mode on Postgres: the tool's database transaction, handed to it through the
+//! request, in which the layer writes the record and commits.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use deadpool_postgres::Object;
+use tokio::sync::{Mutex, OwnedMappedMutexGuard, OwnedMutexGuard};
+
+use super::{millis, Inner, PostgresStore};
+use crate::key::IntentKey;
+use crate::store::codec;
+use crate::store::transaction::{Committed, Pending, Transactional, Transactions};
+use crate::store::{OwnerToken, Record, StoreError};
+use crate::IdempotencyLayer;
+
+/// How often the record a broken commit left is read before its outcome is left unknown.
+const SETTLE_READS: u32 = 3;
+
+impl IdempotencyLayer<PostgresStore> {
+    /// Transactional mode: every protected call runs in a database transaction of its own,
+    /// which the handler takes from the request ([`Transaction`], an `Extension` in axum), and
+    /// the layer writes the call's record in that transaction and commits it with the
+    /// handler's changes. A crash, an error, a panic, a lapsed lease or an answer whose effect
+    /// is not known rolls the transaction back: the changes are then known not to have been
+    /// kept, the intent is released, and a retry runs once.
+    ///
+    /// What it covers is the handler's writes in that transaction: anything else it does (a
+    /// message sent, another service called) may still have happened when a call is rolled
+    /// back, and the words say so. The layer runs no more executions at once than the
+    /// transaction pool holds ([`transaction_pool_size`](super::PostgresStoreBuilder::transaction_pool_size)),
+    /// and fails closed: no connection in time, or no store, answers 503 with nothing run.
+    ///
+    /// ```no_run
+    /// use axum::{routing::post, Extension, Router};
+    /// use tower_idempotency::store::{PostgresStore, Transaction};
+    /// use tower_idempotency::IdempotencyLayer;
+    ///
+    /// async fn create(Extension(transaction): Extension<Transaction>) -> &'static str {
+    ///     let client = transaction.client().await.expect("a protected call");
+    ///     client
+    ///         .execute("INSERT INTO orders (item) VALUES ('tea')", &[])
+    ///         .await
+    ///         .expect("inserted");
+    ///     "created"
+    /// }
+    ///
+    /// # async fn run() -> Result<(), tower_idempotency::store::StoreError> {
+    /// let store = PostgresStore::connect("postgres://app@127.0.0.1/app").await?;
+    /// let app: Router = Router::new()
+    ///     .route("/orders", post(create))
+    ///     .layer(IdempotencyLayer::with_store(store).transactional());
+    /// # let _ = app;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn transactional(self) -> Self {
+        let transactions: Arc<dyn Transactions> = Arc::new(PostgresTransactions {
+            inner: Arc::clone(&self.store_ref().inner),
+        });
+        self.set(|s| s.transactions = Some(transactions))
+    }
+}
+
+/// The transactions of one store's layer.
+struct PostgresTransactions {
+    inner: Arc<Inner>,
+}
+
+impl Transactions for PostgresTransactions {
+    fn attach(&self, extensions: &mut http::Extensions) -> Arc<dyn Transactional> {
+        let shared = Arc::new(Shared {
+            inner: Arc::clone(&self.inner),
+            state: Arc::new(Mutex::new(State::NotBegun)),
+        });
+        extensions.insert(Transaction {
+            state: Arc::clone(&shared.state),
+        });
+        shared
+    }
+
+    fn capacity(&self) -> usize {
+        self.inner.transactions.status().max_size
+    }
+}
+
+/// The database transaction of one protected call in transactional mode, found in the
+/// request's extensions. Clones share it.
+///
+/// The handler writes through [`Transaction::client`] and never commits or rolls back itself:
+/// the layer does, with the call's record.
+#[derive(Clone)]
+pub struct Transaction {
+    state: Arc<Mutex<State>>,
+}
+
+impl std::fmt::Debug for Transaction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Transaction").finish_non_exhaustive()
+    }
+}
+
+impl Transaction {
+    /// The connection, inside the call's transaction, while the handler holds it.
+    ///
+    /// An error where the transaction is not open: the call is not one the layer runs (a
+    /// replay, a request of a route it does not protect), or it has ended.
+    pub async fn client(&self) -> Result<TransactionClient, TransactionError> {
+        let guard = Arc::clone(&self.state).lock_owned().await;
+        OwnedMutexGuard::try_map(guard, |state| match state {
+            State::Open(Held(Some(object))) => Some(object),
+            _ => None,
+        })
+        .map(|guard| TransactionClient { guard })
+        .map_err(|_| TransactionError(()))
+    }
+}
+
+/// The connection of a call's transaction, held: it derefs to a [`tokio_postgres::Client`].
+/// The layer commits once every holder has let it go.
+pub struct TransactionClient {
+    guard: OwnedMappedMutexGuard<State, Object>,
+}
+
+impl std::fmt::Debug for TransactionClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TransactionClient").finish_non_exhaustive()
+    }
+}
+
+impl std::ops::Deref for TransactionClient {
+    type Target = tokio_postgres::Client;
+
+    fn deref(&self) -> &Self::Target {
+        let object: &Object = &self.guard;
+        object
+    }
+}
+
+/// [`Transaction::client`] found no open transaction.
+#[derive(Debug)]
+pub struct TransactionError(());
+
+impl std::fmt::Display for TransactionError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(
+            "no open transaction: the call is not one a transactional layer runs, or it ended",
+        )
+    }
+}
+
+impl std::error::Error for TransactionError {}
+
+/// Where a call's transaction stands.
+#[allow(
+    clippy::large_enum_variant,
+    reason = "one per call, behind its Arc: boxing the connection would only add an allocation"
+)]
+enum State {
+    NotBegun,
+    /// Begun on this connection, which holds it until a commit or a rollback.
+    Open(Held),
+    Ended,
+}
+
+/// The connection of an open transaction.
+struct Held(Option<Object>);
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        // A transaction dropped open (its execution cancelled at shutdown) never goes back to
+        // the pool: the connection closes, and the database rolls it back.
+        if let Some(object) = self.0.take() {
+            drop(Object::take(object));
+        }
+    }
+}
+
+/// The engine's end of a call's transaction.
+struct Shared {
+    inner: Arc<Inner>,
+    state: Arc<Mutex<State>>,
+}
+
+impl Shared {
+    /// Takes the open connection out of the transaction, which ends for the handler.
+    async fn take(&self) -> Option<Object> {
+        let mut state = self.state.lock().await;
+        match std::mem::replace(&mut *state, State::Ended) {
+            State::Open(mut held) => held.0.take(),
+            State::NotBegun | State::Ended => None,
+        }
+    }
+
+    /// What a commit whose answer never came left: the record, if it is this call's, was
+    /// committed with the changes; anything else, and neither was.
+    async fn settled(&self, key: &IntentKey, encoded: &[u8]) -> Committed {
+        let key = key.as_bytes().as_slice();
+        for attempt in 0..SETTLE_READS {
+            if attempt > 0 {
+                tokio::time::sleep(Duration::from_millis(200) * attempt).await;
+            }
+            let statement = &self.inner.statements.settled;
+            match self.inner.query(statement, &[&key]).await {
+                Ok(rows) => {
+                    let value = rows.first().map(|row| row.get::<_, &[u8]>(0));
+                    return if value == Some(encoded) {
+                        Committed::Kept
+                    } else {
+                        Committed::RolledBack
+                    };
+                }
+                Err(error) => tracing::warn!(%error, "reading what a broken commit left failed"),
+            }
+        }
+        Committed::Unknown
+    }
+}
+
+/// Rolls back on `object`; a connection that cannot is closed, which rolls back all the same.
+async fn roll_back(object: Object) {
+    if let Err(error) = object.batch_execute("ROLLBACK").await {
+        tracing::debug!(%error, "rolling back failed; the connection is closed instead");
+        drop(Object::take(object));
+    }
+}
+
+impl Transactional for Shared {
+    fn begin(&self) -> Pending<'_, Result<(), StoreError>> {
+        Box::pin(async move {
+            let timeout = self.inner.call_timeout;
+            let begun = tokio::time::timeout(timeout, async {
+                let object = self
+                    .inner
+                    .transactions
+                    .get()
+                    .await
+                    .map_err(StoreError::new)?;
+                object
+                    .batch_execute("BEGIN")
+                    .await
+                    .map_err(StoreError::new)?;
+                Ok::<_, StoreError>(object)
+            });
+            let object = begun.await.map_err(|_| {
+                StoreError::new(format!("no transaction could begin within {timeout:?}"))
+            })??;
+            *self.state.lock().await = State::Open(Held(Some(object)));
+            Ok(())
+        })
+    }
+
+    fn commit<'a>(
+        &'a self,
+        key: &'a IntentKey,
+        token: &'a OwnerToken,
+        record: &'a Record,
+        retention: Duration,
+    ) -> Pending<'a, Committed> {
+        Box::pin(async move {
+            let Some(object) = self.take().await else {
+                return Committed::RolledBack;
+            };
+            let encoded = codec::encode_record(record);
+            let written = object
+                .query(
+                    &self.inner.statements.complete_in_transaction,
+                    &[
+                        &key.as_bytes().as_slice(),
+                        &token.as_bytes().as_slice(),
+                        &encoded,
+                        &millis(retention),
+                    ],
+                )
+                .await;
+            match written {
+                Ok(rows) if rows.is_empty() => {
+                    roll_back(object).await;
+                    return Committed::Fenced;
+                }
+                Ok(_) => {}
+                // Nothing was committed: a failed statement (one of the handler's, say) has
+                // aborted the transaction, or the connection is gone before the commit.
+                Err(error) => {
+                    tracing::warn!(%error, "writing the record in the transaction failed");
+                    roll_back(object).await;
+                    return Committed::RolledBack;
+                }
+            }
+            match object.batch_execute("COMMIT").await {
+                Ok(()) => Committed::Kept,
+                // The database answered: it refused the commit, and rolled back.
+                Err(error) if error.code().is_some() => {
+                    tracing::warn!(%error, "the database refused the commit");
+                    Committed::RolledBack
+                }
+                Err(error) => {
+                    tracing::warn!(%error, "the connection broke during the commit");
+                    drop(Object::take(object));
+                    self.settled(key, &encoded).await
+                }
+            }
+        })
+    }
+
+    fn roll_back(&self) -> Pending<'_, ()> {
+        Box::pin(async move {
+            if let Some(object) = self.take().await {
+                roll_back(object).await;
+            }
+        })
+    }
+}

@@ -1,0 +1,292 @@
+//! Transactional mode, on a PostgreSQL the tests start themselves: the `orders` example
+//! inserts each order in its call's transaction, and the layer commits the call's record in
+//! the same one. An order exists exactly when its call is recorded, whatever crashes.
+#![cfg(feature = "postgres")]
+
+mod support;
+
+use std::time::Duration;
+
+use axum::http::StatusCode;
+use serde_json::Value;
+use support::gateway::{start_example, Gateway};
+use support::postgres_server::PostgresServer;
+use support::process::eventually;
+use support::Client;
+
+const ORDER: &str = r#"{"item":"tea","delay_ms":300}"#;
+
+/// A connection of the test's own to the database the examples use.
+async fn database(server: &PostgresServer) -> tokio_postgres::Client {
+    let (client, connection) = tokio_postgres::connect(&server.url(), tokio_postgres::NoTls)
+        .await
+        .expect("connect to the test's database");
+    tokio::spawn(connection);
+    client
+}
+
+async fn count(db: &tokio_postgres::Client, sql: &str) -> i64 {
+    db.query_one(sql, &[]).await.expect(sql).get(0)
+}
+
+async fn orders(db: &tokio_postgres::Client) -> i64 {
+    count(db, "SELECT count(*) FROM orders").await
+}
+
+/// Completed records of calls (the second byte of a value is its kind, `C`).
+async fn records(db: &tokio_postgres::Client) -> i64 {
+    let sql = "SELECT count(*) FROM idempotency_intents WHERE get_byte(value, 1) = 67";
+    count(db, sql).await
+}
+
+/// Waits until a call's transaction holds its insert open (the example sleeps in it).
+async fn a_transaction_is_open(db: &tokio_postgres::Client) {
+    let sql = "SELECT count(*) FROM pg_stat_activity WHERE state = 'idle in transaction'";
+    eventually(
+        "a call's transaction open",
+        Duration::from_secs(10),
+        || async { (count(db, sql).await > 0).then_some(()) },
+    )
+    .await;
+}
+
+fn orders_example(server: &PostgresServer, lease_ms: &str) -> Gateway {
+    let url = server.url();
+    start_example(
+        "orders",
+        &[
+            ("DATABASE_URL", url.as_str()),
+            ("DEADLINE_MS", "10000"),
+            ("LEASE_MS", lease_ms),
+        ],
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_duplicates_on_two_instances_create_one_order() {
+    let server = PostgresServer::start();
+    let first = orders_example(&server, "30000");
+    let second = orders_example(&server, "30000");
+    let calls = (0..20).map(|n| {
+        let client = if n % 2 == 0 {
+            &first.client
+        } else {
+            &second.client
+        };
+        client.post("/orders", "s", ORDER)
+    });
+    let answers = futures_util::future::join_all(calls).await;
+    let bodies: Vec<Value> = answers.iter().map(|answer| answer.json()).collect();
+    for (answer, body) in answers.iter().zip(&bodies) {
+        assert_eq!(answer.status, StatusCode::CREATED, "{body}");
+        assert_eq!(body["order"], bodies[0]["order"], "one order, one body");
+    }
+    let db = database(&server).await;
+    assert_eq!(orders(&db).await, 1);
+    assert_eq!(records(&db).await, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_owner_killed_with_its_transaction_open_leaves_no_order_and_its_retry_creates_one() {
+    let server = PostgresServer::start();
+    let db = database(&server).await;
+    let mut owner = orders_example(&server, "1000");
+    let slow = r#"{"item":"tea","delay_ms":2000}"#;
+    let client = Client::new(owner.client.base.clone());
+    let calling = tokio::spawn(async move { client.post("/orders", "s", slow).await });
+    a_transaction_is_open(&db).await;
+    owner.kill();
+    let _ = calling.await;
+    assert_eq!(
+        orders(&db).await,
+        0,
+        "the open transaction died with its owner"
+    );
+    assert_eq!(records(&db).await, 0, "nothing recorded the call");
+
+    // Retried on a new instance: once the dead owner's lease lapses it runs, once.
+    let restarted = orders_example(&server, "1000");
+    let created = eventually("the retry ran", Duration::from_secs(30), || async {
+        let answer = restarted.client.post("/orders", "s", slow).await;
+        (answer.status != StatusCode::ACCEPTED).then_some(answer)
+    })
+    .await;
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.text());
+    let again = restarted.client.post("/orders", "s", slow).await;
+    assert!(again.replayed(), "{}", again.text());
+    assert_eq!(again.json()["order"], created.json()["order"]);
+    assert_eq!(orders(&db).await, 1, "exactly one order");
+    assert_eq!(records(&db).await, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_completion_fenced_by_another_owner_rolls_the_order_back() {
+    let server = PostgresServer::start();
+    let db = database(&server).await;
+    let service = orders_example(&server, "30000");
+    let client = Client::new(service.client.base.clone());
+    let order = r#"{"item":"tea","delay_ms":1500}"#;
+    let calling = tokio::spawn(async move { client.post("/orders", "s", order).await });
+    a_transaction_is_open(&db).await;
+    // Another owner takes the intent: its running row now carries another token.
+    let taken = db
+        .execute(
+            "UPDATE idempotency_intents SET value = overlay(value PLACING \
+             '\\x0102030405060708090a0b0c0d0e0f10'::bytea FROM 3 FOR 16)",
+            &[],
+        )
+        .await
+        .unwrap();
+    assert_eq!(taken, 1);
+    let answer = calling.await.unwrap();
+    let body = answer.json();
+    assert_eq!(answer.status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    assert_eq!(body["outcome"], "rolled_back", "{body}");
+    assert_eq!(body["retryable"], true, "{body}");
+    let detail = body["detail"].as_str().unwrap();
+    assert!(detail.contains("rolled back"), "{detail}");
+    assert!(detail.contains("may have happened"), "{detail}");
+    assert_eq!(orders(&db).await, 0, "the order went with the rollback");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_order_refused_after_its_insert_is_rolled_back_and_its_repeat_runs_again() {
+    let server = PostgresServer::start();
+    let db = database(&server).await;
+    let service = orders_example(&server, "30000");
+    let refused = r#"{"item":"tea","fail":true}"#;
+    for _ in 0..2 {
+        let answer = service.client.post("/orders", "s", refused).await;
+        assert_eq!(answer.status, StatusCode::INTERNAL_SERVER_ERROR);
+        assert!(!answer.replayed(), "a failure is not kept: the repeat runs");
+    }
+    assert_eq!(orders(&db).await, 0);
+    let created = service.client.post("/orders", "s", ORDER).await;
+    assert_eq!(created.status, StatusCode::CREATED);
+    assert_eq!(orders(&db).await, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn executions_past_the_transaction_pool_are_refused_with_nothing_run() {
+    use axum::routing::post;
+    use axum::{Extension, Router};
+    use tower_idempotency::store::{PostgresStore, Transaction};
+    use tower_idempotency::IdempotencyLayer;
+
+    let server = PostgresServer::start();
+    let db = database(&server).await;
+    db.batch_execute("CREATE TABLE calls (n int)")
+        .await
+        .unwrap();
+    let store = PostgresStore::builder()
+        .transaction_pool_size(1)
+        .connect(&server.url())
+        .await
+        .unwrap();
+    async fn call(Extension(transaction): Extension<Transaction>) -> &'static str {
+        let client = transaction.client().await.unwrap();
+        client
+            .execute("INSERT INTO calls VALUES (1)", &[])
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        "done"
+    }
+    let app = Router::new()
+        .route("/call", post(call))
+        .layer(IdempotencyLayer::with_store(store).transactional());
+    let client = Client::in_memory(app);
+    let (one, two) = tokio::join!(
+        client.post("/call", "s", r#"{"n":1}"#),
+        client.post("/call", "s", r#"{"n":2}"#),
+    );
+    let mut statuses = [one.status, two.status];
+    statuses.sort();
+    assert_eq!(statuses, [StatusCode::OK, StatusCode::SERVICE_UNAVAILABLE]);
+    let refused = if one.status == StatusCode::OK {
+        two
+    } else {
+        one
+    };
+    assert_eq!(refused.json()["outcome"], "not_executed");
+    assert_eq!(count(&db, "SELECT count(*) FROM calls").await, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_transaction_whose_connection_dies_is_told_rolled_back_and_its_retry_creates_one_order() {
+    let server = PostgresServer::start();
+    let db = database(&server).await;
+    let service = orders_example(&server, "30000");
+    let client = Client::new(service.client.base.clone());
+    let order = r#"{"item":"tea","delay_ms":1500}"#;
+    let calling = tokio::spawn(async move { client.post("/orders", "s", order).await });
+    a_transaction_is_open(&db).await;
+    let ended = "SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+                 WHERE state = 'idle in transaction') AS ended";
+    assert_eq!(count(&db, ended).await, 1);
+    let answer = calling.await.unwrap();
+    let body = answer.json();
+    assert_eq!(answer.status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    assert_eq!(body["outcome"], "rolled_back", "{body}");
+    assert_eq!(orders(&db).await, 0);
+    let retried = service.client.post("/orders", "s", order).await;
+    assert_eq!(retried.status, StatusCode::CREATED, "{}", retried.text());
+    assert!(
+        !retried.replayed(),
+        "the rolled-back call was released: the retry ran"
+    );
+    assert_eq!(orders(&db).await, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panic_or_an_execution_past_its_bound_is_rolled_back_and_said_so() {
+    use axum::routing::post;
+    use axum::{Extension, Router};
+    use tower_idempotency::store::{PostgresStore, Transaction};
+    use tower_idempotency::IdempotencyLayer;
+
+    let server = PostgresServer::start();
+    let db = database(&server).await;
+    db.batch_execute("CREATE TABLE calls (n int)")
+        .await
+        .unwrap();
+    async fn insert(transaction: &Transaction) {
+        let client = transaction.client().await.unwrap();
+        client
+            .execute("INSERT INTO calls VALUES (1)", &[])
+            .await
+            .unwrap();
+    }
+    async fn crashes(Extension(transaction): Extension<Transaction>) -> &'static str {
+        insert(&transaction).await;
+        panic!("the tool crashed after its insert");
+    }
+    async fn hangs(Extension(transaction): Extension<Transaction>) -> &'static str {
+        insert(&transaction).await;
+        tokio::time::sleep(Duration::from_secs(60)).await;
+        "late"
+    }
+    let store = PostgresStore::connect(&server.url()).await.unwrap();
+    let layer = IdempotencyLayer::with_store(store)
+        .transactional()
+        .max_execution(Duration::from_millis(300));
+    let app = Router::new()
+        .route("/crashes", post(crashes))
+        .route("/hangs", post(hangs))
+        .layer(layer);
+    let client = Client::in_memory(app);
+    for path in ["/crashes", "/hangs"] {
+        for attempt in 0..2 {
+            let answer = client.post(path, "s", "{}").await;
+            let body = answer.json();
+            assert_eq!(
+                answer.status,
+                StatusCode::SERVICE_UNAVAILABLE,
+                "{path}: {body}"
+            );
+            assert_eq!(body["outcome"], "rolled_back", "{path} #{attempt}: {body}");
+            assert_eq!(body["retryable"], true, "{path}: {body}");
+        }
+    }
+    assert_eq!(count(&db, "SELECT count(*) FROM calls").await, 0);
+}
