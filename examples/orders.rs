@@ -109,7 +109,7 @@ async fn main() {
     .expect("create the orders table");
 
     let store = PostgresStore::connect(&url).await.expect("the store");
-    let layer = IdempotencyLayer::with_store(store)
+    let layer = IdempotencyLayer::with_store(store.tiered())
         .transactional()
         .deadline(deadline)
         .lease(lease);

@@ -11,7 +11,7 @@ use super::{millis, Inner, PostgresStore};
 use crate::key::IntentKey;
 use crate::store::codec;
 use crate::store::transaction::{Committed, Pending, Transactional, Transactions};
-use crate::store::{OwnerToken, Record, StoreError};
+use crate::store::{OwnerToken, Record, StoreError, TieredStore};
 use crate::IdempotencyLayer;
 
 /// How often the record a broken commit left is read before its outcome is left unknown.
@@ -55,11 +55,25 @@ impl IdempotencyLayer<PostgresStore> {
     /// # }
     /// ```
     pub fn transactional(self) -> Self {
-        let transactions: Arc<dyn Transactions> = Arc::new(PostgresTransactions {
-            inner: Arc::clone(&self.store_ref().inner),
-        });
+        let transactions = transactions_of(self.store_ref());
         self.set(|s| s.transactions = Some(transactions))
     }
+}
+
+impl IdempotencyLayer<TieredStore<PostgresStore>> {
+    /// Transactional mode under the in-process cache of completed records: as
+    /// [`IdempotencyLayer::<PostgresStore>::transactional`](IdempotencyLayer::transactional),
+    /// with the replays this process has seen once served from the cache.
+    pub fn transactional(self) -> Self {
+        let transactions = transactions_of(self.store_ref().remote());
+        self.set(|s| s.transactions = Some(transactions))
+    }
+}
+
+fn transactions_of(store: &PostgresStore) -> Arc<dyn Transactions> {
+    Arc::new(PostgresTransactions {
+        inner: Arc::clone(&store.inner),
+    })
 }
 
 /// The transactions of one store's layer.
