@@ -167,7 +167,8 @@ async fn an_order_refused_after_its_insert_is_rolled_back_and_its_repeat_runs_ag
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn executions_past_the_transaction_pool_are_refused_with_nothing_run() {
+async fn an_execution_that_waits_past_the_call_timeout_for_a_connection_is_refused_with_nothing_run(
+) {
     use axum::routing::post;
     use axum::{Extension, Router};
     use tower_idempotency::store::{PostgresStore, Transaction};
@@ -180,6 +181,7 @@ async fn executions_past_the_transaction_pool_are_refused_with_nothing_run() {
         .unwrap();
     let store = PostgresStore::builder()
         .transaction_pool_size(1)
+        .call_timeout(Duration::from_millis(300))
         .connect(&server.url())
         .await
         .unwrap();
@@ -189,7 +191,7 @@ async fn executions_past_the_transaction_pool_are_refused_with_nothing_run() {
             .execute("INSERT INTO calls VALUES (1)", &[])
             .await
             .unwrap();
-        tokio::time::sleep(Duration::from_millis(500)).await;
+        tokio::time::sleep(Duration::from_millis(1500)).await;
         "done"
     }
     let app = Router::new()

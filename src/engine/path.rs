@@ -175,7 +175,7 @@ where
     let Some(reservation) = engine
         .runtime
         .detached
-        .try_reserve(engine.settings.detached_bound())
+        .try_reserve(engine.settings.max_detached)
     else {
         let refusing = Box::pin(at_capacity(engine, work, intent, lead));
         return refusing.await;

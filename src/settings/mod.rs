@@ -117,16 +117,6 @@ impl Default for Settings {
 }
 
 impl Settings {
-    /// The bound on executions running at once: in transactional mode, never more than the
-    /// transactions that can be open at once.
-    pub(crate) fn detached_bound(&self) -> usize {
-        let open = self
-            .transactions
-            .as_ref()
-            .map_or(usize::MAX, |t| t.capacity());
-        self.max_detached.min(open)
-    }
-
     /// The status URL of an intent.
     pub(crate) fn status_url(&self, intent: &crate::key::IntentKey) -> String {
         format!("{}{}/{}", self.status_url_prefix, self.status_path, intent)

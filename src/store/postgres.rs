@@ -93,8 +93,8 @@ impl PostgresStoreBuilder {
     }
 
     /// Connections for transactional mode's transactions (default 16), a pool apart from the
-    /// store's own: each running execution holds one, so a transactional layer runs no more
-    /// executions at once than this.
+    /// store's own: each running execution holds one, and an execution past them waits for
+    /// one for at most the call timeout, then is refused with nothing run.
     pub fn transaction_pool_size(mut self, size: usize) -> Self {
         self.transaction_pool_size = size.max(1);
         self

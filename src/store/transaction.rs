@@ -21,16 +21,13 @@ pub(crate) trait Transactions: Send + Sync + 'static {
     /// Puts a transaction, not begun, into a request's extensions, for the tool to take; the
     /// engine's end of it.
     fn attach(&self, extensions: &mut http::Extensions) -> Arc<dyn Transactional>;
-
-    /// How many transactions can be open at once: executions past it would wait for a
-    /// connection, so the layer runs no more at once.
-    fn capacity(&self) -> usize;
 }
 
 /// The engine's end of one execution's transaction.
 pub(crate) trait Transactional: Send + Sync + 'static {
-    /// Takes a connection and begins the transaction. An error: nothing began (no connection
-    /// came in time, or the database refused), and the tool must not run.
+    /// Takes a connection, waiting for one while the pool has none free, and begins the
+    /// transaction. An error: nothing began (no connection came in time, or the database
+    /// refused), and the tool must not run.
     fn begin(&self) -> Pending<'_, Result<(), super::StoreError>>;
 
     /// Writes `record` for `key` in the transaction where `token` still holds the intent,

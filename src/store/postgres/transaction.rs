@@ -27,9 +27,10 @@ impl IdempotencyLayer<PostgresStore> {
     ///
     /// What it covers is the handler's writes in that transaction: anything else it does (a
     /// message sent, another service called) may still have happened when a call is rolled
-    /// back, and the words say so. The layer runs no more executions at once than the
-    /// transaction pool holds ([`transaction_pool_size`](super::PostgresStoreBuilder::transaction_pool_size)),
-    /// and fails closed: no connection in time, or no store, answers 503 with nothing run.
+    /// back, and the words say so. Each running execution holds a connection of the
+    /// transaction pool ([`transaction_pool_size`](super::PostgresStoreBuilder::transaction_pool_size)):
+    /// past it, executions wait for one, for at most the store's call timeout. The layer fails
+    /// closed: no connection in time, or no store, answers 503 with nothing run.
     ///
     /// ```no_run
     /// use axum::{routing::post, Extension, Router};
@@ -91,10 +92,6 @@ impl Transactions for PostgresTransactions {
             state: Arc::clone(&shared.state),
         });
         shared
-    }
-
-    fn capacity(&self) -> usize {
-        self.inner.transactions.status().max_size
     }
 }
 
