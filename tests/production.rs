@@ -140,7 +140,7 @@ async fn sigterm_mid_action_lets_it_finish_and_record_within_the_grace() {
 async fn the_production_example_holds_its_promises_on_redis_over_tls() {
     // Sets SSL_CERT_FILE in this process, which the example inherits: its client trusts the
     // test's authority as it would a system certificate.
-    let certificates = support::redis_tls::certificates();
+    let certificates = support::certificates::certificates();
     let server = support::redis_tls::TlsServer::start(certificates);
     let gateway = start_example(
         "production",

@@ -10,7 +10,8 @@ use std::time::Duration;
 
 use redis::aio::ConnectionManager;
 use redis::{Client, TlsCertificates};
-use support::redis_tls::{certificates, tls_cluster, Certificates, TlsServer};
+use support::certificates::{certificates, Certificates};
+use support::redis_tls::{tls_cluster, TlsServer};
 use tower_idempotency::store::{conformance, RedisStore};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

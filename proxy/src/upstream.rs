@@ -1,5 +1,6 @@
-//! The upstream as a tower service: pooled HTTP/1.1 connections, the request rewritten for
-//! its hop, and every failure turned into an answer that says what happened to the action.
+//! The upstream as a tower service: pooled connections (HTTP/1.1, or over TLS HTTP/2 where the
+//! upstream offers it), the request rewritten for its hop, and every failure turned into an
+//! answer that says what happened to the action.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -9,6 +10,7 @@ use std::time::Duration;
 use http::uri::{PathAndQuery, Scheme};
 use http::{header, Method, Request, Response, Uri, Version};
 use http_body_util::BodyExt;
+use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use tower::Service;
@@ -19,7 +21,7 @@ use crate::body::{boxed, Answering, BoxError, Deadline, Inbound, Outbound};
 use crate::config::{self, HostHeader};
 use crate::forward::{add_forwarded, strip_hop_by_hop, ClientAddr};
 
-type Client = hyper_util::client::legacy::Client<HttpConnector, Outbound>;
+type Client = hyper_util::client::legacy::Client<HttpsConnector<HttpConnector>, Outbound>;
 
 /// The pool of connections to the upstream, shared by every route.
 #[derive(Clone)]
@@ -29,6 +31,7 @@ pub struct Pool {
 }
 
 struct Base {
+    scheme: Scheme,
     authority: http::uri::Authority,
     /// The upstream URL's path, without a trailing `/`, put before each request's path.
     path: String,
@@ -40,6 +43,16 @@ impl Pool {
         let mut connector = HttpConnector::new();
         connector.set_connect_timeout(Some(config.connect_timeout));
         connector.set_nodelay(true);
+        // The TLS connector takes https:// itself; plain http:// passes through it.
+        connector.enforce_http(false);
+        // A connector of an http:// upstream never begins TLS: its configuration is unused.
+        let tls = config.tls.clone().unwrap_or_else(plain_only);
+        let connector = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_tls_config(Arc::unwrap_or_clone(tls))
+            .https_or_http()
+            .enable_http1()
+            .enable_http2()
+            .wrap_connector(connector);
         let client = hyper_util::client::legacy::Client::builder(TokioExecutor::new())
             .pool_idle_timeout(config.pool_idle_timeout)
             .pool_max_idle_per_host(config.pool_max_idle_per_host)
@@ -52,6 +65,7 @@ impl Pool {
         Self {
             client,
             base: Arc::new(Base {
+                scheme: config.url.scheme().cloned().unwrap_or(Scheme::HTTP),
                 authority,
                 path: config.url.path().trim_end_matches('/').to_owned(),
                 host: config.host,
@@ -68,6 +82,17 @@ impl Pool {
             kept,
         }
     }
+}
+
+/// A client configuration for a connector that only ever connects over plain http://.
+fn plain_only() -> Arc<rustls::ClientConfig> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .expect("the ring provider supports the default versions")
+        .with_root_certificates(rustls::RootCertStore::empty())
+        .with_no_client_auth();
+    Arc::new(config)
 }
 
 /// The upstream's answer, its break marked [`Interrupted`]: the request reached the upstream,
@@ -100,7 +125,7 @@ impl Upstream {
         let path_and_query = uri.path_and_query().map_or("/", PathAndQuery::as_str);
         let joined = format!("{}{path_and_query}", base.path);
         Uri::builder()
-            .scheme(Scheme::HTTP)
+            .scheme(base.scheme.clone())
             .authority(base.authority.clone())
             .path_and_query(joined)
             .build()
@@ -140,7 +165,8 @@ impl Service<Request<Inbound>> for Upstream {
         // stream (an MCP server's event stream) is not cut.
         let bounded = !matches!(parts.method, Method::GET | Method::HEAD | Method::OPTIONS)
             || parts.headers.contains_key("last-event-id");
-        // The client speaks HTTP/1.1 to the upstream, whatever the caller spoke.
+        // The client speaks HTTP/1.1 to the upstream, whatever the caller spoke, or HTTP/2
+        // where the upstream chose it in the TLS handshake.
         parts.version = Version::HTTP_11;
         let outgoing = self
             .pool

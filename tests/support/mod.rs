@@ -237,6 +237,8 @@ pub async fn assert_replayed_and_failure_shown(first: &Client, second: &Client, 
 }
 
 pub mod answer;
+#[cfg(feature = "redis-tls")]
+pub mod certificates;
 pub mod client;
 pub mod faulty;
 pub mod gateway;

@@ -40,6 +40,11 @@ pub struct UpstreamTable {
     pub timeout: Option<Dur>,
     pub pool_idle_timeout: Option<Dur>,
     pub pool_max_idle_per_host: Option<usize>,
+    /// An `https://` upstream: more authorities to trust, in PEM, beside the system's.
+    pub ca_file: Option<std::path::PathBuf>,
+    /// An `https://` upstream that asks for a client certificate: the chain and its key.
+    pub client_cert: Option<std::path::PathBuf>,
+    pub client_key: Option<std::path::PathBuf>,
 }
 
 /// What the upstream is sent as `Host`.

@@ -2,6 +2,7 @@
 
 mod file;
 mod route;
+mod tls;
 mod values;
 
 use std::fmt;
@@ -49,6 +50,8 @@ pub struct Config {
 #[derive(Debug, Clone)]
 pub struct Upstream {
     pub url: Uri,
+    /// For an `https://` upstream.
+    pub tls: Option<std::sync::Arc<rustls::ClientConfig>>,
     pub host: HostHeader,
     pub connect_timeout: Duration,
     pub pool_idle_timeout: Duration,
@@ -184,9 +187,12 @@ fn resolve(
         .unwrap_or(SocketAddr::from(([127, 0, 0, 1], 3000)));
     let metrics_listen = flag("metrics-listen", &cli.metrics_listen, values::socket_addr)?
         .or(file.metrics_listen.map(|a| a.0));
+    let identity = (&file.upstream.client_cert, &file.upstream.client_key);
+    let tls = upstream_tls(&url, &file.upstream.ca_file, identity)?;
     let default_timeout = file.upstream.timeout.map_or(DEFAULT_TIMEOUT, |d| d.0);
     let upstream = Upstream {
         url,
+        tls,
         host: file.upstream.host.unwrap_or(HostHeader::Keep),
         connect_timeout: file
             .upstream
@@ -311,6 +317,39 @@ fn resolve(
 /// A route whose timeouts cannot all hold is refused: a connection that takes longer than the
 /// route waits would be told "may have run" with nothing sent, and an answer awaited past
 /// `max_execution` is abandoned first.
+/// The TLS of an `https://` upstream; TLS settings for any other are a mistake.
+fn upstream_tls(
+    url: &Uri,
+    ca_file: &Option<std::path::PathBuf>,
+    identity: (&Option<std::path::PathBuf>, &Option<std::path::PathBuf>),
+) -> Result<Option<std::sync::Arc<rustls::ClientConfig>>, ConfigError> {
+    let client_identity = match identity {
+        (Some(cert), Some(key)) => Some((cert.clone(), key.clone())),
+        (None, None) => None,
+        _ => {
+            return Err(ConfigError(
+                "[upstream]: `client_cert` and `client_key` go together".to_owned(),
+            ))
+        }
+    };
+    let settings = tls::UpstreamTls {
+        ca_file: ca_file.clone(),
+        client_identity,
+    };
+    if url.scheme_str() != Some("https") {
+        if settings.is_set() {
+            return Err(ConfigError(format!(
+                "[upstream]: `ca_file`, `client_cert` and `client_key` are for an https:// \
+                 upstream, and {url} is not one"
+            )));
+        }
+        return Ok(None);
+    }
+    tls::client_config(&settings)
+        .map(Some)
+        .map_err(|error| ConfigError(format!("[upstream] TLS: {error}")))
+}
+
 fn check_timeouts(route: &Route, upstream: &Upstream) -> Result<(), ConfigError> {
     let name = if route.prefix.is_empty() {
         "[defaults]".to_owned()

@@ -130,7 +130,7 @@ fn a_route_with_two_key_sources_is_refused_at_its_line() {
 fn no_upstream_and_bad_flags_say_which_setting() {
     let error = Config::load(&cli(&[])).unwrap_err().to_string();
     assert!(error.contains("--upstream"), "{error}");
-    let error = Config::load(&cli(&["--upstream", "https://example.com"]))
+    let error = Config::load(&cli(&["--upstream", "ftp://example.com"]))
         .unwrap_err()
         .to_string();
     assert!(error.starts_with("--upstream:"), "{error}");
@@ -277,4 +277,29 @@ fn a_postgres_store_is_named_by_flag_or_file_and_never_beside_redis() {
         "[upstream]\nurl = \"http://127.0.0.1:8000\"\n[store]\npostgres_url = \"mysql://db/app\"\n";
     let error = with_file(wrong, &[]).unwrap_err().to_string();
     assert!(error.contains("not a PostgreSQL URL"), "{error}");
+}
+
+#[test]
+fn tls_settings_need_an_https_upstream_and_readable_files() {
+    let error = with_file(
+        "[upstream]\nurl = \"http://127.0.0.1:8000\"\nca_file = \"/nowhere/ca.pem\"\n",
+        &[],
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(error.contains("https://"), "{error}");
+    let error = with_file(
+        "[upstream]\nurl = \"https://127.0.0.1:8443\"\nca_file = \"/nowhere/ca.pem\"\n",
+        &[],
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(error.contains("/nowhere/ca.pem"), "{error}");
+    let error = with_file(
+        "[upstream]\nurl = \"https://127.0.0.1:8443\"\nclient_cert = \"/nowhere/c.pem\"\n",
+        &[],
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(error.contains("go together"), "{error}");
 }

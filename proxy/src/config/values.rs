@@ -23,17 +23,17 @@ pub fn duration(text: &str) -> Result<Duration, String> {
     })
 }
 
-/// Parses an upstream base URL: `http://HOST:PORT`, with an optional path prefix.
+/// Parses an upstream base URL: `http://HOST:PORT` or `https://HOST:PORT`, with an optional
+/// path prefix.
 pub fn upstream(text: &str) -> Result<Uri, String> {
     let uri: Uri = text
         .parse()
         .map_err(|_| format!("`{text}` is not a URL: expected one like http://127.0.0.1:8000"))?;
     match uri.scheme_str() {
-        Some("http") => {}
+        Some("http" | "https") => {}
         Some(other) => {
             return Err(format!(
-                "`{text}`: the scheme `{other}` is not supported: the upstream is reached over \
-                 plain http:// (put the proxy beside it)"
+                "`{text}`: the scheme `{other}` is not supported: expected http:// or https://"
             ))
         }
         None => return Err(format!("`{text}` has no scheme: expected http://HOST:PORT")),
@@ -101,9 +101,9 @@ mod tests {
     fn bad_values_say_what_would_be_valid() {
         assert!(duration("soon").unwrap_err().contains("\"20s\""));
         assert!(socket_addr("localhost").unwrap_err().contains("IP:PORT"));
-        assert!(upstream("https://api.example.com")
+        assert!(upstream("ftp://api.example.com")
             .unwrap_err()
-            .contains("http://"));
+            .contains("https://"));
         assert!(upstream("127.0.0.1:8000").is_err());
         assert!(header_name("x session")
             .unwrap_err()
@@ -123,5 +123,6 @@ mod tests {
             upstream("http://127.0.0.1:8000/api").unwrap().path(),
             "/api"
         );
+        assert!(upstream("https://tools.internal:8443").is_ok());
     }
 }

@@ -12,6 +12,8 @@ use std::time::Duration;
 // clients.
 #[path = "../../../tests/support/answer.rs"]
 pub mod answer;
+#[path = "../../../tests/support/certificates.rs"]
+pub mod certificates;
 #[path = "../../../tests/support/postgres_server.rs"]
 pub mod postgres_server;
 #[path = "../../../tests/support/process.rs"]

@@ -2,6 +2,9 @@
 """A small HTTP tool server on the standard library, for the proxy's tests.
 
     tool_server.py [PORT]      (0 or nothing: a free port)
+    tool_server.py PORT CERT KEY [CLIENT_CA]   (the same over TLS, with this certificate and
+                                                key; with CLIENT_CA, clients must show a
+                                                certificate it signed)
 
 Prints "listening on PORT" once it accepts connections. Every POST /tools/NAME counts one
 execution of NAME (GET /stats returns the counts). The tools:
@@ -22,6 +25,7 @@ the port the request came from, with a hop-by-hop header of its own; anything el
 
 import json
 import socket
+import ssl
 import sys
 import threading
 import time
@@ -151,6 +155,15 @@ def main():
     port = int(sys.argv[1]) if len(sys.argv) > 1 else 0
     server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
     server.daemon_threads = True
+    if len(sys.argv) > 3:
+        # tool_server.py PORT CERT KEY: the same server over TLS.
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(sys.argv[2], sys.argv[3])
+        if len(sys.argv) > 4:
+            # ... CLIENT_CA: and every client shows a certificate this authority signed.
+            context.load_verify_locations(sys.argv[4])
+            context.verify_mode = ssl.CERT_REQUIRED
+        server.socket = context.wrap_socket(server.socket, server_side=True)
     print(f"listening on {server.server_address[1]}", flush=True)
     server.serve_forever()
 
