@@ -94,7 +94,9 @@ impl Prometheus {
     /// scrapes of any.
     async fn scrapes(&self, targets: usize, at_least: u64) -> u64 {
         eventually("prometheus scraping", Duration::from_secs(30), || async {
-            let counts = self.query("count_over_time(up[5m]) and up == 1").await;
+            let counts = self
+                .ready_query("count_over_time(up[5m]) and up == 1")
+                .await?;
             let fewest = counts
                 .iter()
                 .filter_map(|sample| sample["value"][1].as_str()?.parse::<u64>().ok())
@@ -102,6 +104,16 @@ impl Prometheus {
             (counts.len() == targets && fewest >= at_least).then_some(fewest)
         })
         .await
+    }
+
+    /// The result vector of an instant query, once Prometheus answers queries: while it
+    /// starts, it listens and answers 503 in plain text.
+    async fn ready_query(&self, query: &str) -> Option<Vec<Value>> {
+        let url = format!("{}/api/v1/query", self.url);
+        let url = reqwest::Url::parse_with_params(&url, [("query", query)]).unwrap();
+        let answer = client().get(url).send().await.ok()?;
+        let body: Value = answer.json().await.ok()?;
+        (body["status"] == "success").then(|| body["data"]["result"].as_array().cloned())?
     }
 
     /// The result vector of an instant query.
