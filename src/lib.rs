@@ -55,6 +55,7 @@
 //! incoming body in [`RequestBody`]). Outcomes live in a [`store::Store`]: the in-process
 //! [`store::MemoryStore`] by default.
 
+pub mod admin;
 mod body;
 pub mod canonical;
 mod classify;

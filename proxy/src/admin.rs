@@ -1,5 +1,6 @@
 //! The metrics listener: liveness, readiness (the store answers, and no shutdown has begun),
-//! Prometheus metrics and observe mode's duplicate report, apart from the traffic.
+//! Prometheus metrics, observe mode's duplicate report and, with a token, the admin API, apart
+//! from the traffic.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -11,6 +12,8 @@ use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use metrics_exporter_prometheus::PrometheusHandle;
 use tokio::net::TcpListener;
+use tower::Service;
+use tower_idempotency::admin::AdminService;
 use tower_idempotency::store::Store;
 use tower_idempotency::{IdempotencyLayer, IntentKey};
 
@@ -25,20 +28,28 @@ pub struct Admin<St> {
     pub prometheus: PrometheusHandle,
     /// Cleared when a shutdown begins.
     pub accepting: Arc<AtomicBool>,
+    /// The admin API, where a token is configured.
+    pub api: Option<AdminService<St>>,
 }
 
 /// Serves the metrics listener until the process ends.
 pub async fn serve<St: Store>(listener: TcpListener, admin: Admin<St>) {
     let admin = Arc::new(admin);
     loop {
-        let Ok((stream, _)) = listener.accept().await else {
+        let Ok((stream, peer)) = listener.accept().await else {
             tokio::time::sleep(Duration::from_millis(20)).await;
             continue;
         };
         let admin = Arc::clone(&admin);
         let service = hyper::service::service_fn(move |request: Request<Incoming>| {
             let admin = Arc::clone(&admin);
-            async move { Ok::<_, std::convert::Infallible>(answer(&admin, &request).await) }
+            async move {
+                let path = request.uri().path();
+                if path == "/admin" || path.starts_with("/admin/") {
+                    return Ok::<_, std::convert::Infallible>(api(&admin, request, peer).await);
+                }
+                Ok(answer(&admin, &request).await)
+            }
         });
         tokio::spawn(async move {
             let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
@@ -46,6 +57,25 @@ pub async fn serve<St: Store>(listener: TcpListener, admin: Admin<St>) {
                 .serve_connection(TokioIo::new(stream), service)
                 .await;
         });
+    }
+}
+
+/// The admin API's answer, or 404 where no token turned it on.
+async fn api<St: Store>(
+    admin: &Admin<St>,
+    mut request: Request<Incoming>,
+    peer: SocketAddr,
+) -> Response<Outbound> {
+    let Some(api) = &admin.api else {
+        let off = "the admin API is off: start the proxy with --admin-token\n";
+        return text(StatusCode::NOT_FOUND, off.to_owned());
+    };
+    // The client's address, for the API's log of each action.
+    request.extensions_mut().insert(peer);
+    let answered = api.clone().call(request).await;
+    match answered {
+        Ok(response) => response.map(crate::body::boxed),
+        Err(never) => match never {},
     }
 }
 

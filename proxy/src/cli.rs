@@ -61,4 +61,8 @@ pub struct Cli {
     /// Where to serve `/healthz`, `/readyz` and `/metrics`; `metrics_listen` in the file.
     #[arg(long, value_name = "ADDR")]
     pub metrics_listen: Option<String>,
+    /// Serves the admin API (`/admin/...`) on the metrics listener to requests with
+    /// `Authorization: Bearer TOKEN`; `admin_token` in the file. Off without it.
+    #[arg(long, value_name = "TOKEN")]
+    pub admin_token: Option<String>,
 }

@@ -138,6 +138,7 @@ async fn serve<St: Store>(
         });
         let admin = Admin {
             layer: built.layer.clone(),
+            api: (config.admin_token.as_ref()).map(|token| built.admin.service(token.trim())),
             prometheus,
             accepting: Arc::clone(&accepting),
         };

@@ -20,6 +20,8 @@ pub struct Built<St> {
     pub detached: DetachedExecutions,
     /// Shares the store with every route, for the readiness probe.
     pub layer: IdempotencyLayer<St>,
+    /// The operator's operations on the store, with the HTTP routes' scope for purges.
+    pub admin: tower_idempotency::admin::Admin<St>,
 }
 
 /// Builds every route's service over `store`.
@@ -76,6 +78,7 @@ pub fn build<St: Store>(config: &Config, store: St) -> Built<St> {
     Built {
         routes: Routes::new(table, fallback, status),
         detached: root.detached(),
+        admin: http.admin(),
         layer: root,
     }
 }

@@ -185,6 +185,9 @@ impl<St: Store> Recorder<'_, St> {
             expires_at_ms: completed_at_ms.saturating_add(millis(self.retention_of(&response))),
             response,
             dialect: self.intent.dialect,
+            operation: Some(Arc::clone(self.intent.op.label())),
+            share: (self.intent.share != self.intent.scope).then_some(self.intent.share),
+            note: None,
         })
     }
 

@@ -60,6 +60,33 @@ impl ScopeSource {
     /// The scope, where the narrowing header is read as `narrowing` says: an MCP request of
     /// protocol 2026-07-28 has no session, and a `Mcp-Session-Id` it sends anyway is no
     /// server's, so it names nothing.
+    /// The hash of the scope a caller is given who sends `value` in the header that names it
+    /// (the principal's, where one is configured), with no narrowing: what an operator
+    /// purges by. `None` where a function reads the scope, or the value is no header value.
+    pub(crate) fn hash_of_value(&self, value: &str) -> Option<ScopeHash> {
+        let name = match self {
+            Self::Header(name) => name,
+            Self::Narrowed {
+                principal: Some(principal),
+                ..
+            } => match &**principal {
+                Self::Header(name) => name,
+                _ => return None,
+            },
+            Self::Narrowed {
+                principal: None,
+                by,
+                ..
+            } => by,
+            Self::Extract(_) => return None,
+        };
+        let (mut parts, ()) = http::Request::new(()).into_parts();
+        let value = http::HeaderValue::from_str(value).ok()?;
+        parts.headers.insert(name.clone(), value);
+        let scope = self.scope_of(&parts).ok()??;
+        Some(ScopeHash::of(&scope))
+    }
+
     pub(crate) fn scope_in(
         &self,
         parts: &Parts,

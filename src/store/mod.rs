@@ -137,6 +137,23 @@ pub enum Entry {
     Failed(Arc<Tombstone>),
 }
 
+/// One page of what a store holds, for an operator's listing ([`Store::scan`]).
+#[derive(Debug, Default)]
+#[non_exhaustive]
+pub struct Scanned {
+    /// The page's entries, with their keys; an entry past its time is not among them.
+    pub entries: Vec<(IntentKey, Entry)>,
+    /// Where the next page starts; 0 when this was the last.
+    pub next: u64,
+}
+
+impl Scanned {
+    /// A page of `entries`, followed by the page at `next` (0: none).
+    pub fn new(entries: Vec<(IntentKey, Entry)>, next: u64) -> Self {
+        Self { entries, next }
+    }
+}
+
 /// Whether a fenced write was made under the caller's token.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
@@ -245,6 +262,44 @@ pub trait Store: Send + Sync + 'static {
         std::future::ready(Err(StoreError::new(
             "this store does not count calls for observe mode",
         )))
+    }
+
+    /// A page of about `count` of the entries the store holds, from `cursor` (0: the first
+    /// page), for an operator's listing (the admin API); never on a request's path. A
+    /// listing may miss or repeat an entry written while it pages.
+    ///
+    /// The default answers an error: an operator cannot list what such a store holds.
+    fn scan(
+        &self,
+        cursor: u64,
+        count: usize,
+    ) -> impl Future<Output = Result<Scanned, StoreError>> + Send {
+        let _ = (cursor, count);
+        std::future::ready(Err(StoreError::new("this store cannot list what it holds")))
+    }
+
+    /// Removes whatever the store holds of `key`, whoever holds it: whether it held anything.
+    /// For an operator (a resolution as "not run", a purge), never on a request's path.
+    ///
+    /// The default answers an error.
+    fn remove(&self, key: &IntentKey) -> impl Future<Output = Result<bool, StoreError>> + Send {
+        let _ = key;
+        std::future::ready(Err(StoreError::new("this store cannot remove an entry")))
+    }
+
+    /// Keeps `record` for `key` for `retention`, over whatever the store holds of it, with no
+    /// owner's token: an operator's resolution of an outcome as "ran". Never on a request's
+    /// path.
+    ///
+    /// The default answers an error.
+    fn put(
+        &self,
+        key: &IntentKey,
+        record: Arc<Record>,
+        retention: Duration,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send {
+        let _ = (key, record, retention);
+        std::future::ready(Err(StoreError::new("this store cannot keep a resolution")))
     }
 
     /// Where this crate's own stores give the layer hooks that answer faster; hidden, and

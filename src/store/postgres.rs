@@ -13,7 +13,7 @@ use tokio_postgres::NoTls;
 use super::codec::{self, Stored};
 use super::postgres_sql::Statements;
 use super::{
-    Claim, ClaimRequest, Entry, Fence, OwnerToken, Record, RunningInfo, Store, StoreError,
+    Claim, ClaimRequest, Entry, Fence, OwnerToken, Record, RunningInfo, Scanned, Store, StoreError,
     Tombstone,
 };
 use crate::key::IntentKey;
@@ -367,6 +367,51 @@ impl Store for PostgresStore {
             .await?;
         let value = rows.first().map(|row| row.get::<_, Vec<u8>>(0));
         Ok(value.map(decode).transpose()?.map(Stored::into_entry))
+    }
+
+    async fn scan(&self, cursor: u64, count: usize) -> Result<Scanned, StoreError> {
+        let offset = i64::try_from(cursor).unwrap_or(i64::MAX);
+        let limit = i64::try_from(count.max(1)).unwrap_or(i64::MAX);
+        let rows = (self.inner)
+            .query(&self.inner.statements.scan, &[&offset, &limit])
+            .await?;
+        let mut entries = Vec::with_capacity(rows.len());
+        for row in &rows {
+            let key = <[u8; 32]>::try_from(row.get::<_, &[u8]>(0))
+                .map_err(|_| StoreError::new("a key of the table is not an intent's"))?;
+            let entry = decode(row.get(1))?.into_entry();
+            entries.push((IntentKey::from_bytes(key), entry));
+        }
+        let next = if rows.len() < usize::try_from(limit).unwrap_or(usize::MAX) {
+            0
+        } else {
+            cursor.saturating_add(rows.len() as u64)
+        };
+        Ok(Scanned::new(entries, next))
+    }
+
+    async fn remove(&self, key: &IntentKey) -> Result<bool, StoreError> {
+        let key = key.as_bytes().as_slice();
+        let removed = self
+            .inner
+            .execute(&self.inner.statements.remove, &[&key])
+            .await?;
+        Ok(removed > 0)
+    }
+
+    async fn put(
+        &self,
+        key: &IntentKey,
+        record: Arc<Record>,
+        retention: Duration,
+    ) -> Result<(), StoreError> {
+        let encoded = codec::encode_record(&record);
+        let params: [&(dyn ToSql + Sync); 3] =
+            [&key.as_bytes().as_slice(), &encoded, &millis(retention)];
+        self.inner
+            .execute(&self.inner.statements.put, &params)
+            .await?;
+        Ok(())
     }
 
     async fn count_call(&self, key: &IntentKey, window: Duration) -> Result<u64, StoreError> {

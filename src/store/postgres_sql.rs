@@ -17,6 +17,9 @@ pub(super) struct Statements {
     pub(super) get: String,
     pub(super) count_call: String,
     pub(super) complete_in_transaction: String,
+    pub(super) scan: String,
+    pub(super) remove: String,
+    pub(super) put: String,
     pub(super) settled: String,
     pub(super) sweep: String,
     pub(super) sweep_calls: String,
@@ -108,6 +111,22 @@ impl Statements {
                  WHERE e.key = $1 AND get_byte(e.value, 1) = 82 AND {TOKEN} = $2
                  RETURNING 1",
                 retention = from_now(4)
+            ),
+            // $1 offset, $2 count. A page of the live rows, for an operator.
+            scan: format!(
+                "SELECT key, value FROM {table} WHERE expires_at > clock_timestamp()
+                 ORDER BY key OFFSET $1 LIMIT $2"
+            ),
+            // $1 key. Whatever is live of the intent, gone.
+            remove: format!(
+                "DELETE FROM {table} WHERE key = $1 AND expires_at > clock_timestamp()"
+            ),
+            // $1 key, $2 record, $3 retention ms. An operator's resolution, over whatever is
+            // there.
+            put: format!(
+                "INSERT INTO {table} AS e (key, value, expires_at) VALUES ($1, $2, {retention})
+                 ON CONFLICT (key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at",
+                retention = from_now(3)
             ),
             // $1 key. What a commit left, read once it is settled: the lock waits for a
             // transaction still committing.

@@ -1,5 +1,7 @@
 //! What a store keeps about an intent.
 
+use std::sync::Arc;
+
 use bytes::Bytes;
 use http::{HeaderMap, StatusCode};
 
@@ -84,6 +86,9 @@ pub enum Omission {
     /// [`Interrupted`](crate::Interrupted)): the action may have run, it is not run again, and
     /// repeats are told to check.
     Interrupted,
+    /// An operator resolved an outcome that was not known: the action ran, and it is not run
+    /// again.
+    Resolved,
 }
 
 /// The outcome of a completed execution.
@@ -104,6 +109,14 @@ pub struct Record {
     pub response: KeptResponse,
     /// Whose answer it keeps: the protocol the execution was called in.
     pub dialect: Dialect,
+    /// The operation it was a call of (the route's label, such as `POST /tools/send_email`),
+    /// for an operator's listing; `None` in records written without it.
+    pub operation: Option<Arc<str>>,
+    /// Whose part of the store it counts against where that is not its scope (the principal,
+    /// where one is configured), so that an operator can purge every record of one caller.
+    pub share: Option<ScopeHash>,
+    /// What an operator wrote when resolving it.
+    pub note: Option<Arc<str>>,
 }
 
 /// The protocol a record's answer was given in, so that each reader renders it in its own
@@ -138,6 +151,9 @@ impl Record {
             expires_at_ms,
             response,
             dialect: Dialect::Http,
+            operation: None,
+            share: None,
+            note: None,
         }
     }
 

@@ -6,59 +6,28 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use bytes::Bytes;
-use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::cluster::ClusterClient;
 use redis::cluster_async::ClusterConnection;
-use redis::{Cmd, Pipeline, RedisFuture, Script, Value};
+use redis::Script;
 
 use super::codec::{self, Stored};
 use super::redis_scripts::{self as scripts};
 use super::{
-    Claim, ClaimRequest, Entry, Fence, OwnerToken, Record, RunningInfo, Store, StoreError,
+    Claim, ClaimRequest, Entry, Fence, OwnerToken, Record, RunningInfo, Scanned, Store, StoreError,
     Tombstone,
 };
 use crate::key::IntentKey;
+
+mod connection;
+mod operator;
+
+use connection::Connection;
 
 /// Default timeout of every Redis call.
 const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(1);
 /// Default prefix of every key.
 const DEFAULT_PREFIX: &str = "idempotency:";
-
-/// One node through a `ConnectionManager`, or a cluster; both reconnect by themselves.
-#[derive(Clone)]
-enum Connection {
-    Single(ConnectionManager),
-    Cluster(ClusterConnection),
-}
-
-// Written by hand: the two connection types share a trait but no common type to hold.
-impl ConnectionLike for Connection {
-    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
-        match self {
-            Self::Single(c) => c.req_packed_command(cmd),
-            Self::Cluster(c) => c.req_packed_command(cmd),
-        }
-    }
-
-    fn req_packed_commands<'a>(
-        &'a mut self,
-        pipeline: &'a Pipeline,
-        offset: usize,
-        count: usize,
-    ) -> RedisFuture<'a, Vec<Value>> {
-        match self {
-            Self::Single(c) => c.req_packed_commands(pipeline, offset, count),
-            Self::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
-        }
-    }
-
-    fn get_db(&self) -> i64 {
-        match self {
-            Self::Single(c) => c.get_db(),
-            Self::Cluster(c) => c.get_db(),
-        }
-    }
-}
 
 /// The token and encoded running entry of a lease this process holds.
 type OwnedLease = (OwnerToken, Vec<u8>);
@@ -425,6 +394,23 @@ impl Store for RedisStore {
         let mut connection = self.connection.clone();
         let count: u64 = timed(self.call_timeout, invocation.invoke_async(&mut connection)).await?;
         Ok(count)
+    }
+
+    async fn scan(&self, cursor: u64, count: usize) -> Result<Scanned, StoreError> {
+        self.scan_page(cursor, count).await
+    }
+
+    async fn remove(&self, key: &IntentKey) -> Result<bool, StoreError> {
+        self.remove_key(key).await
+    }
+
+    async fn put(
+        &self,
+        key: &IntentKey,
+        record: Arc<Record>,
+        retention: Duration,
+    ) -> Result<(), StoreError> {
+        self.put_record(key, record, retention).await
     }
 
     async fn get(&self, key: &IntentKey) -> Result<Option<Entry>, StoreError> {

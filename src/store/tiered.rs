@@ -7,7 +7,9 @@ use moka::policy::{EvictionPolicy, Expiry};
 use moka::sync::Cache;
 
 use super::hints::{Hints, Sealed};
-use super::{Claim, ClaimRequest, Entry, Fence, OwnerToken, Record, Store, StoreError, Tombstone};
+use super::{
+    Claim, ClaimRequest, Entry, Fence, OwnerToken, Record, Scanned, Store, StoreError, Tombstone,
+};
 use crate::clock::now_ms;
 use crate::key::{IntentKey, KeyHasher};
 
@@ -139,6 +141,28 @@ impl<S: Store> Store for TieredStore<S> {
 
     fn hints(&self, _sealed: Sealed) -> Option<&dyn Hints> {
         Some(self)
+    }
+
+    /// What the shared store holds: the cache holds only copies of it.
+    async fn scan(&self, cursor: u64, count: usize) -> Result<Scanned, StoreError> {
+        self.remote.scan(cursor, count).await
+    }
+
+    /// Removed from the shared store and from this process's cache. Other processes' caches
+    /// keep their copy of a completed record until it expires there.
+    async fn remove(&self, key: &IntentKey) -> Result<bool, StoreError> {
+        self.local.invalidate(key);
+        self.remote.remove(key).await
+    }
+
+    async fn put(
+        &self,
+        key: &IntentKey,
+        record: Arc<Record>,
+        retention: Duration,
+    ) -> Result<(), StoreError> {
+        self.local.invalidate(key);
+        self.remote.put(key, record, retention).await
     }
 
     async fn get(&self, key: &IntentKey) -> Result<Option<Entry>, StoreError> {

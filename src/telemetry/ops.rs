@@ -19,6 +19,13 @@ pub(crate) struct Op {
     pub(super) hot: Arc<Hot>,
 }
 
+impl Op {
+    /// Its label, as its metrics carry it.
+    pub(crate) fn label(&self) -> &Arc<str> {
+        &self.label
+    }
+}
+
 impl std::fmt::Debug for Op {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_tuple("Op").field(&self.label).finish()

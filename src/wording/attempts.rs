@@ -302,6 +302,21 @@ pub(crate) fn abandoned(key: &IntentKey) -> Told {
     .intent(key)
 }
 
+/// An operator recorded that the action ran.
+fn resolved(key: &IntentKey) -> Told {
+    Told::new(
+        "already-executed",
+        "Action already executed",
+        "already_executed",
+        false,
+        "This action already ran: an operator checked it and recorded that it took effect, so \
+         it was not run again, and its response cannot be shown here. Do not call it again \
+         expecting it to run."
+            .to_owned(),
+    )
+    .intent(key)
+}
+
 /// The action ran, but its response was not kept.
 pub(crate) fn already_executed(key: &IntentKey, status: StatusCode, why: Omission) -> Told {
     let why = match why {
@@ -309,6 +324,7 @@ pub(crate) fn already_executed(key: &IntentKey, status: StatusCode, why: Omissio
         Omission::NoStore => "was marked `cache-control: no-store`, so it was not kept",
         Omission::Unclassified => return outcome_unknown(key, status),
         Omission::Interrupted => return answer_lost(key, status),
+        Omission::Resolved => return resolved(key),
     };
     Told::new(
         "already-executed",

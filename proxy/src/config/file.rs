@@ -11,6 +11,8 @@ use super::values::{Addr, Dur, Header, Pointer, Prefix, UpstreamUrl};
 pub struct File {
     pub listen: Option<Addr>,
     pub metrics_listen: Option<Addr>,
+    /// The admin API's bearer token, on the metrics listener.
+    pub admin_token: Option<String>,
     pub log_format: Option<LogFormat>,
     /// How long a shutdown waits for running executions to finish and record.
     pub shutdown_grace: Option<Dur>,

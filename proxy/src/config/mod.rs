@@ -35,6 +35,8 @@ impl std::error::Error for ConfigError {}
 pub struct Config {
     pub listen: SocketAddr,
     pub metrics_listen: Option<SocketAddr>,
+    /// The admin API's bearer token: the API is off without one.
+    pub admin_token: Option<String>,
     pub log_format: LogFormat,
     pub shutdown_grace: Duration,
     pub upstream: Upstream,
@@ -187,6 +189,21 @@ fn resolve(
         .unwrap_or(SocketAddr::from(([127, 0, 0, 1], 3000)));
     let metrics_listen = flag("metrics-listen", &cli.metrics_listen, values::socket_addr)?
         .or(file.metrics_listen.map(|a| a.0));
+    let admin_token = cli.admin_token.clone().or(file.admin_token);
+    if let Some(token) = &admin_token {
+        if token.trim().len() < 16 {
+            return Err(ConfigError(
+                "admin_token: use a random token of at least 16 characters".to_owned(),
+            ));
+        }
+        if metrics_listen.is_none() {
+            return Err(ConfigError(
+                "admin_token: the admin API is served on the metrics listener; set \
+                 --metrics-listen (or `metrics_listen`) too"
+                    .to_owned(),
+            ));
+        }
+    }
     let identity = (&file.upstream.client_cert, &file.upstream.client_key);
     let tls = upstream_tls(&url, &file.upstream.ca_file, identity)?;
     let default_timeout = file.upstream.timeout.map_or(DEFAULT_TIMEOUT, |d| d.0);
@@ -303,6 +320,7 @@ fn resolve(
     Ok(Config {
         listen,
         metrics_listen,
+        admin_token,
         log_format: file.log_format.unwrap_or(LogFormat::Text),
         shutdown_grace: file.shutdown_grace.map_or(Duration::from_secs(30), |d| d.0),
         upstream,

@@ -3,7 +3,9 @@
 use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 
-use super::{DecodeError, Stored, COMPLETED, DIALECT, FAILED, RUNNING, VERSION};
+use super::{
+    DecodeError, Stored, COMPLETED, DIALECT, FAILED, NOTE, OPERATION, RUNNING, SHARE, VERSION,
+};
 use crate::key::{Fingerprint, ScopeHash};
 use crate::store::{
     Dialect, KeptResponse, Omission, OwnerToken, Record, ReleaseCause, RunningInfo, StoredResponse,
@@ -137,20 +139,41 @@ pub(crate) fn decode(bytes: Bytes) -> Result<Stored, DecodeError> {
                     status: r.status()?,
                     why: Omission::Interrupted,
                 },
+                b'R' => KeptResponse::Omitted {
+                    status: r.status()?,
+                    why: Omission::Resolved,
+                },
                 b'A' => KeptResponse::Abandoned,
                 _ => return Err(DecodeError("response kind")),
             };
             let mut dialect = Dialect::Http;
+            let (mut operation, mut share, mut note) = (None, None, None);
+            let text = |value: &[u8]| {
+                std::str::from_utf8(value)
+                    .map(std::sync::Arc::<str>::from)
+                    .map_err(|_| DecodeError("text"))
+            };
             while r.remaining() > 0 {
                 let tag = r.u8()?;
                 let length = r.u16()? as usize;
                 let value = r.take(length)?;
-                if tag == DIALECT {
-                    dialect = match &value[..] {
-                        b"M" => Dialect::Mcp,
-                        b"H" => Dialect::Http,
-                        _ => return Err(DecodeError("dialect")),
-                    };
+                match tag {
+                    DIALECT => {
+                        dialect = match &value[..] {
+                            b"M" => Dialect::Mcp,
+                            b"H" => Dialect::Http,
+                            _ => return Err(DecodeError("dialect")),
+                        };
+                    }
+                    OPERATION => operation = Some(text(&value)?),
+                    SHARE => {
+                        let bytes =
+                            <[u8; 32]>::try_from(&value[..]).map_err(|_| DecodeError("share"))?;
+                        share = Some(ScopeHash::from_bytes(bytes));
+                    }
+                    NOTE => note = Some(text(&value)?),
+                    // Added later than this reader: skipped.
+                    _ => {}
                 }
             }
             Stored::Completed(Record {
@@ -161,6 +184,9 @@ pub(crate) fn decode(bytes: Bytes) -> Result<Stored, DecodeError> {
                 expires_at_ms,
                 response,
                 dialect,
+                operation,
+                share,
+                note,
             })
         }
         FAILED => {

@@ -9,7 +9,9 @@
 //!          | b'O' status:u16 (over the size cap) | b'S' status:u16 (marked no-store)
 //!          | b'U' status:u16 (not classified) | b'A' (abandoned at its execution bound)
 //!            then extensions, each tag:u8 length:u16 bytes, skipped when unknown:
-//!            b'D' dialect:u8 (b'M' MCP; absent for HTTP)
+//!            b'D' dialect:u8 (b'M' MCP; absent for HTTP), b'N' the operation's label,
+//!            b'H' share[32] (where it is not the scope), b'T' an operator's note
+//!          | b'R' status:u16 (resolved by an operator as run)
 //! failed     scope[32] fingerprint[33] failed_ms:u64 status:u16 (0 = none) cause:u8
 //!            [retry_after_s:u32, when the tool asked for a wait]
 //! ```
@@ -58,6 +60,30 @@ impl Stored {
 
 /// The extension that names a record's dialect.
 const DIALECT: u8 = b'D';
+/// The extension of a record's operation label.
+const OPERATION: u8 = b'N';
+/// The extension of a record's share, where it is not its scope.
+const SHARE: u8 = b'H';
+/// The extension of an operator's note.
+const NOTE: u8 = b'T';
+
+/// Labels and notes longer than this are cut (at a character boundary) when encoded.
+const LONGEST_TEXT: usize = 1024;
+
+/// `text`, cut to at most [`LONGEST_TEXT`] bytes at a character boundary.
+fn bounded(text: &str) -> &str {
+    let mut end = text.len().min(LONGEST_TEXT);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
+fn put_extension(out: &mut Vec<u8>, tag: u8, value: &[u8]) {
+    out.push(tag);
+    out.extend_from_slice(&(value.len() as u16).to_be_bytes());
+    out.extend_from_slice(value);
+}
 
 /// The bytes are not a value this version of the encoding can read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -117,6 +143,7 @@ pub(crate) fn encode_record(record: &Record) -> Vec<u8> {
                 Omission::NoStore => b'S',
                 Omission::Unclassified => b'U',
                 Omission::Interrupted => b'I',
+                Omission::Resolved => b'R',
             });
             out.extend_from_slice(&status.as_u16().to_be_bytes());
         }
@@ -124,11 +151,16 @@ pub(crate) fn encode_record(record: &Record) -> Vec<u8> {
     }
     match record.dialect {
         Dialect::Http => {}
-        Dialect::Mcp => {
-            out.push(DIALECT);
-            out.extend_from_slice(&1u16.to_be_bytes());
-            out.push(b'M');
-        }
+        Dialect::Mcp => put_extension(&mut out, DIALECT, b"M"),
+    }
+    if let Some(operation) = &record.operation {
+        put_extension(&mut out, OPERATION, bounded(operation).as_bytes());
+    }
+    if let Some(share) = &record.share {
+        put_extension(&mut out, SHARE, share.as_bytes());
+    }
+    if let Some(note) = &record.note {
+        put_extension(&mut out, NOTE, bounded(note).as_bytes());
     }
     out
 }
@@ -152,7 +184,10 @@ fn encoded_record_len(record: &Record) -> usize {
         Dialect::Http => 0,
         Dialect::Mcp => 1 + 2 + 1,
     };
-    2 + 32 + 33 + 3 * 8 + response + dialect
+    let text =
+        |text: &Option<std::sync::Arc<str>>| text.as_ref().map_or(0, |t| 3 + bounded(t).len());
+    let share = record.share.map_or(0, |_| 3 + 32);
+    2 + 32 + 33 + 3 * 8 + response + dialect + text(&record.operation) + share + text(&record.note)
 }
 
 pub(crate) fn encode_tombstone(tombstone: &Tombstone) -> Vec<u8> {

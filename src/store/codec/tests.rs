@@ -28,6 +28,9 @@ fn full_record(status: StatusCode, headers: HeaderMap, body: Bytes) -> Record {
             body,
         }),
         dialect: Dialect::Http,
+        operation: None,
+        share: None,
+        note: None,
     }
 }
 
@@ -140,6 +143,7 @@ fn responses_not_kept_say_why() {
         Omission::NoStore,
         Omission::Unclassified,
         Omission::Interrupted,
+        Omission::Resolved,
     ] {
         let record = Record {
             scope,
@@ -152,6 +156,9 @@ fn responses_not_kept_say_why() {
                 why,
             },
             dialect: Dialect::Http,
+            operation: Some(std::sync::Arc::from("POST /tools/send_email")),
+            share: Some(ScopeHash::of(b"principal")),
+            note: Some(std::sync::Arc::from("sent, checked by hand")),
         };
         let encoded = encode_record(&record);
         assert_eq!(encoded.capacity(), encoded.len());
@@ -159,6 +166,9 @@ fn responses_not_kept_say_why() {
             panic!("a record decodes as a record")
         };
         assert!(matches!(back.response, KeptResponse::Omitted { why: w, .. } if w == why));
+        assert_eq!(back.operation, record.operation);
+        assert_eq!(back.share, record.share);
+        assert_eq!(back.note, record.note);
     }
 }
 

@@ -74,8 +74,11 @@ pub(super) fn record(
         completed_at_ms: now,
         expires_at_ms: now.saturating_add(millis(retention)),
         response,
-        // Not the default, so that a store that drops it is seen to.
+        // Not the defaults, so that a store that drops them is seen to.
         dialect: Dialect::Mcp,
+        operation: Some(Arc::from("POST /tools/conformance")),
+        share: Some(owner.share),
+        note: Some(Arc::from("kept by the conformance suite")),
     })
 }
 
@@ -154,6 +157,9 @@ pub(super) fn record_differences(got: &Record, want: &Record) -> Vec<String> {
     let mut off = Vec::new();
     differ!(off, got, want; scope, fingerprint, started_at_ms, completed_at_ms, expires_at_ms);
     differ!(off, got, want; dialect);
+    differ!(off, got, want; operation);
+    differ!(off, got, want; share);
+    differ!(off, got, want; note);
     match (&got.response, &want.response) {
         (KeptResponse::Full(got), KeptResponse::Full(want)) => {
             differ!(off, got, want; status, headers, body);

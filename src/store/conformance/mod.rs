@@ -33,6 +33,7 @@ mod checks;
 mod counting;
 mod data;
 mod expect;
+mod operator;
 
 use std::fmt;
 
@@ -41,6 +42,7 @@ use futures_util::future::{join_all, BoxFuture};
 use super::{Fence, Store, StoreError};
 use checks::*;
 use counting::*;
+use operator::*;
 
 /// One way a store departs from what the layer needs of it.
 #[derive(Debug, Clone)]
@@ -95,6 +97,8 @@ pub async fn check<St: Store>(store: &St) -> Result<(), Vec<Violation>> {
         distinct_keys_are_independent,
         calls_are_counted_per_intent_within_the_first_calls_window,
         counting_calls_leaves_the_intent_free,
+        a_listing_finds_what_the_store_holds,
+        a_removed_intent_runs_again_and_a_resolution_is_kept,
     )
     .await
     .into_iter()

@@ -26,6 +26,18 @@ impl Kept {
         Self::Encoded(Bytes::from(record.encode()))
     }
 
+    /// The record, decoded without keeping it so: for an operator's listing, which must not
+    /// change what a value weighs or holds.
+    pub(super) fn peek(&self) -> Arc<Record> {
+        match self {
+            Self::Decoded(record) => Arc::clone(record),
+            Self::Encoded(encoded) => Arc::new(
+                Record::decode(encoded.clone())
+                    .expect("the memory store reads back the encoding it wrote"),
+            ),
+        }
+    }
+
     /// The record, decoded at its first read and kept so.
     ///
     /// # Panics

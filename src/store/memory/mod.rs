@@ -1,6 +1,7 @@
 //! The embedded store: a byte-bounded table for settled intents, a plain map for running ones.
 
 mod kept;
+mod operator;
 mod seen;
 mod table;
 
@@ -18,7 +19,7 @@ use self::seen::SeenCalls;
 use self::table::{Cause, Table};
 use super::hints::{Hints, Sealed};
 use super::{
-    Claim, ClaimRequest, Entry, Fence, OwnerToken, Record, RunningInfo, Store, StoreError,
+    Claim, ClaimRequest, Entry, Fence, OwnerToken, Record, RunningInfo, Scanned, Store, StoreError,
     Tombstone,
 };
 use crate::clock::later;
@@ -354,6 +355,24 @@ impl Store for MemoryStore {
 
     async fn count_call(&self, key: &IntentKey, window: Duration) -> Result<u64, StoreError> {
         Ok(self.inner.seen.count(key, window))
+    }
+
+    async fn scan(&self, cursor: u64, count: usize) -> Result<Scanned, StoreError> {
+        Ok(self.scan_page(cursor, count))
+    }
+
+    async fn remove(&self, key: &IntentKey) -> Result<bool, StoreError> {
+        Ok(self.remove_entry(key))
+    }
+
+    async fn put(
+        &self,
+        key: &IntentKey,
+        record: Arc<Record>,
+        retention: Duration,
+    ) -> Result<(), StoreError> {
+        self.put_record(key, &record, retention);
+        Ok(())
     }
 
     async fn get(&self, key: &IntentKey) -> Result<Option<Entry>, StoreError> {

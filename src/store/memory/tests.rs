@@ -34,6 +34,9 @@ fn record(body_len: usize) -> Arc<Record> {
             body: Bytes::from(vec![b'x'; body_len]),
         }),
         dialect: crate::store::Dialect::Http,
+        operation: None,
+        share: None,
+        note: None,
     })
 }
 

@@ -246,12 +246,34 @@ impl Table {
         evicted
     }
 
-    /// Drops what `key` holds.
-    #[cfg(test)]
-    pub(super) fn remove(&mut self, key: &IntentKey) {
-        if let Some(at) = self.find(key) {
+    /// Drops what `key` holds: whether it held anything.
+    pub(super) fn remove(&mut self, key: &IntentKey) -> bool {
+        let found = self.find(key);
+        if let Some(at) = found {
             self.unlink(at);
         }
+        found.is_some()
+    }
+
+    /// Up to `count` unexpired values from the node at `from` on, in the table's own order,
+    /// and where the next page starts (`None`: nothing after). For an operator's listing: it
+    /// changes no order.
+    pub(super) fn page(
+        &self,
+        from: usize,
+        count: usize,
+        now: Instant,
+    ) -> (Vec<(IntentKey, &Settled)>, Option<usize>) {
+        let mut found = Vec::new();
+        for (at, node) in self.nodes.iter().enumerate().skip(from) {
+            if found.len() == count {
+                return (found, Some(at));
+            }
+            if let Some(value) = node.value.as_ref().filter(|_| node.expires > now) {
+                found.push((node.key, value));
+            }
+        }
+        (found, None)
     }
 
     /// The place of `scope`'s share, made if it holds nothing yet.

@@ -1,0 +1,275 @@
+//! What an operator does with what a layer's store holds: list it, show one intent, resolve an
+//! outcome that is not known, and purge one caller's records.
+//!
+//! [`IdempotencyLayer::admin`](crate::IdempotencyLayer::admin) gives the operations; an app
+//! mounts them over HTTP with [`Admin::service`], behind a bearer token:
+//!
+//! ```
+//! use axum::Router;
+//! use tower_idempotency::IdempotencyLayer;
+//!
+//! let layer = IdempotencyLayer::new();
+//! let admin = layer.admin().service("a long random token");
+//! let app: Router = Router::new().nest_service("/admin", admin);
+//! ```
+//!
+//! `GET …/records?outcome=unknown|kept|running|failed&operation=…&limit=…&bodies=true` lists,
+//! `GET …/records/{intent}` shows one, `POST …/records/{intent}/resolve` with
+//! `{"ran": false}` releases an outcome so that the next identical call runs, or with
+//! `{"ran": true, "note": "…"}` keeps it as executed, and `POST …/scopes/purge` with
+//! `{"scope": "<the value the caller sends>"}` removes every record of that caller.
+
+mod listing;
+mod service;
+
+use std::sync::Arc;
+
+use crate::engine::Runtime;
+use crate::key::{IntentKey, ScopeHash};
+use crate::settings::Settings;
+use crate::store::{Entry, KeptResponse, Omission, Record, Store, StoreError};
+
+pub use listing::{Filter, Listed, ListedOutcome};
+pub use service::AdminService;
+
+/// How many entries one page of a store's listing asks for.
+const PAGE: usize = 500;
+
+/// The operations on one layer's store. Cheap to clone; layers cloned from one builder share
+/// it.
+pub struct Admin<St> {
+    settings: Arc<Settings>,
+    runtime: Arc<Runtime<St>>,
+}
+
+impl<St> Clone for Admin<St> {
+    fn clone(&self) -> Self {
+        Self {
+            settings: Arc::clone(&self.settings),
+            runtime: Arc::clone(&self.runtime),
+        }
+    }
+}
+
+impl<St> std::fmt::Debug for Admin<St> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Admin").finish_non_exhaustive()
+    }
+}
+
+/// What an operator decides of an outcome.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Resolution {
+    /// The action did not take effect: the record goes, and the next identical call runs.
+    NotRun,
+    /// The action took effect: kept as executed, and repeats are told so, with the
+    /// operator's note kept beside it.
+    Ran {
+        /// Why the operator says so (a ticket, what was checked).
+        note: Option<String>,
+    },
+}
+
+/// What a resolution did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Resolved {
+    /// The record is gone: the next identical call runs.
+    Released,
+    /// Kept as executed.
+    KeptAsRun,
+    /// The store holds nothing of the intent.
+    NotFound,
+    /// The action is running: it is not the operator's to resolve until it ends.
+    StillRunning,
+}
+
+/// Why a purge could not run.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum PurgeError {
+    /// The layer reads its scope through a function: a value cannot be hashed as it would be.
+    ScopeFromFunction,
+    /// The store failed.
+    Store(StoreError),
+}
+
+impl std::fmt::Display for PurgeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::ScopeFromFunction => f.write_str(
+                "the layer reads its scope through a function, so a scope value cannot be \
+                 hashed as the layer would hash it",
+            ),
+            Self::Store(error) => write!(f, "{error}"),
+        }
+    }
+}
+
+impl std::error::Error for PurgeError {}
+
+impl<St: Store> crate::IdempotencyLayer<St> {
+    /// The operator's operations on this layer's store: list, show, resolve, purge.
+    pub fn admin(&self) -> Admin<St> {
+        Admin {
+            settings: Arc::clone(&self.settings),
+            runtime: Arc::clone(&self.runtime),
+        }
+    }
+}
+
+impl<St: Store> Admin<St> {
+    fn store(&self) -> &St {
+        &self.runtime.store
+    }
+
+    /// The entries that `filter` selects, as many as its limit, in the store's order.
+    pub async fn list(&self, filter: &Filter) -> Result<Vec<Listed>, StoreError> {
+        let mut found = Vec::new();
+        let mut cursor = 0;
+        loop {
+            let scanned = self.store().scan(cursor, PAGE).await?;
+            for (key, entry) in scanned.entries {
+                let listed = Listed::of(key, &entry, filter.bodies);
+                if filter.selects(&listed) {
+                    found.push(listed);
+                    if found.len() >= filter.limit {
+                        return Ok(found);
+                    }
+                }
+            }
+            if scanned.next == 0 {
+                return Ok(found);
+            }
+            cursor = scanned.next;
+        }
+    }
+
+    /// One intent, with its body where it has one.
+    pub async fn show(&self, intent: &IntentKey) -> Result<Option<Listed>, StoreError> {
+        let entry = self.store().get(intent).await?;
+        Ok(entry.map(|entry| Listed::of(*intent, &entry, true)))
+    }
+
+    /// Resolves what the store holds of `intent`, as the operator found it.
+    pub async fn resolve(
+        &self,
+        intent: &IntentKey,
+        resolution: Resolution,
+    ) -> Result<Resolved, StoreError> {
+        let held = match self.store().get(intent).await? {
+            None => return Ok(Resolved::NotFound),
+            Some(Entry::Running(_)) => return Ok(Resolved::StillRunning),
+            Some(held) => held,
+        };
+        match resolution {
+            Resolution::NotRun => {
+                self.store().remove(intent).await?;
+                Ok(Resolved::Released)
+            }
+            Resolution::Ran { note } => {
+                let record = Arc::new(self.resolved_record(&held, note));
+                let retention = self.settings.paths.default_retention;
+                self.store().put(intent, record, retention).await?;
+                Ok(Resolved::KeptAsRun)
+            }
+        }
+    }
+
+    /// The record of an outcome an operator says ran.
+    fn resolved_record(&self, held: &Entry, note: Option<String>) -> Record {
+        let now = crate::clock::now_ms();
+        let retention = crate::clock::millis(self.settings.paths.default_retention);
+        let (scope, fingerprint, started_at_ms, status, operation, share, dialect) = match held {
+            Entry::Completed(record) => (
+                record.scope,
+                record.fingerprint,
+                record.started_at_ms,
+                match &record.response {
+                    KeptResponse::Abandoned => http::StatusCode::OK,
+                    _ => record.status(),
+                },
+                record.operation.clone(),
+                record.share,
+                record.dialect,
+            ),
+            Entry::Failed(tombstone) => (
+                tombstone.scope,
+                tombstone.fingerprint,
+                tombstone.failed_at_ms,
+                http::StatusCode::OK,
+                None,
+                None,
+                crate::store::Dialect::Http,
+            ),
+            Entry::Running(info) => (
+                info.scope,
+                info.fingerprint,
+                info.started_at_ms,
+                http::StatusCode::OK,
+                None,
+                None,
+                crate::store::Dialect::Http,
+            ),
+        };
+        let mut record = Record::new(
+            scope,
+            fingerprint,
+            started_at_ms,
+            now,
+            now.saturating_add(retention),
+            KeptResponse::Omitted {
+                status,
+                why: Omission::Resolved,
+            },
+        );
+        record.dialect = dialect;
+        record.operation = operation;
+        record.share = share;
+        record.note = note.map(Arc::from);
+        record
+    }
+
+    /// Removes every completed record and failed attempt of the caller that sends `scope`
+    /// (as the layer's scope header, or its principal's): how many.
+    pub async fn purge_scope(&self, scope: &str) -> Result<u64, PurgeError> {
+        let hash = self
+            .settings
+            .scope
+            .hash_of_value(scope)
+            .ok_or(PurgeError::ScopeFromFunction)?;
+        let mut doomed = Vec::new();
+        let mut cursor = 0;
+        loop {
+            let scanned = (self.store().scan(cursor, PAGE).await).map_err(PurgeError::Store)?;
+            doomed.extend(
+                scanned
+                    .entries
+                    .iter()
+                    .filter(|(_, entry)| belongs_to(entry, &hash))
+                    .map(|(key, _)| *key),
+            );
+            if scanned.next == 0 {
+                break;
+            }
+            cursor = scanned.next;
+        }
+        let mut removed = 0;
+        for key in doomed {
+            if self.store().remove(&key).await.map_err(PurgeError::Store)? {
+                removed += 1;
+            }
+        }
+        Ok(removed)
+    }
+}
+
+/// Whether `entry` is a record or a failed attempt of the caller whose scope, or principal,
+/// hashes to `hash`. A running execution is left to end; it records after the purge.
+fn belongs_to(entry: &Entry, hash: &ScopeHash) -> bool {
+    match entry {
+        Entry::Completed(record) => record.scope == *hash || record.share == Some(*hash),
+        Entry::Failed(tombstone) => tombstone.scope == *hash,
+        Entry::Running(_) => false,
+    }
+}

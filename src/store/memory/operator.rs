@@ -1,0 +1,68 @@
+//! What an operator asks of the memory store: a listing a page at a time, a removal and a
+//! resolution kept without an owner.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant as LeaseClock;
+
+use super::kept::Kept;
+use super::{record_weight, MemoryStore, Settled};
+use crate::key::IntentKey;
+use crate::store::{Entry, Record, Scanned};
+
+impl MemoryStore {
+    /// A page of the entries held: on the first, every running lease, then `count` of the
+    /// table's values from the node the cursor names (cursor `n + 1` for node `n`).
+    pub(super) fn scan_page(&self, cursor: u64, count: usize) -> Scanned {
+        let now = LeaseClock::now();
+        let mut entries = Vec::new();
+        if cursor == 0 {
+            let running = self.running_map();
+            entries.extend(
+                running
+                    .iter()
+                    .filter(|(_, lease)| lease.expires > now)
+                    .map(|(key, lease)| (*key, Entry::Running(lease.info))),
+            );
+        }
+        let from = usize::try_from(cursor.saturating_sub(1)).unwrap_or(usize::MAX);
+        let table = self.settled_table();
+        let (page, next) = table.page(from, count.max(1), now);
+        entries.extend(page.into_iter().map(|(key, settled)| {
+            let entry = match settled {
+                Settled::Completed(kept) => Entry::Completed(kept.peek()),
+                Settled::Failed(tombstone) => Entry::Failed(Arc::clone(tombstone)),
+            };
+            (key, entry)
+        }));
+        let next = next.map_or(0, |at| u64::try_from(at).unwrap_or(u64::MAX - 1) + 1);
+        Scanned::new(entries, next)
+    }
+
+    /// Removes the lease and the kept value of `key`, under the claim lock.
+    pub(super) fn remove_entry(&self, key: &IntentKey) -> bool {
+        let mut running = self.running_map();
+        let leased = running.remove(key).is_some();
+        let kept = self.settled_table().remove(key);
+        leased || kept
+    }
+
+    /// Keeps `record` over whatever `key` holds, the lease included, under the claim lock.
+    pub(super) fn put_record(&self, key: &IntentKey, record: &Record, retention: Duration) {
+        let mut running = self.running_map();
+        running.remove(key);
+        let share = record.share.unwrap_or(record.scope);
+        let settled = Settled::Completed(Kept::new(record));
+        let mut table = self.settled_table();
+        // What an insert evicts for room is let go, as on any insert.
+        let _evicted = table.insert(
+            *key,
+            settled,
+            record_weight(record),
+            share,
+            retention,
+            LeaseClock::now(),
+        );
+    }
+}

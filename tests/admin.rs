@@ -1,0 +1,65 @@
+//! The admin operations as an axum app mounts them (`Admin::service` under `/admin`): behind
+//! the bearer token, they list what a call left, release it so that it runs again, and purge
+//! one caller's records.
+
+mod support;
+
+use axum::http::StatusCode;
+use serde_json::Value;
+use support::{tools, Answer, Client, Counts};
+use tower_idempotency::IdempotencyLayer;
+
+const TOKEN: &str = "a-long-random-token-of-the-apps";
+
+async fn admin(client: &Client, path: &str, token: Option<&str>, body: Option<&str>) -> Answer {
+    let url = format!("{}/admin{path}", client.base);
+    let mut request = match body {
+        Some(body) => (client.http.post(url))
+            .header("content-type", "application/json")
+            .body(body.to_owned()),
+        None => client.http.get(url),
+    };
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
+    }
+    client.send(request).await
+}
+
+#[tokio::test]
+async fn an_app_mounts_the_admin_operations_behind_its_token() {
+    let counts = Counts::default();
+    let layer = IdempotencyLayer::new();
+    let app = tools(counts.clone())
+        .layer(layer.clone())
+        .nest_service("/admin", layer.admin().service(TOKEN));
+    let client = Client::in_memory(app);
+    let first = client.post("/tools/echo", "s", r#"{"a":1}"#).await;
+    assert_eq!(first.status, StatusCode::CREATED);
+
+    let refused = admin(&client, "/records", Some("a guess"), None).await;
+    assert_eq!(refused.status, StatusCode::UNAUTHORIZED);
+    assert_eq!(refused.header("www-authenticate"), Some("Bearer"));
+
+    let listing = admin(&client, "/records?outcome=kept&bodies=true", Some(TOKEN), None).await;
+    let records: Vec<Value> = listing.json()["records"].as_array().cloned().unwrap();
+    assert_eq!(records.len(), 1, "{records:?}");
+    assert_eq!(records[0]["intent"], first.intent());
+    assert_eq!(records[0]["operation"], "POST /tools/echo");
+    assert!(records[0]["body"].as_str().unwrap().contains("\"a\":1"));
+
+    let resolve = format!("/records/{}/resolve", first.intent());
+    let released = admin(&client, &resolve, Some(TOKEN), Some(r#"{"ran": false}"#)).await;
+    assert_eq!(released.json()["resolved"], "released");
+    let again = client.post("/tools/echo", "s", r#"{"a":1}"#).await;
+    assert!(!again.replayed(), "released, the call runs again");
+    assert_eq!(counts.get("echo"), 2);
+
+    client.post("/tools/echo", "other", r#"{"a":1}"#).await;
+    let purge = r#"{"scope": "s"}"#;
+    let purged = admin(&client, "/scopes/purge", Some(TOKEN), Some(purge)).await;
+    assert_eq!(purged.json()["removed"], 1, "{}", purged.text());
+    let left = admin(&client, "/records", Some(TOKEN), None).await;
+    assert_eq!(left.json()["records"].as_array().unwrap().len(), 1);
+    let unknown = admin(&client, "/records?outcome=sideways", Some(TOKEN), None).await;
+    assert_eq!(unknown.status, StatusCode::BAD_REQUEST);
+}
