@@ -40,7 +40,13 @@ async fn an_app_mounts_the_admin_operations_behind_its_token() {
     assert_eq!(refused.status, StatusCode::UNAUTHORIZED);
     assert_eq!(refused.header("www-authenticate"), Some("Bearer"));
 
-    let listing = admin(&client, "/records?outcome=kept&bodies=true", Some(TOKEN), None).await;
+    let listing = admin(
+        &client,
+        "/records?outcome=kept&bodies=true",
+        Some(TOKEN),
+        None,
+    )
+    .await;
     let records: Vec<Value> = listing.json()["records"].as_array().cloned().unwrap();
     assert_eq!(records.len(), 1, "{records:?}");
     assert_eq!(records[0]["intent"], first.intent());
