@@ -12,6 +12,7 @@ use serde_json::Value;
 use support::gateway::{start_example, Gateway};
 use support::postgres_server::PostgresServer;
 use support::process::eventually;
+use support::relay::{Cut, Relay};
 use support::Client;
 
 const ORDER: &str = r#"{"item":"tea","delay_ms":300}"#;
@@ -51,7 +52,12 @@ async fn a_transaction_is_open(db: &tokio_postgres::Client) {
 }
 
 fn orders_example(server: &PostgresServer, lease_ms: &str) -> Gateway {
-    let url = server.url();
+    orders_on(&server.url(), lease_ms)
+}
+
+/// The example on the database at `url`.
+fn orders_on(url: &str, lease_ms: &str) -> Gateway {
+    let url = url.to_owned();
     start_example(
         "orders",
         &[
@@ -291,4 +297,36 @@ async fn a_panic_or_an_execution_past_its_bound_is_rolled_back_and_said_so() {
         }
     }
     assert_eq!(count(&db, "SELECT count(*) FROM calls").await, 0);
+}
+
+/// The example behind a relay that breaks the connection of the first `COMMIT`, `at` the
+/// given moment; the call, and what the database then holds.
+async fn a_commit_broken(at: Cut) -> (support::Answer, i64, PostgresServer) {
+    let server = PostgresServer::start();
+    let relay = Relay::start(server.port, b"COMMIT", at).await;
+    let url = format!("postgres://postgres@127.0.0.1:{}/postgres", relay.port);
+    let service = orders_on(&url, "2000");
+    // Past the store's own start, which commits its tables.
+    relay.arm();
+    let answer = service.client.post("/orders", "s", ORDER).await;
+    assert!(relay.has_cut(), "the commit's connection was broken");
+    let db = database(&server).await;
+    let orders = orders(&db).await;
+    (answer, orders, server)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_commit_whose_answer_is_lost_is_read_back_as_kept() {
+    let (answer, orders, _server) = a_commit_broken(Cut::After).await;
+    assert_eq!(answer.status, StatusCode::CREATED, "{}", answer.text());
+    assert_eq!(orders, 1, "the commit went through");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_commit_that_never_reached_the_database_is_read_back_as_rolled_back() {
+    let (answer, orders, _server) = a_commit_broken(Cut::Before).await;
+    let body = answer.json();
+    assert_eq!(answer.status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    assert_eq!(body["outcome"], "rolled_back", "{body}");
+    assert_eq!(orders, 0);
 }

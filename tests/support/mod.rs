@@ -250,4 +250,6 @@ pub mod recorded;
 pub mod redis_server;
 #[cfg(feature = "redis-tls")]
 pub mod redis_tls;
+#[cfg(feature = "postgres")]
+pub mod relay;
 pub mod sdk_clients;
