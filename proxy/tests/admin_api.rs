@@ -1,13 +1,13 @@
 //! The admin API on the metrics listener, as an operator uses it: refused without the token;
 //! an outcome that is not known listed as `unknown`, resolved as not run so that its retry runs
 //! once, or as run so that repeats are told so; a caller's records purged, the other callers'
-//! left alone. On the memory store and on Redis.
+//! left alone. On the memory store, on Redis and on a Redis Cluster.
 
 mod support;
 
 use http::StatusCode;
 use serde_json::Value;
-use support::redis_server::RedisServer;
+use support::redis_server::{RedisCluster, RedisServer};
 use support::{answer, client, post, proxy_with_config, stats, Answer, Proxy, Upstream};
 
 const TOKEN: &str = "an-operators-long-random-token";
@@ -138,6 +138,18 @@ async fn an_operator_lists_resolves_and_purges_on_the_memory_store() {
 async fn an_operator_lists_resolves_and_purges_on_redis() {
     let redis = RedisServer::start();
     let store = format!("[store]\nredis_url = \"{}\"", redis.url());
+    an_operator_lists_resolves_and_purges(&store).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_operator_lists_resolves_and_purges_on_a_redis_cluster() {
+    let cluster = RedisCluster::start();
+    let urls: Vec<String> = cluster
+        .urls()
+        .iter()
+        .map(|url| format!("\"{url}\""))
+        .collect();
+    let store = format!("[store]\nredis_cluster_urls = [{}]", urls.join(", "));
     an_operator_lists_resolves_and_purges(&store).await;
 }
 
