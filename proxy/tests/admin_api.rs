@@ -160,3 +160,31 @@ fn an_admin_token_needs_the_metrics_listener() {
     assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.contains("--metrics-listen"), "{stderr}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_reaches_another_proxys_local_cache_within_its_local_ttl() {
+    let redis = RedisServer::start();
+    let upstream = Upstream::tools(0);
+    let store = format!(
+        "[store]\nredis_url = \"{}\"\nlocal_ttl = \"1s\"",
+        redis.url()
+    );
+    let (operated, _one) = proxy(&upstream, &store);
+    let (other, _two) = proxy(&upstream, &store);
+    let email = r#"{"to":"a@example.com","subject":"hi"}"#;
+    let first = post(&operated.url, "/tools/send_email", Some("s1"), email).await;
+    // The other proxy replays it, and keeps a copy.
+    assert!(post(&other.url, "/tools/send_email", Some("s1"), email)
+        .await
+        .replayed());
+    let resolve = format!("/admin/records/{}/resolve", first.intent());
+    let released = admin(&operated, &resolve, Some(TOKEN), Some(r#"{"ran": false}"#)).await;
+    assert_eq!(released.json()["resolved"], "released");
+    let limit = std::time::Duration::from_secs(10);
+    support::process::eventually("the other proxy runs it again", limit, || async {
+        let again = post(&other.url, "/tools/send_email", Some("s1"), email).await;
+        (!again.replayed()).then_some(())
+    })
+    .await;
+    assert_eq!(ran(&upstream, "send_email").await, 2, "run again once");
+}
