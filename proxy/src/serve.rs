@@ -52,6 +52,15 @@ fn default_prefix(upstream: &http::Uri) -> String {
     format!("idempotency:{place}:")
 }
 
+/// A shared store with a local cache in front, as the file sizes it.
+fn cached<S: Store>(remote: S, store: &crate::config::Store) -> TieredStore<S> {
+    let tiered = match store.memory_max_bytes {
+        Some(bytes) => TieredStore::with_local_bytes(remote, bytes),
+        None => TieredStore::new(remote),
+    };
+    tiered.local_ttl(store.local_ttl)
+}
+
 /// Runs until a shutdown signal; `Err` says why it could not start.
 pub async fn run(config: Config) -> Result<(), String> {
     // Metrics are recorded only where they are served.
@@ -72,10 +81,6 @@ pub async fn run(config: Config) -> Result<(), String> {
         }
         builder
     };
-    let tiered = |remote: RedisStore| match store.memory_max_bytes {
-        Some(bytes) => TieredStore::with_local_bytes(remote, bytes),
-        None => TieredStore::new(remote),
-    };
     match &store.kind {
         StoreKind::Memory => {
             let mut builder = MemoryStore::builder();
@@ -88,14 +93,14 @@ pub async fn run(config: Config) -> Result<(), String> {
             let remote = redis().connect(url).await.map_err(|error| {
                 format!("cannot connect to Redis at {}: {error}", redacted(url))
             })?;
-            serve(&config, tiered(remote), prometheus).await
+            serve(&config, cached(remote, store), prometheus).await
         }
         StoreKind::Cluster(urls) => {
             let remote = redis()
                 .connect_cluster(urls)
                 .await
                 .map_err(|error| format!("cannot connect to the Redis Cluster: {error}"))?;
-            serve(&config, tiered(remote), prometheus).await
+            serve(&config, cached(remote, store), prometheus).await
         }
         StoreKind::Postgres(url) => {
             let mut builder = PostgresStore::builder();
@@ -105,11 +110,7 @@ pub async fn run(config: Config) -> Result<(), String> {
             let remote = builder.connect(url).await.map_err(|error| {
                 format!("cannot connect to PostgreSQL at {}: {error}", redacted(url))
             })?;
-            let cached = match store.memory_max_bytes {
-                Some(bytes) => TieredStore::with_local_bytes(remote, bytes),
-                None => TieredStore::new(remote),
-            };
-            serve(&config, cached, prometheus).await
+            serve(&config, cached(remote, store), prometheus).await
         }
     }
 }

@@ -37,7 +37,10 @@ impl<S: std::fmt::Debug> std::fmt::Debug for TieredStore<S> {
     }
 }
 
-struct UntilExpiry;
+/// A local copy lasts until its record expires, or `longest`, whichever is first.
+struct UntilExpiry {
+    longest: Duration,
+}
 
 impl Expiry<IntentKey, Arc<Record>> for UntilExpiry {
     fn expire_after_create(
@@ -47,7 +50,7 @@ impl Expiry<IntentKey, Arc<Record>> for UntilExpiry {
         _: Instant,
     ) -> Option<Duration> {
         let left = Duration::from_millis(record.expires_at_ms.saturating_sub(now_ms()));
-        Some(left.min(super::LONGEST_KEPT))
+        Some(left.min(self.longest))
     }
 }
 
@@ -59,13 +62,29 @@ impl<S: Store> TieredStore<S> {
 
     /// Caches up to `bytes` of records in front of `remote`.
     pub fn with_local_bytes(remote: S, bytes: u64) -> Self {
+        Self::build(remote, bytes, super::LONGEST_KEPT)
+    }
+
+    /// Keeps a local copy for `ttl` at most (by default, as long as its record): an operator's
+    /// release or purge of a record in the shared store (the admin operations) reaches this
+    /// process's replays within `ttl`, at the price of a round trip per record and `ttl`.
+    pub fn local_ttl(self, ttl: Duration) -> Self {
+        let bytes = self
+            .local
+            .policy()
+            .max_capacity()
+            .unwrap_or(DEFAULT_LOCAL_BYTES);
+        Self::build(self.remote, bytes, ttl)
+    }
+
+    fn build(remote: S, bytes: u64, longest: Duration) -> Self {
         let local = Cache::builder()
             .max_capacity(bytes)
             .eviction_policy(EvictionPolicy::lru())
             .weigher(|_: &IntentKey, record: &Arc<Record>| -> u32 {
                 u32::try_from(record.weight() + 32).unwrap_or(u32::MAX)
             })
-            .expire_after(UntilExpiry)
+            .expire_after(UntilExpiry { longest })
             .build_with_hasher(KeyHasher::new());
         Self { remote, local }
     }

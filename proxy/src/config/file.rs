@@ -69,6 +69,8 @@ pub struct StoreTable {
     pub prefix: Option<String>,
     /// The memory store's byte budget (and the tiered store's local cache).
     pub memory_max_bytes: Option<u64>,
+    /// How long the local cache in front of a shared store keeps a copy.
+    pub local_ttl: Option<Dur>,
     /// How long one store call may take.
     pub call_timeout: Option<Dur>,
     /// Run the action when the store cannot answer (counted and logged) instead of

@@ -85,6 +85,9 @@ pub struct Store {
     pub kind: StoreKind,
     pub prefix: Option<String>,
     pub memory_max_bytes: Option<u64>,
+    /// How long the local cache in front of a shared store keeps a copy: an operator's release
+    /// or purge reaches every proxy's replays within it.
+    pub local_ttl: Duration,
     pub call_timeout: Option<Duration>,
     pub fail_open: bool,
 }
@@ -126,6 +129,9 @@ pub struct Route {
     /// Keyed and counted, never enforced.
     pub observe: bool,
 }
+
+/// How long a proxy's local cache keeps a copy of a shared store's record.
+const DEFAULT_LOCAL_TTL: Duration = Duration::from_secs(60);
 
 /// The upstream's answer is awaited this long unless a route says otherwise.
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
@@ -480,6 +486,7 @@ fn store(
         kind,
         prefix: table.prefix.clone(),
         memory_max_bytes: table.memory_max_bytes,
+        local_ttl: table.local_ttl.as_ref().map_or(DEFAULT_LOCAL_TTL, |d| d.0),
         call_timeout: table.call_timeout.as_ref().map(|d| d.0),
         fail_open: table.fail_open.unwrap_or(false),
     })
