@@ -7,7 +7,7 @@ use http::request::Parts;
 use http::HeaderName;
 use tower_layer::Layer;
 
-use crate::canonical::JsonPointer;
+use crate::canonical::pointer::parse_pointer;
 use crate::classify::Classify;
 use crate::engine::detached::DetachedExecutions;
 use crate::engine::{Engine, Runtime};
@@ -428,12 +428,11 @@ impl<St> IdempotencyLayer<St> {
     pub fn duplicates(&self) -> crate::Duplicates {
         self.runtime.duplicates.clone()
     }
-}
 
-pub(crate) fn parse_pointer(pointer: &str) -> JsonPointer {
-    pointer
-        .parse()
-        .unwrap_or_else(|error| panic!("IdempotencyLayer: {error}"))
+    /// An operator's list, show, resolve and purge of this layer's store ([`crate::admin`]).
+    pub fn admin(&self) -> crate::admin::Admin<St> {
+        crate::admin::Admin::new(Arc::clone(&self.settings), Arc::clone(&self.runtime))
+    }
 }
 
 impl<S, St> Layer<S> for IdempotencyLayer<St> {

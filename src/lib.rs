@@ -77,6 +77,8 @@ mod service;
 mod settings;
 pub mod store;
 mod telemetry;
+#[cfg(feature = "postgres")]
+mod transactional;
 mod user_code;
 mod wording;
 

@@ -108,13 +108,9 @@ impl std::fmt::Display for PurgeError {
 
 impl std::error::Error for PurgeError {}
 
-impl<St: Store> crate::IdempotencyLayer<St> {
-    /// The operator's operations on this layer's store: list, show, resolve, purge.
-    pub fn admin(&self) -> Admin<St> {
-        Admin {
-            settings: Arc::clone(&self.settings),
-            runtime: Arc::clone(&self.runtime),
-        }
+impl<St> Admin<St> {
+    pub(crate) fn new(settings: Arc<Settings>, runtime: Arc<Runtime<St>>) -> Self {
+        Self { settings, runtime }
     }
 }
 

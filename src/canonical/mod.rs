@@ -22,7 +22,7 @@ mod emit;
 mod number;
 mod order;
 mod parse;
-mod pointer;
+pub(crate) mod pointer;
 mod scan;
 mod tree;
 mod value;

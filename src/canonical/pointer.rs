@@ -142,6 +142,14 @@ fn child(tree: &Tree<'_>, place: Place, token: &str) -> Option<Place> {
     }
 }
 
+/// A pointer a builder was given: a malformed one is the program's own mistake, so it panics,
+/// naming the layer.
+pub(crate) fn parse_pointer(pointer: &str) -> JsonPointer {
+    pointer
+        .parse()
+        .unwrap_or_else(|error| panic!("IdempotencyLayer: {error}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

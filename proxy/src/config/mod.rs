@@ -2,6 +2,7 @@
 
 mod file;
 mod route;
+mod store;
 mod tls;
 mod values;
 
@@ -130,9 +131,6 @@ pub struct Route {
     pub observe: bool,
 }
 
-/// How long a proxy's local cache keeps a copy of a shared store's record.
-const DEFAULT_LOCAL_TTL: Duration = Duration::from_secs(60);
-
 /// The upstream's answer is awaited this long unless a route says otherwise.
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
 
@@ -211,7 +209,7 @@ fn resolve(
         }
     }
     let identity = (&file.upstream.client_cert, &file.upstream.client_key);
-    let tls = upstream_tls(&url, &file.upstream.ca_file, identity)?;
+    let tls = tls::upstream_tls(&url, &file.upstream.ca_file, identity)?;
     let default_timeout = file.upstream.timeout.map_or(DEFAULT_TIMEOUT, |d| d.0);
     let upstream = Upstream {
         url,
@@ -229,7 +227,7 @@ fn resolve(
             .map_or(Duration::from_secs(4), |d| d.0),
         pool_max_idle_per_host: file.upstream.pool_max_idle_per_host.unwrap_or(64),
     };
-    let store = store(cli, &file.store, where_)?;
+    let store = store::store(cli, &file.store, where_)?;
     let scope = Scope {
         header: flag("scope-header", &cli.scope_header, values::header_name)?
             .or(file.scope.header.map(|h| h.0)),
@@ -341,39 +339,6 @@ fn resolve(
 /// A route whose timeouts cannot all hold is refused: a connection that takes longer than the
 /// route waits would be told "may have run" with nothing sent, and an answer awaited past
 /// `max_execution` is abandoned first.
-/// The TLS of an `https://` upstream; TLS settings for any other are a mistake.
-fn upstream_tls(
-    url: &Uri,
-    ca_file: &Option<std::path::PathBuf>,
-    identity: (&Option<std::path::PathBuf>, &Option<std::path::PathBuf>),
-) -> Result<Option<std::sync::Arc<rustls::ClientConfig>>, ConfigError> {
-    let client_identity = match identity {
-        (Some(cert), Some(key)) => Some((cert.clone(), key.clone())),
-        (None, None) => None,
-        _ => {
-            return Err(ConfigError(
-                "[upstream]: `client_cert` and `client_key` go together".to_owned(),
-            ))
-        }
-    };
-    let settings = tls::UpstreamTls {
-        ca_file: ca_file.clone(),
-        client_identity,
-    };
-    if url.scheme_str() != Some("https") {
-        if settings.is_set() {
-            return Err(ConfigError(format!(
-                "[upstream]: `ca_file`, `client_cert` and `client_key` are for an https:// \
-                 upstream, and {url} is not one"
-            )));
-        }
-        return Ok(None);
-    }
-    tls::client_config(&settings)
-        .map(Some)
-        .map_err(|error| ConfigError(format!("[upstream] TLS: {error}")))
-}
-
 fn check_timeouts(route: &Route, upstream: &Upstream) -> Result<(), ConfigError> {
     let name = if route.prefix.is_empty() {
         "[defaults]".to_owned()
@@ -400,96 +365,6 @@ fn check_timeouts(route: &Route, upstream: &Upstream) -> Result<(), ConfigError>
         }
     }
     Ok(())
-}
-
-fn store(
-    cli: &Cli,
-    table: &file::StoreTable,
-    where_: &dyn Fn(std::ops::Range<usize>) -> String,
-) -> Result<Store, ConfigError> {
-    let redis = |url: &str| -> Result<String, String> {
-        if url.starts_with("redis://") || url.starts_with("rediss://") {
-            Ok(url.to_owned())
-        } else {
-            Err(format!(
-                "`{url}` is not a Redis URL: expected one like redis://127.0.0.1:6379"
-            ))
-        }
-    };
-    let postgres = |url: &str| -> Result<String, String> {
-        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-            Ok(url.to_owned())
-        } else {
-            Err(format!(
-                "`{url}` is not a PostgreSQL URL: expected one like postgres://app@127.0.0.1:5432/app"
-            ))
-        }
-    };
-    let kind = if let Some(url) = &cli.postgres_url {
-        StoreKind::Postgres(postgres(url).map_err(|m| ConfigError(format!("--postgres-url: {m}")))?)
-    } else if let Some(url) = &cli.redis_url {
-        StoreKind::Redis(redis(url).map_err(|m| ConfigError(format!("--redis-url: {m}")))?)
-    } else if !cli.redis_cluster_urls.is_empty() {
-        let urls = cli
-            .redis_cluster_urls
-            .iter()
-            .map(|u| redis(u))
-            .collect::<Result<_, _>>()
-            .map_err(|m| ConfigError(format!("--redis-cluster-urls: {m}")))?;
-        StoreKind::Cluster(urls)
-    } else if let Some(url) = &table.postgres_url {
-        if table.redis_url.is_some() || table.redis_cluster_urls.is_some() {
-            return Err(ConfigError(format!(
-                "{}: [store] names both Postgres and Redis: keep one",
-                where_(url.span())
-            )));
-        }
-        StoreKind::Postgres(
-            postgres(url.get_ref()).map_err(|m| {
-                ConfigError(format!("{}: store.postgres_url: {m}", where_(url.span())))
-            })?,
-        )
-    } else {
-        match (&table.redis_url, &table.redis_cluster_urls) {
-            (Some(_), Some(urls)) => {
-                return Err(ConfigError(format!(
-                    "{}: [store] names both `redis_url` and `redis_cluster_urls`: keep one",
-                    where_(urls.span())
-                )))
-            }
-            (Some(url), None) => StoreKind::Redis(redis(url.get_ref()).map_err(|m| {
-                ConfigError(format!("{}: store.redis_url: {m}", where_(url.span())))
-            })?),
-            (None, Some(urls)) if urls.get_ref().is_empty() => {
-                return Err(ConfigError(format!(
-                    "{}: store.redis_cluster_urls is empty: list the nodes, like \
-                     [\"redis://127.0.0.1:7000\"]",
-                    where_(urls.span())
-                )))
-            }
-            (None, Some(urls)) => StoreKind::Cluster(
-                urls.get_ref()
-                    .iter()
-                    .map(|u| redis(u))
-                    .collect::<Result<_, _>>()
-                    .map_err(|m| {
-                        ConfigError(format!(
-                            "{}: store.redis_cluster_urls: {m}",
-                            where_(urls.span())
-                        ))
-                    })?,
-            ),
-            (None, None) => StoreKind::Memory,
-        }
-    };
-    Ok(Store {
-        kind,
-        prefix: table.prefix.clone(),
-        memory_max_bytes: table.memory_max_bytes,
-        local_ttl: table.local_ttl.as_ref().map_or(DEFAULT_LOCAL_TTL, |d| d.0),
-        call_timeout: table.call_timeout.as_ref().map(|d| d.0),
-        fail_open: table.fail_open.unwrap_or(false),
-    })
 }
 
 #[cfg(test)]

@@ -5,9 +5,12 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use http::Uri;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::{ClientConfig, RootCertStore};
+
+use super::ConfigError;
 
 /// What the file says of the upstream's TLS.
 #[derive(Debug, Clone, Default)]
@@ -74,4 +77,37 @@ pub fn client_config(tls: &UpstreamTls) -> Result<Arc<ClientConfig>, String> {
         }
     };
     Ok(Arc::new(config))
+}
+
+/// The TLS of an `https://` upstream; TLS settings for any other are a mistake.
+pub(super) fn upstream_tls(
+    url: &Uri,
+    ca_file: &Option<std::path::PathBuf>,
+    identity: (&Option<std::path::PathBuf>, &Option<std::path::PathBuf>),
+) -> Result<Option<std::sync::Arc<rustls::ClientConfig>>, ConfigError> {
+    let client_identity = match identity {
+        (Some(cert), Some(key)) => Some((cert.clone(), key.clone())),
+        (None, None) => None,
+        _ => {
+            return Err(ConfigError(
+                "[upstream]: `client_cert` and `client_key` go together".to_owned(),
+            ))
+        }
+    };
+    let settings = UpstreamTls {
+        ca_file: ca_file.clone(),
+        client_identity,
+    };
+    if url.scheme_str() != Some("https") {
+        if settings.is_set() {
+            return Err(ConfigError(format!(
+                "[upstream]: `ca_file`, `client_cert` and `client_key` are for an https:// \
+                 upstream, and {url} is not one"
+            )));
+        }
+        return Ok(None);
+    }
+    client_config(&settings)
+        .map(Some)
+        .map_err(|error| ConfigError(format!("[upstream] TLS: {error}")))
 }

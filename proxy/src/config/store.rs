@@ -1,0 +1,100 @@
+//! Which store the flags and the file name, checked: one kind, with a URL of its scheme.
+
+use std::time::Duration;
+
+use super::file::StoreTable;
+use super::{ConfigError, Store, StoreKind};
+use crate::cli::Cli;
+
+/// How long a proxy's local cache keeps a copy of a shared store's record.
+const DEFAULT_LOCAL_TTL: Duration = Duration::from_secs(60);
+
+pub(super) fn store(
+    cli: &Cli,
+    table: &StoreTable,
+    where_: &dyn Fn(std::ops::Range<usize>) -> String,
+) -> Result<Store, ConfigError> {
+    let redis = |url: &str| -> Result<String, String> {
+        if url.starts_with("redis://") || url.starts_with("rediss://") {
+            Ok(url.to_owned())
+        } else {
+            Err(format!(
+                "`{url}` is not a Redis URL: expected one like redis://127.0.0.1:6379"
+            ))
+        }
+    };
+    let postgres = |url: &str| -> Result<String, String> {
+        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            Ok(url.to_owned())
+        } else {
+            Err(format!(
+                "`{url}` is not a PostgreSQL URL: expected one like postgres://app@127.0.0.1:5432/app"
+            ))
+        }
+    };
+    let kind = if let Some(url) = &cli.postgres_url {
+        StoreKind::Postgres(postgres(url).map_err(|m| ConfigError(format!("--postgres-url: {m}")))?)
+    } else if let Some(url) = &cli.redis_url {
+        StoreKind::Redis(redis(url).map_err(|m| ConfigError(format!("--redis-url: {m}")))?)
+    } else if !cli.redis_cluster_urls.is_empty() {
+        let urls = cli
+            .redis_cluster_urls
+            .iter()
+            .map(|u| redis(u))
+            .collect::<Result<_, _>>()
+            .map_err(|m| ConfigError(format!("--redis-cluster-urls: {m}")))?;
+        StoreKind::Cluster(urls)
+    } else if let Some(url) = &table.postgres_url {
+        if table.redis_url.is_some() || table.redis_cluster_urls.is_some() {
+            return Err(ConfigError(format!(
+                "{}: [store] names both Postgres and Redis: keep one",
+                where_(url.span())
+            )));
+        }
+        StoreKind::Postgres(
+            postgres(url.get_ref()).map_err(|m| {
+                ConfigError(format!("{}: store.postgres_url: {m}", where_(url.span())))
+            })?,
+        )
+    } else {
+        match (&table.redis_url, &table.redis_cluster_urls) {
+            (Some(_), Some(urls)) => {
+                return Err(ConfigError(format!(
+                    "{}: [store] names both `redis_url` and `redis_cluster_urls`: keep one",
+                    where_(urls.span())
+                )))
+            }
+            (Some(url), None) => StoreKind::Redis(redis(url.get_ref()).map_err(|m| {
+                ConfigError(format!("{}: store.redis_url: {m}", where_(url.span())))
+            })?),
+            (None, Some(urls)) if urls.get_ref().is_empty() => {
+                return Err(ConfigError(format!(
+                    "{}: store.redis_cluster_urls is empty: list the nodes, like \
+                     [\"redis://127.0.0.1:7000\"]",
+                    where_(urls.span())
+                )))
+            }
+            (None, Some(urls)) => StoreKind::Cluster(
+                urls.get_ref()
+                    .iter()
+                    .map(|u| redis(u))
+                    .collect::<Result<_, _>>()
+                    .map_err(|m| {
+                        ConfigError(format!(
+                            "{}: store.redis_cluster_urls: {m}",
+                            where_(urls.span())
+                        ))
+                    })?,
+            ),
+            (None, None) => StoreKind::Memory,
+        }
+    };
+    Ok(Store {
+        kind,
+        prefix: table.prefix.clone(),
+        memory_max_bytes: table.memory_max_bytes,
+        local_ttl: table.local_ttl.as_ref().map_or(DEFAULT_LOCAL_TTL, |d| d.0),
+        call_timeout: table.call_timeout.as_ref().map(|d| d.0),
+        fail_open: table.fail_open.unwrap_or(false),
+    })
+}
