@@ -100,20 +100,20 @@ summarise() {
 
 results="$work/results"
 : > "$results"
-run_mode() { # name, env... (BINARY and SCRIPTS, the wrk scripts' prefix, name another server)
+run_mode() { # name, env... (BINARY names another server; WRK_ORDERS=1 sends it orders)
   local name=$1; shift
   local port; port=$(free_port)
-  local binary=${BINARY:-$gateway} scripts=${SCRIPTS:-}
+  local binary=${BINARY:-$gateway}
   env ADDR="127.0.0.1:$port" RUST_LOG=error "$@" "$binary" > "$work/$name.out" 2> "$work/$name.err" &
   local pid=$!
   pids+=($pid)
   wait_for_line "$work/$name.out" "listening on"
   local url="http://127.0.0.1:$port"
-  checked_load wrk -t"$THREADS" -c"$CONNECTIONS" -d2s -s "benches/wrk/${scripts}replay.lua" "$url" > /dev/null
+  checked_load wrk -t"$THREADS" -c"$CONNECTIONS" -d2s -s benches/wrk/replay.lua "$url" > /dev/null
   for workload in first_execution replay; do
     local before after requests
     before=$(store_calls "$name")
-    checked_load wrk -t"$THREADS" -c"$CONNECTIONS" -d"${DURATION}s" --latency -s "benches/wrk/$scripts$workload.lua" "$url" \
+    checked_load wrk -t"$THREADS" -c"$CONNECTIONS" -d"${DURATION}s" --latency -s "benches/wrk/$workload.lua" "$url" \
       > "$work/$name-$workload.wrk"
     after=$(store_calls "$name")
     requests=$(awk '/ requests in / { print $1 }' "$work/$name-$workload.wrk")
@@ -154,7 +154,7 @@ SQL
   floor=$(awk '/^tps/ { print $3; exit }' "$work/pgbench.out")
   echo "pgbench floor: the claim and completion statements alone, ${floor:-?} first executions/s ($CONNECTIONS connections)" > "$work/floor"
 
-  BINARY=$orders SCRIPTS=orders_ run_mode transactional DATABASE_URL="$postgres_url"
+  BINARY=$orders WRK_ORDERS=1 run_mode transactional DATABASE_URL="$postgres_url"
   # Its floor: the claim, then one transaction with the order's insert and the record's
   # write over the claim's row, as the layer and the example send them.
   cat > "$work/floor-tx.sql" <<'SQL'

@@ -125,15 +125,41 @@ async fn an_owner_killed_with_its_transaction_open_leaves_no_order_and_its_retry
     assert_eq!(records(&db).await, 1);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_completion_fenced_by_another_owner_rolls_the_order_back() {
+/// A slow order called on a new example, once its transaction holds the insert open: the
+/// call's answer to come, the example, the database and the test's connection to it.
+/// Every part is bound where it is taken apart: an unbound example or server would stop.
+struct Held {
+    calling: tokio::task::JoinHandle<support::Answer>,
+    service: Gateway,
+    db: tokio_postgres::Client,
+    _server: PostgresServer,
+}
+
+const SLOW_ORDER: &str = r#"{"item":"tea","delay_ms":1500}"#;
+
+async fn an_order_held_open() -> Held {
     let server = PostgresServer::start();
     let db = database(&server).await;
     let service = orders_example(&server, "30000");
     let client = Client::new(service.client.base.clone());
-    let order = r#"{"item":"tea","delay_ms":1500}"#;
-    let calling = tokio::spawn(async move { client.post("/orders", "s", order).await });
+    let calling = tokio::spawn(async move { client.post("/orders", "s", SLOW_ORDER).await });
     a_transaction_is_open(&db).await;
+    Held {
+        calling,
+        service,
+        db,
+        _server: server,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_completion_fenced_by_another_owner_rolls_the_order_back() {
+    let Held {
+        calling,
+        db,
+        service: _service,
+        _server,
+    } = an_order_held_open().await;
     // Another owner takes the intent: its running row now carries another token.
     let taken = db
         .execute(
@@ -222,13 +248,12 @@ async fn an_execution_that_waits_past_the_call_timeout_for_a_connection_is_refus
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_transaction_whose_connection_dies_is_told_rolled_back_and_its_retry_creates_one_order() {
-    let server = PostgresServer::start();
-    let db = database(&server).await;
-    let service = orders_example(&server, "30000");
-    let client = Client::new(service.client.base.clone());
-    let order = r#"{"item":"tea","delay_ms":1500}"#;
-    let calling = tokio::spawn(async move { client.post("/orders", "s", order).await });
-    a_transaction_is_open(&db).await;
+    let Held {
+        calling,
+        service,
+        db,
+        _server,
+    } = an_order_held_open().await;
     let ended = "SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
                  WHERE state = 'idle in transaction') AS ended";
     assert_eq!(count(&db, ended).await, 1);
@@ -237,7 +262,7 @@ async fn a_transaction_whose_connection_dies_is_told_rolled_back_and_its_retry_c
     assert_eq!(answer.status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
     assert_eq!(body["outcome"], "rolled_back", "{body}");
     assert_eq!(orders(&db).await, 0);
-    let retried = service.client.post("/orders", "s", order).await;
+    let retried = service.client.post("/orders", "s", SLOW_ORDER).await;
     assert_eq!(retried.status, StatusCode::CREATED, "{}", retried.text());
     assert!(
         !retried.replayed(),

@@ -41,72 +41,36 @@ impl Certificates {
             "-out",
             "ca.crt",
         ]);
-        run(&[
-            "req",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-subj",
-            "/CN=127.0.0.1",
-            "-keyout",
-            "server.key",
-            "-out",
-            "server.csr",
-        ]);
-        std::fs::write(dir.path().join("san.ext"), "subjectAltName=IP:127.0.0.1\n").unwrap();
-        run(&[
-            "x509",
-            "-req",
-            "-in",
-            "server.csr",
-            "-CA",
-            "ca.crt",
-            "-CAkey",
-            "ca.key",
-            "-CAcreateserial",
-            "-days",
-            "2",
-            "-extfile",
-            "san.ext",
-            "-out",
-            "server.crt",
-        ]);
-        // A client's certificate, for servers that ask for one (an X.509 v3 one, as rustls
-        // requires: its extension makes it so).
-        std::fs::write(
-            dir.path().join("client.ext"),
-            "extendedKeyUsage=clientAuth\n",
-        )
-        .unwrap();
-        run(&[
-            "req",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-subj",
-            "/CN=test client",
-            "-keyout",
-            "client.key",
-            "-out",
-            "client.csr",
-        ]);
-        run(&[
-            "x509",
-            "-req",
-            "-in",
-            "client.csr",
-            "-extfile",
-            "client.ext",
-            "-CA",
-            "ca.crt",
-            "-CAkey",
-            "ca.key",
-            "-CAcreateserial",
-            "-days",
-            "2",
-            "-out",
-            "client.crt",
-        ]);
+        // The server's certificate names the address it is reached at; the client's says what
+        // it is for. Either extension makes it X.509 v3, which rustls requires.
+        let sign = |name: &str, subject: &str, extension: &str| {
+            let file = |suffix: &str| format!("{name}.{suffix}");
+            std::fs::write(dir.path().join(file("ext")), extension).unwrap();
+            let (key, csr, ext, crt) = (file("key"), file("csr"), file("ext"), file("crt"));
+            run(&[
+                "req", "-newkey", "rsa:2048", "-nodes", "-subj", subject, "-keyout", &key, "-out",
+                &csr,
+            ]);
+            run(&[
+                "x509",
+                "-req",
+                "-in",
+                &csr,
+                "-extfile",
+                &ext,
+                "-CA",
+                "ca.crt",
+                "-CAkey",
+                "ca.key",
+                "-CAcreateserial",
+                "-days",
+                "2",
+                "-out",
+                &crt,
+            ]);
+        };
+        sign("server", "/CN=127.0.0.1", "subjectAltName=IP:127.0.0.1\n");
+        sign("client", "/CN=test client", "extendedKeyUsage=clientAuth\n");
         Self { dir }
     }
 
