@@ -136,43 +136,33 @@ if [ -n "$redis_url" ]; then
   run_mode on-redis IDEMPOTENCY=on REDIS_URL="$redis_url"
 fi
 if [ -n "$postgres_url" ]; then
-  run_mode on-postgres IDEMPOTENCY=on POSTGRES_URL="$postgres_url"
-  # The floor: a claim and its completion, the two statements of a first execution, on random
-  # keys, over the same number of connections.
-  cat > "$work/floor.sql" <<'SQL'
-\set k random(1, 1000000000000)
+  # The statements of a first execution on random keys, written once: the claim, then the
+  # record's write over the claim's row (in transactional mode, in one transaction with the
+  # order's insert, as the layer and the example send them).
+  claim="\\set k random(1, 1000000000000)
 INSERT INTO idempotency_intents AS e (key, value, expires_at)
-  VALUES (decode(lpad(to_hex(:k::bigint), 64, '0'), 'hex'), '\x0152'::bytea, clock_timestamp() + interval '30 seconds')
+  VALUES (decode(lpad(to_hex(:k::bigint), 64, '0'), 'hex'), '\\x0152'::bytea, clock_timestamp() + interval '30 seconds')
   ON CONFLICT (key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at
-  WHERE e.expires_at <= clock_timestamp();
-UPDATE idempotency_intents SET value = '\x0143'::bytea, expires_at = clock_timestamp() + interval '1 day'
-  WHERE key = decode(lpad(to_hex(:k::bigint), 64, '0'), 'hex') AND get_byte(value, 1) = 82;
-SQL
-  "$pg_bin/pgbench" -n -M extended -h 127.0.0.1 -p "$pg_port" -U postgres \
-    -c "$CONNECTIONS" -j 2 -T "$DURATION" -f "$work/floor.sql" postgres \
-    > "$work/pgbench.out" 2> "$work/pgbench.err" || cat "$work/pgbench.err" >&2
-  floor=$(awk '/^tps/ { print $3; exit }' "$work/pgbench.out")
+  WHERE e.expires_at <= clock_timestamp();"
+  complete="UPDATE idempotency_intents SET value = '\\x0143'::bytea, expires_at = clock_timestamp() + interval '1 day'
+  WHERE key = decode(lpad(to_hex(:k::bigint), 64, '0'), 'hex') AND get_byte(value, 1) = 82;"
+  # pgbench of a script over the same number of connections: first executions a second.
+  floor_of() { # script
+    "$pg_bin/pgbench" -n -M extended -h 127.0.0.1 -p "$pg_port" -U postgres \
+      -c "$CONNECTIONS" -j 2 -T "$DURATION" -f "$1" postgres \
+      > "$1.out" 2> "$1.err" || cat "$1.err" >&2
+    awk '/^tps/ { print $3; exit }' "$1.out"
+  }
+
+  run_mode on-postgres IDEMPOTENCY=on POSTGRES_URL="$postgres_url"
+  printf '%s\n%s\n' "$claim" "$complete" > "$work/floor.sql"
+  floor=$(floor_of "$work/floor.sql")
   echo "pgbench floor: the claim and completion statements alone, ${floor:-?} first executions/s ($CONNECTIONS connections)" > "$work/floor"
 
   BINARY=$orders WRK_ORDERS=1 run_mode transactional DATABASE_URL="$postgres_url"
-  # Its floor: the claim, then one transaction with the order's insert and the record's
-  # write over the claim's row, as the layer and the example send them.
-  cat > "$work/floor-tx.sql" <<'SQL'
-\set k random(1, 1000000000000)
-INSERT INTO idempotency_intents AS e (key, value, expires_at)
-  VALUES (decode(lpad(to_hex(:k::bigint), 64, '0'), 'hex'), '\x0152'::bytea, clock_timestamp() + interval '30 seconds')
-  ON CONFLICT (key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at
-  WHERE e.expires_at <= clock_timestamp();
-BEGIN;
-INSERT INTO orders (item) VALUES ('tea');
-UPDATE idempotency_intents SET value = '\x0143'::bytea, expires_at = clock_timestamp() + interval '1 day'
-  WHERE key = decode(lpad(to_hex(:k::bigint), 64, '0'), 'hex') AND get_byte(value, 1) = 82;
-COMMIT;
-SQL
-  "$pg_bin/pgbench" -n -M extended -h 127.0.0.1 -p "$pg_port" -U postgres \
-    -c "$CONNECTIONS" -j 2 -T "$DURATION" -f "$work/floor-tx.sql" postgres \
-    > "$work/pgbench-tx.out" 2> "$work/pgbench-tx.err" || cat "$work/pgbench-tx.err" >&2
-  floor=$(awk '/^tps/ { print $3; exit }' "$work/pgbench-tx.out")
+  printf "%s\nBEGIN;\nINSERT INTO orders (item) VALUES ('tea');\n%s\nCOMMIT;\n" "$claim" "$complete" \
+    > "$work/floor-tx.sql"
+  floor=$(floor_of "$work/floor-tx.sql")
   echo "pgbench floor, transactional: the claim, then the order and the record in one transaction, ${floor:-?} first executions/s" >> "$work/floor"
 fi
 
