@@ -25,6 +25,10 @@
 //!               the slot, and renews the lease meanwhile)     else InProgress
 //! ```
 //!
+//! In transactional mode (the Postgres store's), a claim that acquires begins the execution's
+//! own database transaction before step 5, and the execution ends in [`transactional`] rather
+//! than in a store write: its record commits with the tool's changes, or both roll back.
+//!
 //! A tool that answers at once on a store that answers at once (the memory store) is run and
 //! recorded inside the request's first poll, with no task and no timer: `execute::start`
 //! polls it in place and moves it into a task only if it waits.
