@@ -69,3 +69,37 @@ async fn an_app_mounts_the_admin_operations_behind_its_token() {
     let unknown = admin(&client, "/records?outcome=sideways", Some(TOKEN), None).await;
     assert_eq!(unknown.status, StatusCode::BAD_REQUEST);
 }
+
+#[tokio::test(start_paused = true)]
+async fn an_execution_abandoned_at_its_bound_is_listed_unknown_and_released_runs_once_more() {
+    let counts = Counts::default();
+    let layer = IdempotencyLayer::new().max_execution(std::time::Duration::from_millis(100));
+    let app = tools(counts.clone())
+        .layer(layer.clone())
+        .nest_service("/admin", layer.admin().service(TOKEN));
+    let client = Client::in_memory(app);
+    let slow = r#"{"delay_ms":1000}"#;
+    let abandoned = client.post("/tools/echo", "s", slow).await;
+    assert_eq!(abandoned.status, StatusCode::GATEWAY_TIMEOUT);
+    assert_eq!(abandoned.json()["outcome"], "unknown");
+
+    let listing = admin(&client, "/records?outcome=unknown", Some(TOKEN), None).await;
+    let records: Vec<Value> = listing.json()["records"].as_array().cloned().unwrap();
+    assert_eq!(records.len(), 1, "{records:?}");
+    assert_eq!(records[0]["intent"], abandoned.intent());
+    assert_eq!(records[0]["status"], 504);
+
+    // Never run again by itself; released by the operator, its retry runs once.
+    client.post("/tools/echo", "s", slow).await;
+    assert_eq!(counts.get("echo"), 1);
+    let resolve = format!("/records/{}/resolve", abandoned.intent());
+    admin(&client, &resolve, Some(TOKEN), Some(r#"{"ran": false}"#)).await;
+    client.post("/tools/echo", "s", slow).await;
+    assert_eq!(counts.get("echo"), 2, "the retry ran, once");
+    let kept = admin(&client, "/records?outcome=unknown", Some(TOKEN), None).await;
+    assert_eq!(
+        kept.json()["records"].as_array().unwrap().len(),
+        1,
+        "abandoned again"
+    );
+}
