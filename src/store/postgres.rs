@@ -6,9 +6,8 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use bytes::Bytes;
-use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
+use deadpool_postgres::Pool;
 use tokio_postgres::types::ToSql;
-use tokio_postgres::NoTls;
 
 use super::codec::{self, Stored};
 use super::postgres_sql::Statements;
@@ -18,6 +17,7 @@ use super::{
 };
 use crate::key::IntentKey;
 
+mod connect;
 mod transaction;
 
 pub use transaction::{Transaction, TransactionClient, TransactionError};
@@ -125,14 +125,7 @@ impl PostgresStoreBuilder {
         }
         let config = tokio_postgres::Config::from_str(url).map_err(StoreError::new)?;
         let pool = |size: usize| {
-            let manager = Manager::from_config(
-                config.clone(),
-                NoTls,
-                ManagerConfig {
-                    recycling_method: RecyclingMethod::Fast,
-                },
-            );
-            Pool::builder(manager)
+            Pool::builder(connect::manager(config.clone())?)
                 .max_size(size)
                 .wait_timeout(Some(self.call_timeout))
                 .runtime(deadpool_postgres::Runtime::Tokio1)
@@ -146,14 +139,11 @@ impl PostgresStoreBuilder {
             call_timeout: self.call_timeout,
         });
         let migrate = async {
-            let mut client = inner.pool.get().await.map_err(StoreError::new)?;
-            let transaction = client.transaction().await.map_err(StoreError::new)?;
+            let mut client = inner.pool.get().await.map_err(described)?;
+            let transaction = client.transaction().await.map_err(described)?;
             let sql = &inner.statements.migrate;
-            transaction
-                .batch_execute(sql)
-                .await
-                .map_err(StoreError::new)?;
-            transaction.commit().await.map_err(StoreError::new)
+            transaction.batch_execute(sql).await.map_err(described)?;
+            transaction.commit().await.map_err(described)
         };
         // The first connection may take longer than one call: the tables are made once.
         tokio::time::timeout(self.call_timeout.max(Duration::from_secs(10)), migrate)
@@ -216,12 +206,9 @@ impl Inner {
         params: &[&(dyn ToSql + Sync)],
     ) -> Result<Vec<tokio_postgres::Row>, StoreError> {
         let call = async {
-            let client = self.pool.get().await.map_err(StoreError::new)?;
-            let statement = client.prepare_cached(sql).await.map_err(StoreError::new)?;
-            client
-                .query(&statement, params)
-                .await
-                .map_err(StoreError::new)
+            let client = self.pool.get().await.map_err(described)?;
+            let statement = client.prepare_cached(sql).await.map_err(described)?;
+            client.query(&statement, params).await.map_err(described)
         };
         match tokio::time::timeout(self.call_timeout, call).await {
             Ok(rows) => rows,
@@ -252,6 +239,22 @@ impl Inner {
             Fence::Held
         })
     }
+}
+
+/// The error with every cause under it in its text (`db error: FATAL: …`): the pool's and the
+/// client's own words alone say little of what the database answered.
+fn described(error: impl std::error::Error + Send + Sync + 'static) -> StoreError {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(under) = cause {
+        let said = under.to_string();
+        if !text.ends_with(&said) {
+            text.push_str(": ");
+            text.push_str(&said);
+        }
+        cause = under.source();
+    }
+    StoreError::new(text)
 }
 
 /// Milliseconds as the statements' `bigint` argument.

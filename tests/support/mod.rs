@@ -237,7 +237,7 @@ pub async fn assert_replayed_and_failure_shown(first: &Client, second: &Client, 
 }
 
 pub mod answer;
-#[cfg(feature = "redis-tls")]
+#[cfg(any(feature = "redis-tls", feature = "postgres-tls"))]
 pub mod certificates;
 pub mod client;
 pub mod faulty;

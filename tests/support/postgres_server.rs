@@ -63,7 +63,8 @@ pub struct PostgresServer {
 }
 
 impl PostgresServer {
-    pub fn start() -> Self {
+    /// A fresh cluster in a folder of its own, not started.
+    fn init() -> Self {
         let dir = tempfile::Builder::new()
             .prefix("pg-test-")
             .tempdir()
@@ -90,11 +91,48 @@ impl PostgresServer {
             "initdb: {}",
             String::from_utf8_lossy(&output.stderr)
         );
-        let mut server = Self {
+        Self {
             child: None,
             port: free_port(),
             dir,
-        };
+        }
+    }
+
+    pub fn start() -> Self {
+        let mut server = Self::init();
+        server.run();
+        server
+    }
+
+    /// A server that speaks TLS with `cert` and `key` (PEM files) and refuses connections
+    /// over TCP that do not.
+    pub fn start_with_tls(cert: &str, key: &str) -> Self {
+        let mut server = Self::init();
+        let data = server.dir.path().join("data");
+        std::fs::copy(cert, data.join("server.crt")).expect("the server's certificate");
+        std::fs::copy(key, data.join("server.key")).expect("the server's key");
+        let conf = "\nssl = on\nssl_cert_file = 'server.crt'\nssl_key_file = 'server.key'\n";
+        let mut settings = std::fs::read_to_string(data.join("postgresql.conf")).unwrap();
+        settings.push_str(conf);
+        std::fs::write(data.join("postgresql.conf"), settings).unwrap();
+        let hba = "local all all trust\nhostssl all all 127.0.0.1/32 trust\n\
+                   hostnossl all all 127.0.0.1/32 reject\n";
+        std::fs::write(data.join("pg_hba.conf"), hba).unwrap();
+        // PostgreSQL reads a key that only its owner can read.
+        let key_file = data.join("server.key");
+        std::fs::set_permissions(
+            &key_file,
+            std::os::unix::fs::PermissionsExt::from_mode(0o600),
+        )
+        .unwrap();
+        if as_root() {
+            let status = Command::new("chown")
+                .args(["-R", "postgres:postgres"])
+                .arg(&data)
+                .status()
+                .expect("chown");
+            assert!(status.success(), "the server's files given to postgres");
+        }
         server.run();
         server
     }

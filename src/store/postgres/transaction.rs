@@ -7,7 +7,7 @@ use std::time::Duration;
 use deadpool_postgres::Object;
 use tokio::sync::{Mutex, OwnedMappedMutexGuard, OwnedMutexGuard};
 
-use super::{millis, Inner, PostgresStore};
+use super::{described, millis, Inner, PostgresStore};
 use crate::key::IntentKey;
 use crate::store::codec;
 use crate::store::transaction::{Committed, Pending, Transactional, Transactions};
@@ -189,16 +189,8 @@ impl Transactional for Shared {
         Box::pin(async move {
             let timeout = self.inner.call_timeout;
             let begun = tokio::time::timeout(timeout, async {
-                let object = self
-                    .inner
-                    .transactions
-                    .get()
-                    .await
-                    .map_err(StoreError::new)?;
-                object
-                    .batch_execute("BEGIN")
-                    .await
-                    .map_err(StoreError::new)?;
+                let object = self.inner.transactions.get().await.map_err(described)?;
+                object.batch_execute("BEGIN").await.map_err(described)?;
                 Ok::<_, StoreError>(object)
             });
             let object = begun.await.map_err(|_| {

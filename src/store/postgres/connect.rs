@@ -1,0 +1,56 @@
+//! How the store's pools connect: in plain text, or over TLS where the URL says
+//! `sslmode=require` (the `postgres-tls` feature: rustls with the ring provider, the server's
+//! certificate checked against the system's roots, which `SSL_CERT_FILE` replaces).
+
+use deadpool_postgres::{Manager, ManagerConfig, RecyclingMethod};
+use tokio_postgres::config::SslMode;
+use tokio_postgres::NoTls;
+
+use crate::store::StoreError;
+
+/// The connection manager of a pool for `config`.
+pub(super) fn manager(config: tokio_postgres::Config) -> Result<Manager, StoreError> {
+    let settings = ManagerConfig {
+        recycling_method: RecyclingMethod::Fast,
+    };
+    if config.get_ssl_mode() != SslMode::Require {
+        return Ok(Manager::from_config(config, NoTls, settings));
+    }
+    #[cfg(feature = "postgres-tls")]
+    {
+        Ok(Manager::from_config(config, connector()?, settings))
+    }
+    #[cfg(not(feature = "postgres-tls"))]
+    {
+        let _ = settings;
+        Err(StoreError::new(
+            "the URL says sslmode=require: build with the `postgres-tls` feature",
+        ))
+    }
+}
+
+/// A TLS connector that checks the server's certificate against the system's roots.
+#[cfg(feature = "postgres-tls")]
+fn connector() -> Result<tokio_postgres_rustls::MakeRustlsConnect, StoreError> {
+    use std::sync::Arc;
+
+    let mut roots = rustls::RootCertStore::empty();
+    let native = rustls_native_certs::load_native_certs();
+    for error in &native.errors {
+        tracing::warn!(%error, "a system certificate could not be read");
+    }
+    let (added, _ignored) = roots.add_parsable_certificates(native.certs);
+    if added == 0 {
+        return Err(StoreError::new(
+            "sslmode=require, and no root certificate to check the server's with: set \
+             SSL_CERT_FILE to the authority that signed it",
+        ));
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(StoreError::new)?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    Ok(tokio_postgres_rustls::MakeRustlsConnect::new(config))
+}
