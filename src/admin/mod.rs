@@ -158,18 +158,24 @@ impl<St: Store> Admin<St> {
             Some(Entry::Running(_)) => return Ok(Resolved::StillRunning),
             Some(held) => held,
         };
-        match resolution {
-            Resolution::NotRun => {
-                self.store().remove(intent).await?;
-                Ok(Resolved::Released)
-            }
+        // The store never removes or overwrites a running lease: one that began since the
+        // read above goes on, and the operator is told so.
+        let done = match &resolution {
+            Resolution::NotRun => self.store().remove(intent).await?,
             Resolution::Ran { note } => {
-                let record = Arc::new(self.resolved_record(&held, note));
+                let record = Arc::new(self.resolved_record(&held, note.clone()));
                 let retention = self.settings.paths.default_retention;
-                self.store().put(intent, record, retention).await?;
-                Ok(Resolved::KeptAsRun)
+                self.store().put(intent, record, retention).await?
             }
-        }
+        };
+        Ok(match (done, resolution) {
+            (true, Resolution::NotRun) => Resolved::Released,
+            (true, Resolution::Ran { .. }) => Resolved::KeptAsRun,
+            (false, _) => match self.store().get(intent).await? {
+                Some(Entry::Running(_)) => Resolved::StillRunning,
+                _ => Resolved::NotFound,
+            },
+        })
     }
 
     /// The record of an outcome an operator says ran.
@@ -261,7 +267,8 @@ impl<St: Store> Admin<St> {
 }
 
 /// Whether `entry` is a record or a failed attempt of the caller whose scope, or principal,
-/// hashes to `hash`. A running execution is left to end; it records after the purge.
+/// hashes to `hash`. A running execution is left to end, one that began since the listing
+/// too (the store never removes a lease); it records after the purge.
 fn belongs_to(entry: &Entry, hash: &ScopeHash) -> bool {
     match entry {
         Entry::Completed(record) => record.scope == *hash || record.share == Some(*hash),

@@ -278,8 +278,10 @@ pub trait Store: Send + Sync + 'static {
         std::future::ready(Err(StoreError::new("this store cannot list what it holds")))
     }
 
-    /// Removes whatever the store holds of `key`, whoever holds it: whether it held anything.
-    /// For an operator (a resolution as "not run", a purge), never on a request's path.
+    /// Removes the record or the tombstone the store holds of `key`, atomically never a running
+    /// execution's lease (one that began since the operator looked must go on): whether it
+    /// removed one. For an operator (a resolution as "not run", a purge), never on a request's
+    /// path.
     ///
     /// The default answers an error.
     fn remove(&self, key: &IntentKey) -> impl Future<Output = Result<bool, StoreError>> + Send {
@@ -287,9 +289,9 @@ pub trait Store: Send + Sync + 'static {
         std::future::ready(Err(StoreError::new("this store cannot remove an entry")))
     }
 
-    /// Keeps `record` for `key` for `retention`, over whatever the store holds of it, with no
-    /// owner's token: an operator's resolution of an outcome as "ran". Never on a request's
-    /// path.
+    /// Keeps `record` for `key` for `retention` over a record, a tombstone or nothing, with no
+    /// owner's token, atomically never over a running execution's lease: whether it wrote. An
+    /// operator's resolution of an outcome as "ran", never on a request's path.
     ///
     /// The default answers an error.
     fn put(
@@ -297,7 +299,7 @@ pub trait Store: Send + Sync + 'static {
         key: &IntentKey,
         record: Arc<Record>,
         retention: Duration,
-    ) -> impl Future<Output = Result<(), StoreError>> + Send {
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send {
         let _ = (key, record, retention);
         std::future::ready(Err(StoreError::new("this store cannot keep a resolution")))
     }

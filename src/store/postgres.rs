@@ -124,8 +124,8 @@ impl PostgresStoreBuilder {
             )));
         }
         let config = tokio_postgres::Config::from_str(url).map_err(StoreError::new)?;
-        let pool = |size: usize| {
-            Pool::builder(connect::manager(config.clone())?)
+        let pool = |size: usize, clean: bool| {
+            Pool::builder(connect::manager(config.clone(), clean)?)
                 .max_size(size)
                 .wait_timeout(Some(self.call_timeout))
                 .runtime(deadpool_postgres::Runtime::Tokio1)
@@ -133,8 +133,8 @@ impl PostgresStoreBuilder {
                 .map_err(StoreError::new)
         };
         let inner = Arc::new(Inner {
-            pool: pool(self.pool_size)?,
-            transactions: pool(self.transaction_pool_size)?,
+            pool: pool(self.pool_size, false)?,
+            transactions: pool(self.transaction_pool_size, true)?,
             statements: Statements::for_table(&self.table),
             call_timeout: self.call_timeout,
         });
@@ -372,11 +372,17 @@ impl Store for PostgresStore {
         Ok(value.map(decode).transpose()?.map(Stored::into_entry))
     }
 
+    /// Pages by key: the cursor is the first eight bytes of the last key listed, and the next
+    /// page starts past every key that begins with them (intent keys are hashes: two that
+    /// share eight bytes are as good as never met).
     async fn scan(&self, cursor: u64, count: usize) -> Result<Scanned, StoreError> {
-        let offset = i64::try_from(cursor).unwrap_or(i64::MAX);
+        let after: Vec<u8> = match cursor {
+            0 => Vec::new(),
+            cursor => [cursor.to_be_bytes().as_slice(), &[0xff; 24]].concat(),
+        };
         let limit = i64::try_from(count.max(1)).unwrap_or(i64::MAX);
         let rows = (self.inner)
-            .query(&self.inner.statements.scan, &[&offset, &limit])
+            .query(&self.inner.statements.scan, &[&after, &limit])
             .await?;
         let mut entries = Vec::with_capacity(rows.len());
         for row in &rows {
@@ -385,10 +391,13 @@ impl Store for PostgresStore {
             let entry = decode(row.get(1))?.into_entry();
             entries.push((IntentKey::from_bytes(key), entry));
         }
-        let next = if rows.len() < usize::try_from(limit).unwrap_or(usize::MAX) {
-            0
-        } else {
-            cursor.saturating_add(rows.len() as u64)
+        let full = rows.len() >= usize::try_from(limit).unwrap_or(usize::MAX);
+        let next = match entries.last() {
+            Some((key, _)) if full => {
+                let head: [u8; 8] = key.as_bytes()[..8].try_into().unwrap_or_default();
+                u64::from_be_bytes(head).max(1)
+            }
+            _ => 0,
         };
         Ok(Scanned::new(entries, next))
     }
@@ -407,14 +416,12 @@ impl Store for PostgresStore {
         key: &IntentKey,
         record: Arc<Record>,
         retention: Duration,
-    ) -> Result<(), StoreError> {
+    ) -> Result<bool, StoreError> {
         let encoded = codec::encode_record(&record);
         let params: [&(dyn ToSql + Sync); 3] =
             [&key.as_bytes().as_slice(), &encoded, &millis(retention)];
-        self.inner
-            .execute(&self.inner.statements.put, &params)
-            .await?;
-        Ok(())
+        let statement = &self.inner.statements.put;
+        Ok(self.inner.execute(statement, &params).await? > 0)
     }
 
     async fn count_call(&self, key: &IntentKey, window: Duration) -> Result<u64, StoreError> {

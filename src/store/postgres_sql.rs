@@ -112,20 +112,23 @@ impl Statements {
                  RETURNING 1",
                 retention = from_now(4)
             ),
-            // $1 offset, $2 count. A page of the live rows, for an operator.
+            // $1 the key after which the page starts, $2 count. A page of the live rows, in the
+            // order of the primary key's index, for an operator: each page costs its own rows.
             scan: format!(
-                "SELECT key, value FROM {table} WHERE expires_at > clock_timestamp()
-                 ORDER BY key OFFSET $1 LIMIT $2"
+                "SELECT key, value FROM {table} WHERE key > $1 AND expires_at > clock_timestamp()
+                 ORDER BY key LIMIT $2"
             ),
-            // $1 key. Whatever is live of the intent, gone.
+            // $1 key. The intent's live record or tombstone, gone; never a running lease.
             remove: format!(
-                "DELETE FROM {table} WHERE key = $1 AND expires_at > clock_timestamp()"
+                "DELETE FROM {table} WHERE key = $1 AND expires_at > clock_timestamp()
+                   AND get_byte(value, 1) <> 82"
             ),
-            // $1 key, $2 record, $3 retention ms. An operator's resolution, over whatever is
-            // there.
+            // $1 key, $2 record, $3 retention ms. An operator's resolution, over a record, a
+            // tombstone or nothing; never over a live lease.
             put: format!(
                 "INSERT INTO {table} AS e (key, value, expires_at) VALUES ($1, $2, {retention})
-                 ON CONFLICT (key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at",
+                 ON CONFLICT (key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at
+                 WHERE e.expires_at <= clock_timestamp() OR get_byte(e.value, 1) <> 82",
                 retention = from_now(3)
             ),
             // $1 key. What a commit left, read once it is settled: the lock waits for a

@@ -409,7 +409,7 @@ impl Store for RedisStore {
         key: &IntentKey,
         record: Arc<Record>,
         retention: Duration,
-    ) -> Result<(), StoreError> {
+    ) -> Result<bool, StoreError> {
         self.put_record(key, record, retention).await
     }
 

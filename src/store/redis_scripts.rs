@@ -122,3 +122,32 @@ return count
 ",
     )
 });
+
+/// No ARGV. An operator's removal: deletes a record or a tombstone, never a running entry.
+/// Returns 1 if it deleted one.
+pub(super) static REMOVE_SETTLED: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+local current = redis.call('GET', KEYS[1])
+if not current or string.byte(current, 2) == 82 then
+  return 0
+end
+return redis.call('DEL', KEYS[1])
+",
+    )
+});
+
+/// ARGV: record, retention ms. An operator's resolution: keeps the record over a record, a
+/// tombstone or nothing, never over a running entry. Returns 1 if it wrote.
+pub(super) static PUT_SETTLED: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+local current = redis.call('GET', KEYS[1])
+if current and string.byte(current, 2) == 82 then
+  return 0
+end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return 1
+",
+    )
+});

@@ -170,8 +170,10 @@ impl<S: Store> Store for TieredStore<S> {
     /// Removed from the shared store and from this process's cache. Other processes' caches
     /// keep their copy of a completed record until it expires there.
     async fn remove(&self, key: &IntentKey) -> Result<bool, StoreError> {
+        // After the shared store's answer: a read meanwhile could have cached the old record.
+        let removed = self.remote.remove(key).await;
         self.local.invalidate(key);
-        self.remote.remove(key).await
+        removed
     }
 
     async fn put(
@@ -179,9 +181,10 @@ impl<S: Store> Store for TieredStore<S> {
         key: &IntentKey,
         record: Arc<Record>,
         retention: Duration,
-    ) -> Result<(), StoreError> {
+    ) -> Result<bool, StoreError> {
+        let written = self.remote.put(key, record, retention).await;
         self.local.invalidate(key);
-        self.remote.put(key, record, retention).await
+        written
     }
 
     async fn get(&self, key: &IntentKey) -> Result<Option<Entry>, StoreError> {

@@ -98,7 +98,8 @@ pub async fn check<St: Store>(store: &St) -> Result<(), Vec<Violation>> {
         calls_are_counted_per_intent_within_the_first_calls_window,
         counting_calls_leaves_the_intent_free,
         a_listing_finds_what_the_store_holds,
-        a_removed_intent_runs_again_and_a_resolution_is_kept,
+        a_listing_in_small_pages_finds_every_intent_once,
+        a_removed_intent_runs_again_a_resolution_is_kept_and_a_lease_is_neither,
     )
     .await
     .into_iter()

@@ -80,7 +80,47 @@ pub(super) async fn a_listing_finds_what_the_store_holds<St: Store>(
     Ok(())
 }
 
-pub(super) async fn a_removed_intent_runs_again_and_a_resolution_is_kept<St: Store>(
+pub(super) async fn a_listing_in_small_pages_finds_every_intent_once<St: Store>(
+    store: &St,
+    c: &mut Check,
+) -> Result<(), Stop> {
+    if store.scan(0, 1).await.is_err() {
+        return Ok(());
+    }
+    let mut keys = std::collections::HashSet::new();
+    for _ in 0..120 {
+        let key = fresh_key();
+        completed(store, c, &key).await?;
+        keys.insert(key);
+    }
+    let (mut cursor, mut seen, mut pages) = (0, std::collections::HashMap::new(), 0);
+    loop {
+        pages += 1;
+        let scanned = c.ok("scan", store.scan(cursor, 25).await)?;
+        for (key, _) in scanned.entries {
+            *seen.entry(key).or_insert(0) += 1;
+        }
+        if scanned.next == 0 || pages > 100_000 {
+            break;
+        }
+        cursor = scanned.next;
+    }
+    let missing = keys.iter().filter(|key| !seen.contains_key(key)).count();
+    let twice = keys.iter().filter(|key| seen.get(key) > Some(&1)).count();
+    if missing > 0 || twice > 0 {
+        c.fail(format!(
+            "pages of 25 over 120 completed intents missed {missing} and gave {twice} twice"
+        ));
+    }
+    if pages < 2 {
+        c.fail("120 intents came back in one page of 25");
+    }
+    Ok(())
+}
+
+pub(super) async fn a_removed_intent_runs_again_a_resolution_is_kept_and_a_lease_is_neither<
+    St: Store,
+>(
     store: &St,
     c: &mut Check,
 ) -> Result<(), Stop> {
@@ -95,8 +135,30 @@ pub(super) async fn a_removed_intent_runs_again_and_a_resolution_is_kept<St: Sto
     }
     let again = rival(&owner);
     expect_acquired(store, c, &key, &again, "claim after remove").await?;
+    // A running lease is never the operator's to remove or overwrite.
     let resolved = record(&again, plain_response(), KEPT);
-    c.ok("put", store.put(&key, Arc::clone(&resolved), KEPT).await)?;
+    if c.ok("remove of a lease", store.remove(&key).await)? {
+        c.fail("remove answered that it removed a running lease");
+    }
+    if c.ok(
+        "put over a lease",
+        store.put(&key, Arc::clone(&resolved), KEPT).await,
+    )? {
+        c.fail("put answered that it wrote over a running lease");
+    }
+    expect_running(
+        store,
+        c,
+        &key,
+        &again,
+        "get after remove and put over a lease",
+    )
+    .await?;
+    let answer = store.abandon(&key, &again.token).await;
+    c.fence("abandon by the lease's owner", answer, Fence::Held)?;
+    if !c.ok("put", store.put(&key, Arc::clone(&resolved), KEPT).await)? {
+        c.fail("put over nothing answered that it wrote nothing");
+    }
     expect_completed(store, c, &key, &resolved, "get after put").await?;
     let when = "claim after put";
     expect_completed_claim(store, c, &key, &rival(&again), &resolved, when).await

@@ -370,9 +370,8 @@ impl Store for MemoryStore {
         key: &IntentKey,
         record: Arc<Record>,
         retention: Duration,
-    ) -> Result<(), StoreError> {
-        self.put_record(key, &record, retention);
-        Ok(())
+    ) -> Result<bool, StoreError> {
+        Ok(self.put_record(key, &record, retention))
     }
 
     async fn get(&self, key: &IntentKey) -> Result<Option<Entry>, StoreError> {

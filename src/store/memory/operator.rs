@@ -40,29 +40,25 @@ impl MemoryStore {
         Scanned::new(entries, next)
     }
 
-    /// Removes the lease and the kept value of `key`, under the claim lock.
+    /// Removes the kept value of `key`: a running lease is not the operator's.
     pub(super) fn remove_entry(&self, key: &IntentKey) -> bool {
-        let mut running = self.running_map();
-        let leased = running.remove(key).is_some();
-        let kept = self.settled_table().remove(key);
-        leased || kept
+        self.settled_table().remove(key)
     }
 
-    /// Keeps `record` over whatever `key` holds, the lease included, under the claim lock.
-    pub(super) fn put_record(&self, key: &IntentKey, record: &Record, retention: Duration) {
+    /// Keeps `record` for `key` unless a live lease holds it, under the claim lock, so that no
+    /// claim sees the lease and the record apart: whether it kept it.
+    pub(super) fn put_record(&self, key: &IntentKey, record: &Record, retention: Duration) -> bool {
+        let now = LeaseClock::now();
         let mut running = self.running_map();
+        if running.get(key).is_some_and(|lease| lease.expires > now) {
+            return false;
+        }
         running.remove(key);
         let share = record.share.unwrap_or(record.scope);
         let settled = Settled::Completed(Kept::new(record));
         let mut table = self.settled_table();
         // What an insert evicts for room is let go, as on any insert.
-        let _evicted = table.insert(
-            *key,
-            settled,
-            record_weight(record),
-            share,
-            retention,
-            LeaseClock::now(),
-        );
+        let _evicted = table.insert(*key, settled, record_weight(record), share, retention, now);
+        true
     }
 }

@@ -8,11 +8,17 @@ use tokio_postgres::NoTls;
 
 use crate::store::StoreError;
 
-/// The connection manager of a pool for `config`.
-pub(super) fn manager(config: tokio_postgres::Config) -> Result<Manager, StoreError> {
-    let settings = ManagerConfig {
-        recycling_method: RecyclingMethod::Fast,
+/// The connection manager of a pool for `config`. A `clean` pool resets each connection's
+/// session before it is handed out again (`RESET ALL`, `SET SESSION AUTHORIZATION DEFAULT`,
+/// …): the transaction pool's go to handlers, whose session settings must not reach another
+/// call; the store's own run only its statements.
+pub(super) fn manager(config: tokio_postgres::Config, clean: bool) -> Result<Manager, StoreError> {
+    let recycling_method = if clean {
+        RecyclingMethod::Clean
+    } else {
+        RecyclingMethod::Fast
     };
+    let settings = ManagerConfig { recycling_method };
     if config.get_ssl_mode() != SslMode::Require {
         return Ok(Manager::from_config(config, NoTls, settings));
     }

@@ -1,18 +1,19 @@
 //! What an operator asks of the Redis store: a listing by `SCAN` over the store's own keys
-//! (each master's in turn on a cluster), a removal and a resolution kept without an owner.
+//! (each master's in turn on a cluster), a removal and a resolution kept without an owner,
+//! neither of which touches a running lease.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use redis::cluster_routing::{RoutingInfo, SingleNodeRoutingInfo};
 
-use super::{decode, millis_arg, timed, Connection, RedisStore};
+use super::{decode, millis_arg, scripts, timed, Connection, RedisStore};
 use crate::key::IntentKey;
 use crate::store::codec;
 use crate::store::{Record, Scanned, StoreError};
 
 impl RedisStore {
-    /// A page of `SCAN` over the keys under the prefix, their values read in one pipeline.
+    /// A page of `SCAN` over the keys under the prefix, their values read together.
     /// On a cluster, each master's keys in turn, in the order of their addresses: the
     /// cursor's top 16 bits name the master, the rest is its own `SCAN` cursor.
     pub(super) async fn scan_page(&self, cursor: u64, count: usize) -> Result<Scanned, StoreError> {
@@ -64,14 +65,7 @@ impl RedisStore {
         if keys.is_empty() {
             return Ok(Scanned::new(Vec::new(), next));
         }
-        // A pipeline of `GET`s: a cluster routes each to its key's node.
-        let mut pipeline = redis::pipe();
-        for (name, _) in &keys {
-            pipeline.get(name);
-        }
-        let mut connection = self.connection.clone();
-        let values: Vec<Option<Vec<u8>>> =
-            timed(self.call_timeout, pipeline.query_async(&mut connection)).await?;
+        let values = self.values(&keys).await?;
         let mut entries = Vec::with_capacity(keys.len());
         for ((_, key), value) in keys.into_iter().zip(values) {
             // Expired between the scan and the read: gone.
@@ -80,6 +74,32 @@ impl RedisStore {
             }
         }
         Ok(Scanned::new(entries, next))
+    }
+
+    /// The values of `keys`, `None` where one expired since the scan: one pipeline on a node;
+    /// on a cluster, one `GET` each, together (a pipeline there must stay in one slot).
+    async fn values(
+        &self,
+        keys: &[(String, IntentKey)],
+    ) -> Result<Vec<Option<Vec<u8>>>, StoreError> {
+        if let Connection::Cluster(_) = &self.connection {
+            let gets = keys.iter().map(|(name, _)| {
+                let mut connection = self.connection.clone();
+                let mut get = redis::cmd("GET");
+                get.arg(name);
+                async move { timed(self.call_timeout, get.query_async(&mut connection)).await }
+            });
+            return futures_util::future::join_all(gets)
+                .await
+                .into_iter()
+                .collect();
+        }
+        let mut pipeline = redis::pipe();
+        for (name, _) in keys {
+            pipeline.get(name);
+        }
+        let mut connection = self.connection.clone();
+        timed(self.call_timeout, pipeline.query_async(&mut connection)).await
     }
 
     /// The cluster's masters that answer, by address.
@@ -108,10 +128,7 @@ impl RedisStore {
     }
 
     pub(super) async fn remove_key(&self, key: &IntentKey) -> Result<bool, StoreError> {
-        let mut connection = self.connection.clone();
-        let mut del = redis::cmd("DEL");
-        del.arg(self.redis_key(key));
-        let removed: u64 = timed(self.call_timeout, del.query_async(&mut connection)).await?;
+        let removed: u64 = self.run(&scripts::REMOVE_SETTLED, key, &[]).await?;
         Ok(removed > 0)
     }
 
@@ -120,15 +137,12 @@ impl RedisStore {
         key: &IntentKey,
         record: Arc<Record>,
         retention: Duration,
-    ) -> Result<(), StoreError> {
-        let mut connection = self.connection.clone();
-        let mut set = redis::cmd("SET");
-        set.arg(self.redis_key(key))
-            .arg(codec::encode_record(&record))
-            .arg("PX")
-            .arg(millis_arg(retention));
-        let () = timed(self.call_timeout, set.query_async(&mut connection)).await?;
-        Ok(())
+    ) -> Result<bool, StoreError> {
+        let encoded = codec::encode_record(&record);
+        let retention = millis_arg(retention);
+        let args: [&[u8]; 2] = [&encoded, retention.as_bytes()];
+        let written: u64 = self.run(&scripts::PUT_SETTLED, key, &args).await?;
+        Ok(written > 0)
     }
 }
 
