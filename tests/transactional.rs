@@ -355,3 +355,46 @@ async fn a_commit_that_never_reached_the_database_is_read_back_as_rolled_back() 
     assert_eq!(body["outcome"], "rolled_back", "{body}");
     assert_eq!(orders, 0);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handlers_session_settings_do_not_reach_the_next_call_on_its_connection() {
+    use axum::routing::post;
+    use axum::{Extension, Router};
+    use tower_idempotency::store::{PostgresStore, Transaction};
+    use tower_idempotency::IdempotencyLayer;
+
+    let server = PostgresServer::start();
+    // One connection: the second call gets the first one's.
+    let store = PostgresStore::builder()
+        .transaction_pool_size(1)
+        .connect(&server.url())
+        .await
+        .unwrap();
+    async fn role(Extension(transaction): Extension<Transaction>, body: String) -> String {
+        let client = transaction.client().await.unwrap();
+        let before: String = client
+            .query_one("SELECT current_setting('app.tenant', true)", &[])
+            .await
+            .unwrap()
+            .get::<_, Option<String>>(0)
+            .unwrap_or_default();
+        // A session setting, which outlives the transaction.
+        client
+            .execute("SELECT set_config('app.tenant', $1, false)", &[&body])
+            .await
+            .unwrap();
+        before
+    }
+    let app = Router::new()
+        .route("/role", post(role))
+        .layer(IdempotencyLayer::with_store(store).transactional());
+    let client = Client::in_memory(app);
+    let first = client.post("/role", "s", r#""tenant-a""#).await;
+    assert_eq!(first.text(), "");
+    let second = client.post("/role", "s", r#""tenant-b""#).await;
+    assert_eq!(
+        second.text(),
+        "",
+        "the first call's session setting reached the second"
+    );
+}

@@ -142,9 +142,18 @@ struct Shared {
 }
 
 impl Shared {
-    /// Takes the open connection out of the transaction, which ends for the handler.
+    /// Takes the open connection out of the transaction, which ends for the handler. A
+    /// handler that still holds its client past the call timeout (in a task of its own, say)
+    /// keeps it: the transaction is then never committed, and rolls back when the client goes.
     async fn take(&self) -> Option<Object> {
-        let mut state = self.state.lock().await;
+        let timeout = self.inner.call_timeout;
+        let Ok(mut state) = tokio::time::timeout(timeout, self.state.lock()).await else {
+            tracing::warn!(
+                "the handler still holds its transaction's client: it is not committed, and \
+                 rolls back when the client is let go"
+            );
+            return None;
+        };
         match std::mem::replace(&mut *state, State::Ended) {
             State::Open(mut held) => held.0.take(),
             State::NotBegun | State::Ended => None,
@@ -176,11 +185,20 @@ impl Shared {
     }
 }
 
-/// Rolls back on `object`; a connection that cannot is closed, which rolls back all the same.
-async fn roll_back(object: Object) {
-    if let Err(error) = object.batch_execute("ROLLBACK").await {
-        tracing::debug!(%error, "rolling back failed; the connection is closed instead");
-        drop(Object::take(object));
+/// Rolls back on `object` within `timeout` (a statement of the handler's may still run on it,
+/// its future dropped at `max_execution`); a connection that cannot is closed, which rolls
+/// back all the same.
+async fn roll_back(object: Object, timeout: Duration) {
+    match tokio::time::timeout(timeout, object.batch_execute("ROLLBACK")).await {
+        Ok(Ok(())) => {}
+        Ok(Err(error)) => {
+            tracing::debug!(%error, "rolling back failed; the connection is closed instead");
+            drop(Object::take(object));
+        }
+        Err(_) => {
+            tracing::warn!("rolling back did not end in time; the connection is closed instead");
+            drop(Object::take(object));
+        }
     }
 }
 
@@ -189,14 +207,20 @@ impl Transactional for Shared {
         Box::pin(async move {
             let timeout = self.inner.call_timeout;
             let begun = tokio::time::timeout(timeout, async {
-                let object = self.inner.transactions.get().await.map_err(described)?;
-                object.batch_execute("BEGIN").await.map_err(described)?;
-                Ok::<_, StoreError>(object)
+                // Held from the first moment: a begin cut off (the caller gone, the timeout)
+                // closes the connection rather than pool it mid-transaction.
+                let held = Held(Some(
+                    self.inner.transactions.get().await.map_err(described)?,
+                ));
+                if let Some(object) = &held.0 {
+                    object.batch_execute("BEGIN").await.map_err(described)?;
+                }
+                Ok::<_, StoreError>(held)
             });
-            let object = begun.await.map_err(|_| {
+            let held = begun.await.map_err(|_| {
                 StoreError::new(format!("no transaction could begin within {timeout:?}"))
             })??;
-            *self.state.lock().await = State::Open(Held(Some(object)));
+            *self.state.lock().await = State::Open(held);
             Ok(())
         })
     }
@@ -212,41 +236,50 @@ impl Transactional for Shared {
             let Some(object) = self.take().await else {
                 return Committed::RolledBack;
             };
+            let timeout = self.inner.call_timeout;
             let encoded = codec::encode_record(record);
-            let written = object
-                .query(
-                    &self.inner.statements.complete_in_transaction,
-                    &[
-                        &key.as_bytes().as_slice(),
-                        &token.as_bytes().as_slice(),
-                        &encoded,
-                        &millis(retention),
-                    ],
-                )
-                .await;
+            let params: [&(dyn tokio_postgres::types::ToSql + Sync); 4] = [
+                &key.as_bytes().as_slice(),
+                &token.as_bytes().as_slice(),
+                &encoded,
+                &millis(retention),
+            ];
+            let statement = &self.inner.statements.complete_in_transaction;
+            let written = tokio::time::timeout(timeout, object.query(statement, &params)).await;
             match written {
-                Ok(rows) if rows.is_empty() => {
-                    roll_back(object).await;
+                Ok(Ok(rows)) if rows.is_empty() => {
+                    roll_back(object, timeout).await;
                     return Committed::Fenced;
                 }
-                Ok(_) => {}
+                Ok(Ok(_)) => {}
                 // Nothing was committed: a failed statement (one of the handler's, say) has
                 // aborted the transaction, or the connection is gone before the commit.
-                Err(error) => {
+                Ok(Err(error)) => {
                     tracing::warn!(%error, "writing the record in the transaction failed");
-                    roll_back(object).await;
+                    roll_back(object, timeout).await;
+                    return Committed::RolledBack;
+                }
+                // No commit was sent: closing the connection rolls back.
+                Err(_) => {
+                    tracing::warn!("writing the record did not end in time; rolled back");
+                    drop(Object::take(object));
                     return Committed::RolledBack;
                 }
             }
-            match object.batch_execute("COMMIT").await {
-                Ok(()) => Committed::Kept,
+            match tokio::time::timeout(timeout, object.batch_execute("COMMIT")).await {
+                Ok(Ok(())) => Committed::Kept,
                 // The database answered: it refused the commit, and rolled back.
-                Err(error) if error.code().is_some() => {
+                Ok(Err(error)) if error.code().is_some() => {
                     tracing::warn!(%error, "the database refused the commit");
                     Committed::RolledBack
                 }
-                Err(error) => {
-                    tracing::warn!(%error, "the connection broke during the commit");
+                answered => {
+                    match answered {
+                        Ok(Err(error)) => {
+                            tracing::warn!(%error, "the connection broke during the commit");
+                        }
+                        _ => tracing::warn!("the commit did not end in time"),
+                    }
                     drop(Object::take(object));
                     self.settled(key, &encoded).await
                 }
@@ -257,7 +290,7 @@ impl Transactional for Shared {
     fn roll_back(&self) -> Pending<'_, ()> {
         Box::pin(async move {
             if let Some(object) = self.take().await {
-                roll_back(object).await;
+                roll_back(object, self.inner.call_timeout).await;
             }
         })
     }
