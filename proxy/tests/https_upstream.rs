@@ -7,6 +7,7 @@ mod support;
 use std::sync::Arc;
 
 use http::StatusCode;
+use serde_json::Value;
 use support::certificates::Certificates;
 use support::{post, proxy_with_config, Proxy, Upstream};
 
@@ -118,7 +119,15 @@ async fn http2_upstream(certificates: &Certificates) -> String {
                 };
                 let service = hyper::service::service_fn(|request: http::Request<_>| async move {
                     let version = format!("{:?}", request.version());
-                    let body = serde_json::json!({ "version": version }).to_string();
+                    let host = (request.headers().get("host"))
+                        .map(|host| host.to_str().unwrap_or_default().to_owned());
+                    let authority = request.uri().authority().map(ToString::to_string);
+                    let body = serde_json::json!({
+                        "version": version,
+                        "host": host,
+                        "authority": authority,
+                    })
+                    .to_string();
                     Ok::<_, std::convert::Infallible>(
                         http::Response::builder()
                             .header("content-type", "application/json")
@@ -135,12 +144,44 @@ async fn http2_upstream(certificates: &Certificates) -> String {
     format!("https://127.0.0.1:{port}")
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_upstream_that_offers_http2_is_spoken_to_in_http2() {
+/// The proxy in front of the HTTP/2 upstream, trusting it through `SSL_CERT_FILE`, with the
+/// file's `[upstream]` `host`.
+async fn in_front_of_http2(host: &str) -> (Value, tempfile::NamedTempFile) {
     let certificates = Certificates::make();
     let url = http2_upstream(&certificates).await;
-    let proxy = proxy_trusting(&url, &certificates.path("ca.crt"));
+    let file = support::config_file(&format!("[upstream]\nhost = \"{host}\"\n"));
+    let proxy = Proxy::start_with_env(
+        &[
+            "--upstream",
+            &url,
+            "--listen",
+            "127.0.0.1:0",
+            "--config",
+            file.path().to_str().unwrap(),
+        ],
+        &[("SSL_CERT_FILE", &certificates.path("ca.crt"))],
+    );
     let answer = post(&proxy.url, "/tools/version", Some("s"), "{}").await;
     assert_eq!(answer.status, StatusCode::OK, "{}", answer.text());
-    assert_eq!(answer.json()["version"], "HTTP/2.0");
+    (answer.json(), file)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstream_that_offers_http2_is_spoken_to_in_http2_under_its_own_name() {
+    let (heard, _file) = in_front_of_http2("rewrite").await;
+    assert_eq!(heard["version"], "HTTP/2.0", "{heard}");
+    assert_eq!(heard["host"], Value::Null, "{heard}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_clients_host_kept_is_the_only_name_the_upstream_hears() {
+    // Over HTTP/2 the upstream's own name would ride in `:authority` beside the client's
+    // `Host`, which a server may refuse as malformed: with `host = "keep"` the proxy speaks
+    // HTTP/1.1.
+    let (heard, _file) = in_front_of_http2("keep").await;
+    assert_eq!(heard["version"], "HTTP/1.1", "{heard}");
+    assert!(
+        heard["host"].as_str().unwrap().starts_with("127.0.0.1:"),
+        "{heard}"
+    );
 }
