@@ -1,6 +1,6 @@
 //! The upstream as a tower service: pooled connections (HTTP/1.1, or over TLS HTTP/2 where the
-//! upstream offers it), the request rewritten for its hop, and every failure turned into an
-//! answer that says what happened to the action.
+//! upstream offers it and is sent its own name), the request rewritten for its hop, and every
+//! failure turned into an answer that says what happened to the action.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -47,12 +47,18 @@ impl Pool {
         connector.enforce_http(false);
         // A connector of an http:// upstream never begins TLS: its configuration is unused.
         let tls = config.tls.clone().unwrap_or_else(plain_only);
-        let connector = hyper_rustls::HttpsConnectorBuilder::new()
+        let https = hyper_rustls::HttpsConnectorBuilder::new()
             .with_tls_config(Arc::unwrap_or_clone(tls))
             .https_or_http()
-            .enable_http1()
-            .enable_http2()
-            .wrap_connector(connector);
+            .enable_http1();
+        // HTTP/2 names the upstream in `:authority`: offered only where the upstream is sent
+        // its own name. With the client's `Host` kept, HTTP/1.1 carries that one name alone
+        // (a server may refuse a request whose two names differ, before anything ran, and the
+        // answer would have to say the call may have run).
+        let connector = match config.host {
+            HostHeader::Rewrite => https.enable_http2().wrap_connector(connector),
+            HostHeader::Keep => https.wrap_connector(connector),
+        };
         let client = hyper_util::client::legacy::Client::builder(TokioExecutor::new())
             .pool_idle_timeout(config.pool_idle_timeout)
             .pool_max_idle_per_host(config.pool_max_idle_per_host)
