@@ -3,7 +3,7 @@
 use serde_json::{json, Value};
 
 use crate::key::{IntentKey, ScopeHash};
-use crate::store::{Entry, KeptResponse, Omission};
+use crate::store::{Entry, KeptResponse};
 
 /// What became of a listed intent, as an operator sorts it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -115,13 +115,10 @@ impl Listed {
                 listed.scope = info.scope;
             }
             Entry::Completed(record) => {
-                listed.outcome = match &record.response {
-                    KeptResponse::Abandoned
-                    | KeptResponse::Omitted {
-                        why: Omission::Unclassified | Omission::Interrupted,
-                        ..
-                    } => ListedOutcome::Unknown,
-                    _ => ListedOutcome::Kept,
+                listed.outcome = if record.response.is_unknown() {
+                    ListedOutcome::Unknown
+                } else {
+                    ListedOutcome::Kept
                 };
                 listed.operation = record.operation.as_deref().map(str::to_owned);
                 listed.status = Some(record.status().as_u16());

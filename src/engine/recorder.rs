@@ -195,7 +195,7 @@ impl<St: Store> Recorder<'_, St> {
     /// (the action may have run) the shorter retention of such outcomes.
     pub(super) fn retention_of(&self, response: &KeptResponse) -> std::time::Duration {
         let retention = self.intent.retention;
-        if is_unknown(response) {
+        if response.is_unknown() {
             retention.min(self.engine.settings.unknown_retention)
         } else {
             retention
@@ -311,16 +311,4 @@ impl<St: Store> Recorder<'_, St> {
             backoff = (backoff * 2).min(Duration::from_secs(2));
         }
     }
-}
-
-/// Whether a kept response leaves what became of the action unknown: it may have run.
-pub(super) fn is_unknown(response: &KeptResponse) -> bool {
-    matches!(
-        response,
-        KeptResponse::Abandoned
-            | KeptResponse::Omitted {
-                why: Omission::Unclassified | Omission::Interrupted,
-                ..
-            }
-    )
 }

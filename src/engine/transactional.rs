@@ -15,7 +15,7 @@
 use std::sync::Arc;
 
 use super::outcome::{Failure, Outcome};
-use super::recorder::{is_unknown, FirstOutcome, Plan, Recorder, Write};
+use super::recorder::{FirstOutcome, Plan, Recorder, Write};
 use crate::store::{Committed, KeptResponse, ReleaseCause, Store, StoreError, Transactional};
 use crate::telemetry;
 
@@ -36,7 +36,7 @@ pub(super) async fn settle<St: Store, A, E>(
     plan: Plan<A, E>,
 ) -> Settling<A, E> {
     let kept = match &plan.write {
-        Write::Record(record) if !is_unknown(&record.response) => Arc::clone(record),
+        Write::Record(record) if !record.response.is_unknown() => Arc::clone(record),
         _ => {
             let rolling_back = transaction.roll_back();
             rolling_back.await;

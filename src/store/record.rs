@@ -131,6 +131,21 @@ pub enum Dialect {
     Mcp,
 }
 
+impl KeptResponse {
+    /// Whether it leaves what became of the action unknown (abandoned at its bound, not
+    /// classified, or standing in for a lost answer): the action may have run.
+    pub(crate) fn is_unknown(&self) -> bool {
+        matches!(
+            self,
+            Self::Abandoned
+                | Self::Omitted {
+                    why: Omission::Unclassified | Omission::Interrupted,
+                    ..
+                }
+        )
+    }
+}
+
 impl Record {
     /// The record of an execution of `fingerprint` within `scope` that started and completed
     /// at these times (milliseconds since the Unix epoch) and is kept until `expires_at_ms`,

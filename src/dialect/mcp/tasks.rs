@@ -13,7 +13,7 @@ use crate::clock::{millis, now_ms};
 use crate::engine::lookup::Seen;
 use crate::engine::{Engine, Failure};
 use crate::key::{IntentKey, ScopeHash};
-use crate::store::{KeptResponse, Omission, Record, Store};
+use crate::store::{KeptResponse, Record, Store};
 use crate::wording::failure_told;
 
 /// How often a requestor is asked to poll a task.
@@ -242,11 +242,7 @@ pub(crate) fn view_of(key: IntentKey, seen: &Seen, ttl: Duration) -> Option<Task
 pub(crate) fn told_of(seen: &Seen) -> Option<String> {
     match seen {
         Seen::Completed(record) => match record.response {
-            KeptResponse::Abandoned
-            | KeptResponse::Omitted {
-                why: Omission::Unclassified | Omission::Interrupted,
-                ..
-            } => Some(
+            ref unknown if unknown.is_unknown() => Some(
                 "The action may have run: whether it took effect is not known. It will not \
                      be run again by itself; check its effect before calling the tool again."
                     .to_owned(),
