@@ -22,6 +22,7 @@
 mod listing;
 mod service;
 
+use std::ops::ControlFlow;
 use std::sync::Arc;
 
 use crate::engine::Runtime;
@@ -119,26 +120,42 @@ impl<St: Store> Admin<St> {
         &self.runtime.store
     }
 
-    /// The entries that `filter` selects, as many as its limit, in the store's order.
-    pub async fn list(&self, filter: &Filter) -> Result<Vec<Listed>, StoreError> {
-        let mut found = Vec::new();
+    /// Hands `visit` every entry of the store, a page at a time, until it breaks.
+    async fn each_entry(
+        &self,
+        mut visit: impl FnMut(IntentKey, Entry) -> ControlFlow<()>,
+    ) -> Result<(), StoreError> {
         let mut cursor = 0;
         loop {
             let scanned = self.store().scan(cursor, PAGE).await?;
             for (key, entry) in scanned.entries {
-                let listed = Listed::of(key, &entry, filter.bodies);
-                if filter.selects(&listed) {
-                    found.push(listed);
-                    if found.len() >= filter.limit {
-                        return Ok(found);
-                    }
+                if visit(key, entry).is_break() {
+                    return Ok(());
                 }
             }
             if scanned.next == 0 {
-                return Ok(found);
+                return Ok(());
             }
             cursor = scanned.next;
         }
+    }
+
+    /// The entries that `filter` selects, as many as its limit, in the store's order.
+    pub async fn list(&self, filter: &Filter) -> Result<Vec<Listed>, StoreError> {
+        let mut found = Vec::new();
+        self.each_entry(|key, entry| {
+            let listed = Listed::of(key, &entry, filter.bodies);
+            if filter.selects(&listed) {
+                found.push(listed);
+            }
+            if found.len() >= filter.limit {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        })
+        .await?;
+        Ok(found)
     }
 
     /// One intent, with its body where it has one.
@@ -178,56 +195,44 @@ impl<St: Store> Admin<St> {
         })
     }
 
-    /// The record of an outcome an operator says ran.
+    /// The record of an outcome an operator says ran: the kept record's, or the failed
+    /// attempt's, with what the operator said.
     fn resolved_record(&self, held: &Entry, note: Option<String>) -> Record {
         let now = crate::clock::now_ms();
-        let retention = crate::clock::millis(self.settings.paths.default_retention);
-        let (scope, fingerprint, started_at_ms, status, operation, share, dialect) = match held {
-            Entry::Completed(record) => (
-                record.scope,
-                record.fingerprint,
-                record.started_at_ms,
-                match &record.response {
-                    KeptResponse::Abandoned => http::StatusCode::OK,
-                    _ => record.status(),
-                },
-                record.operation.clone(),
-                record.share,
-                record.dialect,
+        let resolved = |status| KeptResponse::Omitted {
+            status,
+            why: Omission::Resolved,
+        };
+        let ok = http::StatusCode::OK;
+        let mut record = match held {
+            // An abandoned execution never answered: it keeps no status of its own.
+            Entry::Completed(kept) => Record {
+                response: resolved(match &kept.response {
+                    KeptResponse::Abandoned => ok,
+                    _ => kept.status(),
+                }),
+                ..Record::clone(kept)
+            },
+            Entry::Failed(t) => Record::new(
+                t.scope,
+                t.fingerprint,
+                t.failed_at_ms,
+                now,
+                now,
+                resolved(ok),
             ),
-            Entry::Failed(tombstone) => (
-                tombstone.scope,
-                tombstone.fingerprint,
-                tombstone.failed_at_ms,
-                http::StatusCode::OK,
-                None,
-                None,
-                crate::store::Dialect::Http,
-            ),
-            Entry::Running(info) => (
-                info.scope,
-                info.fingerprint,
-                info.started_at_ms,
-                http::StatusCode::OK,
-                None,
-                None,
-                crate::store::Dialect::Http,
+            Entry::Running(i) => Record::new(
+                i.scope,
+                i.fingerprint,
+                i.started_at_ms,
+                now,
+                now,
+                resolved(ok),
             ),
         };
-        let mut record = Record::new(
-            scope,
-            fingerprint,
-            started_at_ms,
-            now,
-            now.saturating_add(retention),
-            KeptResponse::Omitted {
-                status,
-                why: Omission::Resolved,
-            },
-        );
-        record.dialect = dialect;
-        record.operation = operation;
-        record.share = share;
+        let retention = crate::clock::millis(self.settings.paths.default_retention);
+        record.completed_at_ms = now;
+        record.expires_at_ms = now.saturating_add(retention);
         record.note = note.map(Arc::from);
         record
     }
@@ -241,21 +246,14 @@ impl<St: Store> Admin<St> {
             .hash_of_value(scope)
             .ok_or(PurgeError::ScopeFromFunction)?;
         let mut doomed = Vec::new();
-        let mut cursor = 0;
-        loop {
-            let scanned = (self.store().scan(cursor, PAGE).await).map_err(PurgeError::Store)?;
-            doomed.extend(
-                scanned
-                    .entries
-                    .iter()
-                    .filter(|(_, entry)| belongs_to(entry, &hash))
-                    .map(|(key, _)| *key),
-            );
-            if scanned.next == 0 {
-                break;
+        self.each_entry(|key, entry| {
+            if belongs_to(&entry, &hash) {
+                doomed.push(key);
             }
-            cursor = scanned.next;
-        }
+            ControlFlow::Continue(())
+        })
+        .await
+        .map_err(PurgeError::Store)?;
         let mut removed = 0;
         for key in doomed {
             if self.store().remove(&key).await.map_err(PurgeError::Store)? {
