@@ -14,23 +14,10 @@ pub(super) fn store(
     table: &StoreTable,
     where_: &dyn Fn(std::ops::Range<usize>) -> String,
 ) -> Result<Store, ConfigError> {
-    let redis = |url: &str| -> Result<String, String> {
-        if url.starts_with("redis://") || url.starts_with("rediss://") {
-            Ok(url.to_owned())
-        } else {
-            Err(format!(
-                "`{url}` is not a Redis URL: expected one like redis://127.0.0.1:6379"
-            ))
-        }
-    };
-    let postgres = |url: &str| -> Result<String, String> {
-        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-            Ok(url.to_owned())
-        } else {
-            Err(format!(
-                "`{url}` is not a PostgreSQL URL: expected one like postgres://app@127.0.0.1:5432/app"
-            ))
-        }
+    let redis = |url: &str| url_of(url, &["redis", "rediss"], "Redis", "redis://127.0.0.1:6379");
+    let postgres = |url: &str| {
+        let example = "postgres://app@127.0.0.1:5432/app";
+        url_of(url, &["postgres", "postgresql"], "PostgreSQL", example)
     };
     let kind = if let Some(url) = &cli.postgres_url {
         StoreKind::Postgres(postgres(url).map_err(|m| ConfigError(format!("--postgres-url: {m}")))?)
@@ -97,4 +84,16 @@ pub(super) fn store(
         call_timeout: table.call_timeout.as_ref().map(|d| d.0),
         fail_open: table.fail_open.unwrap_or(false),
     })
+}
+
+/// `url` if it has one of `schemes`; else what a URL of `what` looks like.
+fn url_of(url: &str, schemes: &[&str], what: &str, example: &str) -> Result<String, String> {
+    let scheme = url.split_once("://").map(|(scheme, _)| scheme);
+    if scheme.is_some_and(|scheme| schemes.contains(&scheme)) {
+        Ok(url.to_owned())
+    } else {
+        Err(format!(
+            "`{url}` is not a {what} URL: expected one like {example}"
+        ))
+    }
 }
