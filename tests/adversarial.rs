@@ -312,3 +312,36 @@ async fn a_scope_header_sent_more_than_once_is_refused_and_nothing_runs() {
     assert!(detail.contains("x-session-id"), "{told}");
     assert_eq!(counts.get("echo"), 0);
 }
+
+#[tokio::test]
+async fn two_callers_sending_one_session_value_with_different_credentials_never_share_a_record() {
+    // A session value is a name the client chose: it narrows a caller, never names one that
+    // sends a credential.
+    let (client, counts) = start(IdempotencyLayer::new()).await;
+    let statement = r#"{"month":"05"}"#;
+    let call = |credential: Option<&'static str>| {
+        let client = &client;
+        async move {
+            let mut headers = vec![
+                ("x-session-id", "default"),
+                ("content-type", "application/json"),
+            ];
+            if let Some(credential) = credential {
+                headers.push(("authorization", credential));
+            }
+            client.post_with("/tools/echo", &headers, statement).await
+        }
+    };
+    let alice = call(Some("Bearer A")).await;
+    let bob = call(Some("Bearer B")).await;
+    assert!(!bob.replayed(), "{bob:?}");
+    assert_ne!(alice.body, bob.body);
+    let anonymous = call(None).await;
+    assert!(!anonymous.replayed(), "{anonymous:?}");
+    assert_eq!(counts.get("echo"), 3);
+    // Each caller's own retry is still one intent.
+    assert!(call(Some("Bearer A")).await.replayed());
+    assert!(call(Some("Bearer B")).await.replayed());
+    assert!(call(None).await.replayed());
+    assert_eq!(counts.get("echo"), 3);
+}

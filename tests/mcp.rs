@@ -755,12 +755,27 @@ async fn a_client_that_closes_its_stream_does_not_stop_the_call() {
 
 /// A session id and the first text answer of one call, with `x-user` set to `user`.
 async fn call_as(server: &Server, user: &str, session: &str, id: u32) -> (u16, Value) {
+    let headers: &[(&str, &str)] = if user.is_empty() {
+        &[]
+    } else {
+        &[("x-user", user)]
+    };
+    call_with(server, headers, session, id).await
+}
+
+/// The same, with `headers` sent besides the session's.
+async fn call_with(
+    server: &Server,
+    headers: &[(&str, &str)],
+    session: &str,
+    id: u32,
+) -> (u16, Value) {
     let body = format!(
         r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"send_email","arguments":{{"to":"p@example.com","subject":"s","body":"b"}}}}}}"#
     );
     let mut request = server.process.client.http.post(&server.endpoint);
-    if !user.is_empty() {
-        request = request.header("x-user", user);
+    for (name, value) in headers {
+        request = request.header(*name, *value);
     }
     let response = request
         .header("mcp-session-id", session)
@@ -800,6 +815,24 @@ async fn a_session_id_never_replaces_the_configured_principal() {
         "{anonymous}"
     );
     assert!(text(&anonymous).contains("x-user"), "{anonymous}");
+    assert_eq!(server.stats().await["send_email"], 2);
+}
+
+#[tokio::test]
+async fn two_credentials_sending_one_session_id_never_share_a_result() {
+    let server = start(&[]);
+    let session = raw_session(&server).await;
+    let text = |answer: &Value| last_text(answer).as_str().unwrap_or("").to_owned();
+    let as_caller = |token: &'static str, id| {
+        let (server, session) = (&server, &session);
+        async move { call_with(server, &[("authorization", token)], session, id).await }
+    };
+    let (_, a) = as_caller("Bearer A", 1).await;
+    assert!(text(&a).starts_with("Sent e-mail #1"), "{a}");
+    let (_, b) = as_caller("Bearer B", 2).await;
+    assert!(text(&b).starts_with("Sent e-mail #2"), "{b}");
+    let (_, again) = as_caller("Bearer A", 3).await;
+    assert_eq!(text(&again), text(&a));
     assert_eq!(server.stats().await["send_email"], 2);
 }
 

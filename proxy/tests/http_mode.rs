@@ -6,7 +6,7 @@ mod support;
 use std::time::Duration;
 
 use support::process::eventually;
-use support::{post, stats, Proxy, Upstream};
+use support::{answer, client, post, stats, Proxy, Upstream};
 
 fn proxy_for(upstream: &Upstream, extra: &[&str]) -> Proxy {
     Proxy::in_front_of(&upstream.url(), extra)
@@ -121,6 +121,27 @@ async fn sessions_never_share_an_intent() {
     let b = post(&proxy.url, "/tools/send_email", Some("bob"), EMAIL).await;
     assert!(!a.replayed() && !b.replayed());
     assert_ne!(a.body, b.body);
+    assert_eq!(stats(&upstream.url()).await["send_email"], 2);
+}
+
+#[tokio::test]
+async fn two_credentials_sending_one_session_value_never_share_an_answer() {
+    let upstream = Upstream::tools(0);
+    let proxy = proxy_for(&upstream, &[]);
+    let call = |credential: &'static str| {
+        let request = client()
+            .post(format!("{}/tools/send_email", proxy.url))
+            .header("content-type", "application/json")
+            .header("authorization", credential)
+            .header("x-session-id", "default")
+            .body(EMAIL);
+        answer(request)
+    };
+    let a = call("Bearer A").await;
+    let b = call("Bearer B").await;
+    assert!(!b.replayed(), "{b:?}");
+    assert_ne!(a.body, b.body);
+    assert!(call("Bearer A").await.replayed());
     assert_eq!(stats(&upstream.url()).await["send_email"], 2);
 }
 
