@@ -345,3 +345,24 @@ async fn two_callers_sending_one_session_value_with_different_credentials_never_
     assert!(call(None).await.replayed());
     assert_eq!(counts.get("echo"), 3);
 }
+
+#[tokio::test]
+async fn the_credential_headers_are_a_setting() {
+    let layer = IdempotencyLayer::new().credential_headers(["x-api-key"]);
+    let (client, counts) = start(layer).await;
+    let call = |key: &'static str| {
+        let client = &client;
+        async move {
+            let headers = [
+                ("x-session-id", "default"),
+                ("x-api-key", key),
+                ("content-type", "application/json"),
+            ];
+            client.post_with("/tools/echo", &headers, "{}").await
+        }
+    };
+    call("key-a").await;
+    assert!(!call("key-b").await.replayed());
+    assert!(call("key-a").await.replayed());
+    assert_eq!(counts.get("echo"), 2);
+}

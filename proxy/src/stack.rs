@@ -126,7 +126,8 @@ fn store_settings<St: Store>(
     layer
 }
 
-/// HTTP routes: the session header, under the principal where one is configured.
+/// HTTP routes: the principal where one is configured, else the caller's credential; each
+/// narrowed by the session header, which alone names a caller that sends no credential.
 fn http_scope<St: Store>(config: &Config, layer: IdempotencyLayer<St>) -> IdempotencyLayer<St> {
     let session = config
         .scope
@@ -139,19 +140,20 @@ fn http_scope<St: Store>(config: &Config, layer: IdempotencyLayer<St>) -> Idempo
         Some(principal) => layer
             .scope_header(principal.clone())
             .narrow_scope_by(session),
-        None => layer.scope_header(session),
+        None => layer
+            .credential_headers(config.scope.credential_headers.iter().cloned())
+            .narrow_scope_by(session),
     };
     when_missing(config, layer)
 }
 
-/// MCP routes: the principal where one is configured, narrowed by the `Mcp-Session-Id`
-/// session where the client has one; without a principal, the session, else the
-/// `Authorization` credential (2026-07-28 has no session), else a shared scope where the
-/// operator serves one user.
+/// MCP routes: the principal where one is configured, else the caller's credential; each
+/// narrowed by the `Mcp-Session-Id` session where the client has one (2026-07-28 has none);
+/// without either, the session alone, else a shared scope where the operator serves one user.
 fn mcp_scope<St: Store>(config: &Config, layer: IdempotencyLayer<St>) -> IdempotencyLayer<St> {
     let layer = match &config.scope.principal_header {
         Some(principal) => layer.scope_header(principal.clone()),
-        None => layer,
+        None => layer.credential_headers(config.scope.credential_headers.iter().cloned()),
     };
     when_missing(config, layer)
 }

@@ -11,17 +11,20 @@ use crate::canonical::pointer::parse_pointer;
 use crate::classify::Classify;
 use crate::engine::detached::DetachedExecutions;
 use crate::engine::{Engine, Runtime};
-use crate::scope::ScopeSource;
 use crate::service::Idempotency;
 use crate::settings::{fresh_rules, Settings};
 use crate::store::{MemoryStore, Store};
+
+mod scope;
 
 /// Makes repeated calls of one intent run once: concurrent duplicates wait for the running
 /// execution, later ones get its response replayed, and a caller past its deadline is told
 /// "in progress, ask later" while the action goes on.
 ///
 /// Safe methods (GET, HEAD, OPTIONS, TRACE) pass through untouched. Every other request on a
-/// protected path needs a scope (by default the `x-session-id` header); its intent key is
+/// protected path needs a scope (by default the caller's `Authorization` credential, hashed,
+/// narrowed by the `x-session-id` header; the session alone for a caller with no credential);
+/// its intent key is
 /// derived from the scope, the operation (method, path, sorted query) and the canonical JSON
 /// of its body.
 ///
@@ -127,55 +130,6 @@ impl<St> IdempotencyLayer<St> {
         self.runtime.detached.handle()
     }
 
-    /// Takes the scope from this header (default `x-session-id`). A header that a client
-    /// chooses is no authentication: behind an authenticating proxy, name the header the
-    /// proxy sets (`x-user`), or take the principal with [`scope_fn`](Self::scope_fn).
-    pub fn scope_header(self, name: HeaderName) -> Self {
-        self.set(|s| {
-            s.scope = ScopeSource::Header(name);
-            s.scope_configured = true;
-        })
-    }
-
-    /// Takes the scope from the request parts: an authenticated principal from the
-    /// extensions, a tenant header. `None` means the request has no scope.
-    pub fn scope_fn<F>(self, extract: F) -> Self
-    where
-        F: Fn(&Parts) -> Option<String> + Send + Sync + 'static,
-    {
-        self.set(|s| {
-            s.scope = ScopeSource::Extract(Arc::new(extract));
-            s.scope_configured = true;
-        })
-    }
-
-    /// Narrows the configured scope by this header where a request has one: the
-    /// conversation within an authenticated principal, so that two parallel conversations
-    /// never share a result. The header only narrows: a request without it is scoped by the
-    /// principal alone, and no value of it can reach another principal's records.
-    ///
-    /// ```
-    /// use http::HeaderName;
-    /// use tower_idempotency::IdempotencyLayer;
-    ///
-    /// let layer = IdempotencyLayer::new()
-    ///     .scope_header(HeaderName::from_static("x-user")) // set by the authenticating proxy
-    ///     .narrow_scope_by(HeaderName::from_static("x-conversation-id"));
-    /// ```
-    pub fn narrow_scope_by(self, name: HeaderName) -> Self {
-        self.set(|s| {
-            let principal = std::mem::replace(&mut s.scope, ScopeSource::Header(name.clone()));
-            s.scope = ScopeSource::Narrowed {
-                principal: Some(Box::new(principal)),
-                by: name,
-                narrowed: true,
-                credential: false,
-                shared: false,
-            };
-            s.scope_configured = true;
-        })
-    }
-
     /// Names each request's operation in metrics and traces. The default is the method and the
     /// path with id-like segments masked (`POST /orders/:id/refund`); with axum, the matched
     /// route is exact and bounded:
@@ -194,11 +148,6 @@ impl<St> IdempotencyLayer<St> {
         F: Fn(&Parts) -> String + Send + Sync + 'static,
     {
         self.set(|s| s.route_label = Some(Arc::new(label)))
-    }
-
-    /// Passes requests without a scope through unprotected, instead of refusing them with 400.
-    pub fn pass_through_without_scope(self) -> Self {
-        self.set(|s| s.refuse_without_scope = false)
     }
 
     /// Protects only paths under these prefixes (whole segments: `/tools` covers

@@ -49,17 +49,37 @@ impl<St: Store> IdempotencyLayer<St> {
             let pointers = LEFT_OUT.iter().map(|pointer| parse_pointer(pointer));
             settings.fingerprint.ignored.extend(pointers);
             settings.fingerprint.emptied.push(parse_pointer(EMPTIED));
+            let session = HeaderName::from_static(MCP_SESSION_HEADER);
             let configured = std::mem::replace(
                 &mut settings.scope,
-                ScopeSource::Header(HeaderName::from_static(MCP_SESSION_HEADER)),
+                ScopeSource::unconfigured(session.clone()),
             );
-            settings.scope = ScopeSource::Narrowed {
-                principal: settings.scope_configured.then(|| Box::new(configured)),
-                by: HeaderName::from_static(MCP_SESSION_HEADER),
-                narrowed: true,
-                credential: true,
-                shared: false,
-            };
+            match configured {
+                // Without a principal, the credential headers set so far carry over.
+                ScopeSource::Narrowed {
+                    principal: None,
+                    credentials,
+                    shared,
+                    ..
+                } => {
+                    settings.scope = ScopeSource::Narrowed {
+                        principal: None,
+                        by: session,
+                        narrowed: true,
+                        credentials,
+                        shared,
+                    }
+                }
+                principal => {
+                    settings.scope = ScopeSource::Narrowed {
+                        principal: Some(Box::new(principal)),
+                        by: session,
+                        narrowed: true,
+                        credentials: Arc::new([]),
+                        shared: false,
+                    }
+                }
+            }
         });
         McpIdempotencyLayer {
             layer,
@@ -180,8 +200,8 @@ impl<St> McpIdempotencyLayer<St> {
     /// does: such calls are refused (or shared, with [`shared_scope`](Self::shared_scope)).
     pub fn no_credential_scope(mut self) -> Self {
         self.layer = self.layer.set(|settings| {
-            if let ScopeSource::Narrowed { credential, .. } = &mut settings.scope {
-                *credential = false;
+            if let ScopeSource::Narrowed { credentials, .. } = &mut settings.scope {
+                *credentials = Arc::new([]);
             }
         });
         self

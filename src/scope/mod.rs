@@ -1,4 +1,6 @@
-//! Where a request's scope comes from: a session header, or a function over the request.
+//! Where a request's scope comes from: a configured principal (a header a trusted gateway sets,
+//! or a function over the request); else the caller's credential, hashed; each narrowed by the
+//! session where there is one. A session value alone names only a caller with no credential.
 //!
 //! A scope is encoded as tagged, length-prefixed parts: the tag names the source (a header and
 //! its name, a user function, an MCP session), so no header value can ever encode like a
@@ -17,6 +19,12 @@ use crate::user_code::{guarded, Panicked};
 /// The default scope header.
 pub const DEFAULT_SCOPE_HEADER: &str = "x-session-id";
 
+/// The header that carries a caller's credential by default.
+pub(crate) const DEFAULT_CREDENTIAL_HEADER: HeaderName = http::header::AUTHORIZATION;
+
+/// The headers whose values, hashed, name a caller that no principal names.
+pub(crate) type Credentials = Arc<[HeaderName]>;
+
 /// A user function that names the scope of a request.
 pub(crate) type ScopeFn = Arc<dyn Fn(&Parts) -> Option<String> + Send + Sync>;
 
@@ -33,33 +41,44 @@ pub(crate) enum ScopeSource {
     Header(HeaderName),
     Extract(ScopeFn),
     /// The configured principal (required, where there is one), narrowed by a header where
-    /// the request has one: in MCP mode the session. A client-chosen header only ever
-    /// narrows the principal, never replaces it. Without a principal (MCP mode with no
-    /// configured scope), the header alone is the scope; without it either, the request's
-    /// credential, hashed, where `credential` is on; else one scope shared by every such
-    /// caller, where `shared` is on.
+    /// the request has one: the session. A client-chosen header only ever narrows the
+    /// principal, never replaces it. Without a principal, the request's credential (the
+    /// `credentials` headers' values, hashed) takes its place; a caller that sends no
+    /// credential is named by the session alone; one that sends neither shares one scope
+    /// with every other such caller where `shared` is on, and has none otherwise.
     Narrowed {
         principal: Option<Box<ScopeSource>>,
         by: HeaderName,
         /// Whether the header narrows the principal; off, the principal alone is the scope.
         narrowed: bool,
-        /// Whether the `Authorization` header names the caller when nothing else does.
-        credential: bool,
+        /// The headers that carry a caller's credential, where no principal is configured
+        /// (none: a credential names no one).
+        credentials: Credentials,
         /// Whether a caller that nothing names shares one scope with every other such caller.
         shared: bool,
     },
 }
 
 impl ScopeSource {
+    /// The scope of a layer that names no principal: the caller's credential (the
+    /// `Authorization` header by default) narrowed by the `session` header where there is one,
+    /// else the session alone.
+    pub(crate) fn unconfigured(session: HeaderName) -> Self {
+        Self::Narrowed {
+            principal: None,
+            by: session,
+            narrowed: true,
+            credentials: Arc::new([DEFAULT_CREDENTIAL_HEADER]),
+            shared: false,
+        }
+    }
+
     /// The scope, or `None` when the request has none (an empty value is none); `Err` when
     /// the user's scope function panicked.
     pub(crate) fn scope_of(&self, parts: &Parts) -> Result<Option<Scope>, ScopeFault> {
         self.scope_in(parts, Narrowing::AsSent)
     }
 
-    /// The scope, where the narrowing header is read as `narrowing` says: an MCP request of
-    /// protocol 2026-07-28 has no session, and a `Mcp-Session-Id` it sends anyway is no
-    /// server's, so it names nothing.
     /// The hash of the scope a caller is given who sends `value` in the header that names it
     /// (the principal's, where one is configured), with no narrowing: what an operator
     /// purges by. `None` where a function reads the scope, or the value is no header value.
@@ -87,6 +106,9 @@ impl ScopeSource {
         Some(ScopeHash::of(&scope))
     }
 
+    /// The scope, where the narrowing header is read as `narrowing` says: an MCP request of
+    /// protocol 2026-07-28 has no session, and a `Mcp-Session-Id` it sends anyway is no
+    /// server's, so it names nothing.
     pub(crate) fn scope_in(
         &self,
         parts: &Parts,
@@ -128,7 +150,7 @@ impl ScopeSource {
                 principal,
                 by,
                 narrowed,
-                credential,
+                credentials,
                 shared,
             } => {
                 let value = match narrowing {
@@ -151,28 +173,41 @@ impl ScopeSource {
                         }
                         Some(())
                     }
-                    None => match value {
-                        Some(value) => {
+                    None => match (credential(parts, credentials)?, value) {
+                        (Some(digest), session) => {
+                            put(out, CREDENTIAL, &digest);
+                            principal_end.get_or_insert(out.len());
+                            if let (Some(value), true) = (session, *narrowed) {
+                                put(out, NARROWED, by.as_str().as_bytes());
+                                put_nonempty(out, value);
+                            }
+                            Some(())
+                        }
+                        (None, Some(value)) => {
                             put(out, NARROWED, by.as_str().as_bytes());
                             put_nonempty(out, value)
                         }
-                        None => unnamed_caller(parts, out, *credential, *shared)?,
+                        (None, None) if *shared => {
+                            out.push(SHARED);
+                            Some(())
+                        }
+                        (None, None) => None,
                     },
                 }
             }
         })
     }
 
-    /// Whether a caller that neither a principal nor a session names is named by its
-    /// `Authorization` credential.
+    /// Whether a caller that no principal names is named by its credential.
     #[cfg(feature = "mcp")]
     pub(crate) fn names_by_credential(&self) -> bool {
         matches!(
             self,
             Self::Narrowed {
-                credential: true,
+                principal: None,
+                credentials,
                 ..
-            }
+            } if !credentials.is_empty()
         )
     }
 
@@ -185,7 +220,19 @@ impl ScopeSource {
                 principal: Some(principal),
                 ..
             } => principal.describe(),
-            Self::Narrowed { by, .. } => format!("the `{by}` header"),
+            Self::Narrowed {
+                by, credentials, ..
+            } => match &credentials[..] {
+                [] => format!("the `{by}` header"),
+                [one] => format!("a credential (the `{one}` header) or the `{by}` header"),
+                several => {
+                    let names: Vec<String> = several.iter().map(|n| format!("`{n}`")).collect();
+                    format!(
+                        "a credential (one of the {} headers) or the `{by}` header",
+                        names.join(", ")
+                    )
+                }
+            },
         }
     }
 }
@@ -223,33 +270,23 @@ pub(crate) enum Narrowing {
     Ignored,
 }
 
-/// The scope of an MCP caller that neither a principal nor a session names: its
-/// `Authorization` credential, hashed (so that the token is never kept), where `credential`
-/// is on; else the one shared scope, where `shared` is on.
-fn unnamed_caller(
-    parts: &Parts,
-    out: &mut ScopeBytes,
-    credential: bool,
-    shared: bool,
-) -> Result<Option<()>, ScopeFault> {
+/// The caller's credential: the values of the `credentials` headers it sends, each with its
+/// name, hashed (so that no token is ever kept). `None` where it sends none of them, or only
+/// empty ones; a credential header sent twice names no one caller.
+fn credential(parts: &Parts, credentials: &[HeaderName]) -> Result<Option<[u8; 32]>, ScopeFault> {
     use sha2::{Digest, Sha256};
-    let token = if credential {
-        single(parts, &http::header::AUTHORIZATION)?
-    } else {
-        None
-    };
-    let token = token.map(|v| v.as_bytes()).filter(|v| !v.is_empty());
-    Ok(match token {
-        Some(token) => {
-            put(out, CREDENTIAL, &Sha256::digest(token));
-            Some(())
+    let mut hasher = None;
+    for name in credentials {
+        let Some(value) = single(parts, name)?.filter(|v| !v.is_empty()) else {
+            continue;
+        };
+        let hasher = hasher.get_or_insert_with(Sha256::new);
+        for part in [name.as_str().as_bytes(), value.as_bytes()] {
+            hasher.update((part.len() as u64).to_be_bytes());
+            hasher.update(part);
         }
-        None if shared => {
-            out.push(SHARED);
-            Some(())
-        }
-        None => None,
-    })
+    }
+    Ok(hasher.map(|hasher| hasher.finalize().into()))
 }
 
 /// A scope's encoding, held inline up to a size that covers a header's name and a session id
@@ -309,14 +346,14 @@ impl fmt::Debug for ScopeSource {
                 principal,
                 by,
                 narrowed,
-                credential,
+                credentials,
                 shared,
             } => f
                 .debug_struct("Narrowed")
                 .field("principal", principal)
                 .field("by", by)
                 .field("narrowed", narrowed)
-                .field("credential", credential)
+                .field("credentials", credentials)
                 .field("shared", shared)
                 .finish(),
         }

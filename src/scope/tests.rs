@@ -43,7 +43,7 @@ fn mcp(principal: Option<ScopeSource>, narrowed: bool) -> ScopeSource {
         principal: principal.map(Box::new),
         by: HeaderName::from_static("mcp-session-id"),
         narrowed,
-        credential: false,
+        credentials: Arc::new([]),
         shared: false,
     }
 }
@@ -53,7 +53,11 @@ fn unnamed(credential: bool, shared: bool) -> ScopeSource {
         principal: None,
         by: HeaderName::from_static("mcp-session-id"),
         narrowed: true,
-        credential,
+        credentials: if credential {
+            Arc::new([http::header::AUTHORIZATION])
+        } else {
+            Arc::new([])
+        },
         shared,
     }
 }
@@ -69,12 +73,19 @@ fn without_a_principal_or_session_the_credential_names_the_caller_hashed() {
         !bytes.windows(11).any(|w| w == b"alice-token"),
         "the token is kept only hashed"
     );
-    // A session still comes first, and nothing names a caller without either.
-    let session = scope.scope(&parts(&[
-        ("authorization", "Bearer a"),
-        ("mcp-session-id", "s"),
-    ]));
-    assert_eq!(session, scope.scope(&parts(&[("mcp-session-id", "s")])));
+    // A session narrows the credential, and nothing names a caller without either.
+    let narrowed = |token: &'static str, session: &'static str| {
+        scope.scope(&parts(&[
+            ("authorization", token),
+            ("mcp-session-id", session),
+        ]))
+    };
+    assert_ne!(narrowed("Bearer a", "s"), narrowed("Bearer b", "s"));
+    assert_ne!(narrowed("Bearer a", "s"), narrowed("Bearer a", "t"));
+    assert_ne!(
+        narrowed("Bearer a", "s"),
+        scope.scope(&parts(&[("mcp-session-id", "s")]))
+    );
     assert_eq!(scope.scope(&parts(&[])), None);
     assert_eq!(
         unnamed(false, false).scope(&parts(&[("authorization", "Bearer a")])),
@@ -190,4 +201,38 @@ fn a_scopes_share_is_its_principal_whatever_the_session() {
     let alone = header("x-user").scope_of(&parts(&[("x-user", "alice")]));
     let alone = alone.unwrap().unwrap();
     assert_eq!(alone.share(ScopeHash::of(&alone)), ScopeHash::of(&alone));
+}
+
+#[test]
+fn a_credential_is_the_share_whatever_session_narrows_it() {
+    let scope = unnamed(true, false);
+    let share = |token: &'static str, session: &'static str| {
+        let parts = parts(&[("authorization", token), ("mcp-session-id", session)]);
+        let scope = scope.scope_of(&parts).unwrap().unwrap();
+        scope.share(ScopeHash::of(&scope))
+    };
+    assert_eq!(share("Bearer a", "s1"), share("Bearer a", "s2"));
+    assert_ne!(share("Bearer a", "s1"), share("Bearer b", "s1"));
+}
+
+#[test]
+fn every_configured_credential_header_names_the_caller() {
+    let scope = ScopeSource::Narrowed {
+        principal: None,
+        by: HeaderName::from_static("x-session-id"),
+        narrowed: true,
+        credentials: Arc::new([
+            HeaderName::from_static("authorization"),
+            HeaderName::from_static("x-api-key"),
+        ]),
+        shared: false,
+    };
+    let of = |headers: &[(&'static str, &'static str)]| scope.scope(&parts(headers));
+    let key = of(&[("x-api-key", "k1")]);
+    assert!(key.is_some());
+    assert_ne!(key, of(&[("x-api-key", "k2")]));
+    // A value is hashed with its header's name: the same token in another header is another
+    // caller.
+    assert_ne!(key, of(&[("authorization", "k1")]));
+    assert_ne!(key, of(&[("x-api-key", "k1"), ("authorization", "t")]));
 }

@@ -90,7 +90,7 @@ impl Default for Settings {
     fn default() -> Self {
         Self {
             rules: fresh_rules(),
-            scope: ScopeSource::Header(HeaderName::from_static(DEFAULT_SCOPE_HEADER)),
+            scope: ScopeSource::unconfigured(HeaderName::from_static(DEFAULT_SCOPE_HEADER)),
             scope_configured: false,
             refuse_without_scope: true,
             paths: PathRules::new(DEFAULT_DEADLINE, DEFAULT_RETENTION),

@@ -83,6 +83,8 @@ pub struct StoreTable {
 pub struct ScopeTable {
     pub header: Option<Header>,
     pub principal_header: Option<Header>,
+    /// The headers whose values, hashed, name a caller where no principal header is set.
+    pub credential_headers: Option<Vec<Header>>,
     pub missing: Option<MissingScope>,
     /// MCP routes: one scope shared by every caller that no principal, session or
     /// credential names (a server with one user).

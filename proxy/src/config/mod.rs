@@ -97,6 +97,10 @@ pub struct Store {
 pub struct Scope {
     pub header: Option<HeaderName>,
     pub principal_header: Option<HeaderName>,
+    /// The headers whose values, hashed, name a caller where no principal header is set:
+    /// narrowed by the session, so that a session value alone names only a caller that sends
+    /// no credential.
+    pub credential_headers: Vec<HeaderName>,
     pub missing: MissingScope,
     /// MCP routes: one scope for every caller that no principal, session or credential names.
     pub mcp_shared: bool,
@@ -237,6 +241,10 @@ fn resolve(
             values::header_name,
         )?
         .or(file.scope.principal_header.map(|h| h.0)),
+        credential_headers: file.scope.credential_headers.map_or_else(
+            || vec![http::header::AUTHORIZATION],
+            |names| names.into_iter().map(|h| h.0).collect(),
+        ),
         missing: file.scope.missing.unwrap_or(MissingScope::Refuse),
         mcp_shared: cli.mcp_shared_scope || file.scope.mcp_shared.unwrap_or(false),
     };

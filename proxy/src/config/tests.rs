@@ -28,6 +28,27 @@ fn flags_alone_run_the_memory_store_in_front_of_the_upstream() {
 }
 
 #[test]
+fn the_credential_headers_default_to_authorization_and_are_read_from_the_file() {
+    let flags = ["--upstream", "http://127.0.0.1:8000"];
+    let config = Config::load(&cli(&flags)).unwrap();
+    assert_eq!(
+        config.scope.credential_headers,
+        [http::header::AUTHORIZATION]
+    );
+    let text = "[scope]\ncredential_headers = [\"authorization\", \"x-api-key\"]\n";
+    let config = with_file(text, &flags).unwrap();
+    let names: Vec<_> = config
+        .scope
+        .credential_headers
+        .iter()
+        .map(|h| h.as_str())
+        .collect();
+    assert_eq!(names, ["authorization", "x-api-key"]);
+    let refused = with_file("[scope]\ncredential_headers = [\"bad header\"]\n", &flags);
+    assert!(refused.unwrap_err().0.contains("credential_headers"));
+}
+
+#[test]
 fn a_file_with_every_table_is_read_and_flags_override_it() {
     let text = r#"
 listen = "127.0.0.1:4000"
