@@ -103,3 +103,112 @@ async fn an_execution_abandoned_at_its_bound_is_listed_unknown_and_released_runs
         "abandoned again"
     );
 }
+
+/// An admin request with `method`, carrying `body` as JSON where there is one.
+async fn admin_with(client: &Client, method: &str, path: &str, body: &str) -> Answer {
+    let url = format!("{}/admin{path}", client.base);
+    let method = axum::http::Method::from_bytes(method.as_bytes()).unwrap();
+    let request = (client.http.request(method, url))
+        .bearer_auth(TOKEN)
+        .header("content-type", "application/json")
+        .body(body.to_owned());
+    client.send(request).await
+}
+
+#[tokio::test]
+async fn resolving_a_known_outcome_is_refused_and_the_record_is_left_as_it_was() {
+    let counts = Counts::default();
+    let layer = IdempotencyLayer::new();
+    let app = tools(counts.clone())
+        .layer(layer.clone())
+        .nest_service("/admin", layer.admin().service(TOKEN));
+    let client = Client::in_memory(app);
+    let paid = client.post("/tools/echo", "s", r#"{"pay":10}"#).await;
+    assert_eq!(paid.status, StatusCode::CREATED);
+    let resolve = format!("/records/{}/resolve", paid.intent());
+    for resolution in [r#"{"ran": false}"#, r#"{"ran": true, "note": "x"}"#] {
+        let refused = admin_with(&client, "POST", &resolve, resolution).await;
+        assert_eq!(refused.status, StatusCode::CONFLICT, "{}", refused.text());
+        let said = refused.json()["error"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        assert!(said.contains("kept"), "{said}");
+        assert!(said.contains("DELETE"), "{said}");
+    }
+    let repeat = client.post("/tools/echo", "s", r#"{"pay":10}"#).await;
+    assert!(repeat.replayed(), "the kept answer stands");
+    assert_eq!(repeat.body, paid.body, "byte for byte");
+    assert_eq!(counts.get("echo"), 1);
+
+    // A failed attempt is not the operator's to resolve either.
+    let failed = client.post("/tools/status/503", "s", "{}").await;
+    let resolve = format!("/records/{}/resolve", failed.intent());
+    let refused = admin_with(&client, "POST", &resolve, r#"{"ran": true}"#).await;
+    assert_eq!(refused.status, StatusCode::CONFLICT, "{}", refused.text());
+    assert!(refused.text().contains("failed"), "{}", refused.text());
+}
+
+#[tokio::test]
+async fn a_known_outcome_is_removed_only_on_purpose_naming_its_intent() {
+    let counts = Counts::default();
+    let layer = IdempotencyLayer::new();
+    let app = tools(counts.clone())
+        .layer(layer.clone())
+        .nest_service("/admin", layer.admin().service(TOKEN));
+    let client = Client::in_memory(app);
+    let paid = client.post("/tools/echo", "s", r#"{"pay":10}"#).await;
+    let record = format!("/records/{}", paid.intent());
+    let unconfirmed = admin_with(&client, "DELETE", &record, "{}").await;
+    assert_eq!(unconfirmed.status, StatusCode::BAD_REQUEST);
+    let other = format!(r#"{{"confirm": "{}"}}"#, "0".repeat(64));
+    let mistaken = admin_with(&client, "DELETE", &record, &other).await;
+    assert_eq!(mistaken.status, StatusCode::BAD_REQUEST);
+    assert!(client
+        .post("/tools/echo", "s", r#"{"pay":10}"#)
+        .await
+        .replayed());
+    let confirm = format!(r#"{{"confirm": "{}"}}"#, paid.intent());
+    let removed = admin_with(&client, "DELETE", &record, &confirm).await;
+    assert_eq!(removed.status, StatusCode::OK, "{}", removed.text());
+    assert_eq!(removed.json()["removed"], "kept");
+    let again = client.post("/tools/echo", "s", r#"{"pay":10}"#).await;
+    assert!(!again.replayed(), "removed on purpose, the call runs again");
+    assert_eq!(counts.get("echo"), 2);
+}
+
+#[tokio::test]
+async fn a_purge_of_a_credential_removes_its_records_and_failures_in_every_session() {
+    let counts = Counts::default();
+    let layer = IdempotencyLayer::new();
+    let app = tools(counts.clone())
+        .layer(layer.clone())
+        .nest_service("/admin", layer.admin().service(TOKEN));
+    let client = Client::in_memory(app);
+    let call = |token: &'static str, session: &'static str, path: &'static str| {
+        let client = &client;
+        async move {
+            let headers = [
+                ("authorization", token),
+                ("x-session-id", session),
+                ("content-type", "application/json"),
+            ];
+            client.post_with(path, &headers, "{}").await
+        }
+    };
+    call("Bearer A", "s1", "/tools/echo").await;
+    call("Bearer A", "s2", "/tools/status/503").await;
+    call("Bearer A", "s3", "/tools/echo").await;
+    call("Bearer B", "s1", "/tools/echo").await;
+    let purge = r#"{"credential": "Bearer A"}"#;
+    let purged = admin_with(&client, "POST", "/scopes/purge", purge).await;
+    assert_eq!(purged.status, StatusCode::OK, "{}", purged.text());
+    let told = purged.json();
+    assert_eq!(
+        (told["records"].clone(), told["failures"].clone()),
+        (Value::from(2), Value::from(1)),
+        "{told}"
+    );
+    assert!(!call("Bearer A", "s1", "/tools/echo").await.replayed());
+    assert!(call("Bearer B", "s1", "/tools/echo").await.replayed());
+}

@@ -188,3 +188,42 @@ async fn a_release_reaches_another_proxys_local_cache_within_its_local_ttl() {
     .await;
     assert_eq!(ran(&upstream, "send_email").await, 2, "run again once");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_on_one_proxy_is_seen_by_another_on_one_redis_within_a_second() {
+    let redis = RedisServer::start();
+    let upstream = Upstream::tools(0);
+    // Both at their defaults but for the store.
+    let store = format!("[store]\nredis_url = \"{}\"", redis.url());
+    let (operated, _one) = proxy(&upstream, &store);
+    let (other, _two) = proxy(&upstream, &store);
+    let hang = r#"{"delay_ms":3000}"#;
+    let lost = post(&operated.url, "/tools/hang", Some("s1"), hang).await;
+    assert_eq!(lost.json()["outcome"], "unknown", "{}", lost.text());
+    // The other proxy is told the same, and keeps a copy.
+    let told = post(&other.url, "/tools/hang", Some("s1"), hang).await;
+    assert_eq!(told.json()["outcome"], "unknown", "{}", told.text());
+    let resolve = format!("/admin/records/{}/resolve", lost.intent());
+    let released = admin(&operated, &resolve, Some(TOKEN), Some(r#"{"ran": false}"#)).await;
+    assert_eq!(
+        released.json()["resolved"],
+        "released",
+        "{}",
+        released.text()
+    );
+    // When the call that ran again was sent, counted from the release's answer.
+    let since = std::time::Instant::now();
+    let sent = loop {
+        let sent = since.elapsed();
+        assert!(sent < std::time::Duration::from_secs(10), "never released");
+        post(&other.url, "/tools/hang", Some("s1"), hang).await;
+        if ran(&upstream, "hang").await == 2 {
+            break sent;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    };
+    assert!(
+        sent < std::time::Duration::from_secs(1),
+        "the release reached the other proxy after {sent:?}"
+    );
+}
