@@ -53,11 +53,12 @@ async fn an_app_mounts_the_admin_operations_behind_its_token() {
     assert_eq!(records[0]["operation"], "POST /tools/echo");
     assert!(records[0]["body"].as_str().unwrap().contains("\"a\":1"));
 
-    let resolve = format!("/records/{}/resolve", first.intent());
-    let released = admin(&client, &resolve, Some(TOKEN), Some(r#"{"ran": false}"#)).await;
-    assert_eq!(released.json()["resolved"], "released");
+    let record = format!("/records/{}", first.intent());
+    let confirm = format!(r#"{{"confirm": "{}"}}"#, first.intent());
+    let removed = admin_with(&client, "DELETE", &record, &confirm).await;
+    assert_eq!(removed.json()["removed"], "kept");
     let again = client.post("/tools/echo", "s", r#"{"a":1}"#).await;
-    assert!(!again.replayed(), "released, the call runs again");
+    assert!(!again.replayed(), "removed, the call runs again");
     assert_eq!(counts.get("echo"), 2);
 
     client.post("/tools/echo", "other", r#"{"a":1}"#).await;

@@ -177,9 +177,14 @@ async fn a_release_reaches_another_proxys_local_cache_within_its_local_ttl() {
     assert!(post(&other.url, "/tools/send_email", Some("s1"), email)
         .await
         .replayed());
-    let resolve = format!("/admin/records/{}/resolve", first.intent());
-    let released = admin(&operated, &resolve, Some(TOKEN), Some(r#"{"ran": false}"#)).await;
-    assert_eq!(released.json()["resolved"], "released");
+    let record = format!(
+        "{}/admin/records/{}",
+        operated.metrics.as_ref().expect("a metrics listener"),
+        first.intent()
+    );
+    let confirm = format!(r#"{{"confirm": "{}"}}"#, first.intent());
+    let removal = client().delete(record).bearer_auth(TOKEN).body(confirm);
+    assert_eq!(answer(removal).await.json()["removed"], "kept");
     let limit = std::time::Duration::from_secs(10);
     support::process::eventually("the other proxy runs it again", limit, || async {
         let again = post(&other.url, "/tools/send_email", Some("s1"), email).await;

@@ -15,9 +15,12 @@
 //!
 //! `GET …/records?outcome=unknown|kept|running|failed&operation=…&limit=…&bodies=true` lists,
 //! `GET …/records/{intent}` shows one, `POST …/records/{intent}/resolve` with
-//! `{"ran": false}` releases an outcome so that the next identical call runs, or with
-//! `{"ran": true, "note": "…"}` keeps it as executed, and `POST …/scopes/purge` with
-//! `{"scope": "<the value the caller sends>"}` removes every record of that caller.
+//! `{"ran": false}` releases an outcome that is not known so that the next identical call runs,
+//! or with `{"ran": true, "note": "…"}` keeps it as executed; a known outcome (kept, or failed)
+//! is never resolved: `DELETE …/records/{intent}` with `{"confirm": "<intent>"}` removes it on
+//! purpose. `POST …/scopes/purge` with `{"scope": "<the principal or session value the caller
+//! sends>"}` or `{"credential": "<its Authorization value>"}` removes every record and failed
+//! attempt of that caller, in every session.
 
 mod listing;
 mod service;
@@ -83,6 +86,43 @@ pub enum Resolved {
     NotFound,
     /// The action is running: it is not the operator's to resolve until it ends.
     StillRunning,
+    /// What became of the action is known (its answer is kept, or its last attempt failed):
+    /// left as it was. Only [`Admin::remove`] takes it away, on purpose.
+    Known(ListedOutcome),
+}
+
+/// What a removal did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Removed {
+    /// The record is gone, and it held this: the next identical call runs.
+    Removed(ListedOutcome),
+    /// The store holds nothing of the intent.
+    NotFound,
+    /// The action is running: its lease is never removed.
+    StillRunning,
+}
+
+/// Who an operator purges.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Caller<'a> {
+    /// The value the caller sends in the header that names it: the principal's where one is
+    /// configured, else its session's.
+    Scope(&'a str),
+    /// The value of the caller's credential header (the first of
+    /// [`credential_headers`](crate::IdempotencyLayer::credential_headers), `Authorization` by
+    /// default), where no principal is configured: every session it narrowed.
+    Credential(&'a str),
+}
+
+/// What a purge removed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Purged {
+    /// Kept records (answers, and outcomes not known).
+    pub records: u64,
+    /// Failed attempts.
+    pub failures: u64,
 }
 
 /// Why a purge could not run.
@@ -91,6 +131,8 @@ pub enum Resolved {
 pub enum PurgeError {
     /// The layer reads its scope through a function: a value cannot be hashed as it would be.
     ScopeFromFunction,
+    /// A credential was named, but the layer has a principal, or names callers by none.
+    NoCredentialScope,
     /// The store failed.
     Store(StoreError),
 }
@@ -101,6 +143,10 @@ impl std::fmt::Display for PurgeError {
             Self::ScopeFromFunction => f.write_str(
                 "the layer reads its scope through a function, so a scope value cannot be \
                  hashed as the layer would hash it",
+            ),
+            Self::NoCredentialScope => f.write_str(
+                "the layer does not name callers by a credential (a principal is configured, \
+                 or no credential headers are): purge by the scope value instead",
             ),
             Self::Store(error) => write!(f, "{error}"),
         }
@@ -173,6 +219,10 @@ impl<St: Store> Admin<St> {
         let held = match self.store().get(intent).await? {
             None => return Ok(Resolved::NotFound),
             Some(Entry::Running(_)) => return Ok(Resolved::StillRunning),
+            Some(Entry::Failed(_)) => return Ok(Resolved::Known(ListedOutcome::Failed)),
+            Some(Entry::Completed(kept)) if !kept.response.is_unknown() => {
+                return Ok(Resolved::Known(ListedOutcome::Kept));
+            }
             Some(held) => held,
         };
         // The store never removes or overwrites a running lease: one that began since the
@@ -237,40 +287,78 @@ impl<St: Store> Admin<St> {
         record
     }
 
-    /// Removes every completed record and failed attempt of the caller that sends `scope`
-    /// (as the layer's scope header, or its principal's): how many.
-    pub async fn purge_scope(&self, scope: &str) -> Result<u64, PurgeError> {
-        let hash = self
-            .settings
-            .scope
-            .hash_of_value(scope)
-            .ok_or(PurgeError::ScopeFromFunction)?;
+    /// Removes what the store holds of `intent`, whatever its outcome, but a running one: an
+    /// operator's deliberate act (the next identical call runs the action again), for an
+    /// outcome known to be wrong.
+    pub async fn remove(&self, intent: &IntentKey) -> Result<Removed, StoreError> {
+        let outcome = match self.store().get(intent).await? {
+            None => return Ok(Removed::NotFound),
+            Some(Entry::Running(_)) => return Ok(Removed::StillRunning),
+            Some(held) => Listed::of(*intent, &held, false).outcome,
+        };
+        // The store never removes a running lease: one that began since the read goes on.
+        Ok(match self.store().remove(intent).await? {
+            true => Removed::Removed(outcome),
+            false => match self.store().get(intent).await? {
+                Some(Entry::Running(_)) => Removed::StillRunning,
+                _ => Removed::NotFound,
+            },
+        })
+    }
+
+    /// Removes every completed record and failed attempt of `caller`, in every session that
+    /// narrowed it: how many of each.
+    pub async fn purge(&self, caller: Caller<'_>) -> Result<Purged, PurgeError> {
+        let scope = &self.settings.scope;
+        let hash = match caller {
+            Caller::Scope(value) => scope
+                .hash_of_value(value)
+                .ok_or(PurgeError::ScopeFromFunction)?,
+            Caller::Credential(value) => scope
+                .share_of_credential(value)
+                .ok_or(PurgeError::NoCredentialScope)?,
+        };
         let mut doomed = Vec::new();
         self.each_entry(|key, entry| {
-            if belongs_to(&entry, &hash) {
-                doomed.push(key);
+            if let Some(failed) = belongs_to(&entry, &hash) {
+                doomed.push((key, failed));
             }
             ControlFlow::Continue(())
         })
         .await
         .map_err(PurgeError::Store)?;
-        let mut removed = 0;
-        for key in doomed {
+        let mut purged = Purged::default();
+        for (key, failed) in doomed {
             if self.store().remove(&key).await.map_err(PurgeError::Store)? {
-                removed += 1;
+                match failed {
+                    true => purged.failures += 1,
+                    false => purged.records += 1,
+                }
             }
         }
-        Ok(removed)
+        Ok(purged)
+    }
+
+    /// Removes every completed record and failed attempt of the caller that sends `scope`
+    /// (as the layer's scope header, or its principal's): how many, both kinds together.
+    pub async fn purge_scope(&self, scope: &str) -> Result<u64, PurgeError> {
+        let purged = self.purge(Caller::Scope(scope)).await?;
+        Ok(purged.records + purged.failures)
     }
 }
 
-/// Whether `entry` is a record or a failed attempt of the caller whose scope, or principal,
-/// hashes to `hash`. A running execution is left to end, one that began since the listing
-/// too (the store never removes a lease); it records after the purge.
-fn belongs_to(entry: &Entry, hash: &ScopeHash) -> bool {
+/// Whether `entry` is a record (`Some(false)`) or a failed attempt (`Some(true)`) of the
+/// caller whose scope, or share (its principal or credential), hashes to `hash`. A running
+/// execution is left to end, one that began since the listing too (the store never removes a
+/// lease); it records after the purge.
+fn belongs_to(entry: &Entry, hash: &ScopeHash) -> Option<bool> {
     match entry {
-        Entry::Completed(record) => record.scope == *hash || record.share == Some(*hash),
-        Entry::Failed(tombstone) => tombstone.scope == *hash,
-        Entry::Running(_) => false,
+        Entry::Completed(record) => {
+            (record.scope == *hash || record.share == Some(*hash)).then_some(false)
+        }
+        Entry::Failed(tombstone) => {
+            (tombstone.scope == *hash || tombstone.share == Some(*hash)).then_some(true)
+        }
+        Entry::Running(_) => None,
     }
 }

@@ -15,7 +15,7 @@ use http_body_util::{BodyExt, Full, Limited};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
-use super::{Admin, Filter, ListedOutcome, PurgeError, Resolution, Resolved};
+use super::{Admin, Caller, Filter, ListedOutcome, PurgeError, Removed, Resolution, Resolved};
 use crate::key::IntentKey;
 use crate::store::Store;
 
@@ -24,8 +24,8 @@ const BODY_LIMIT: usize = 64 * 1024;
 
 /// The operator's operations over HTTP ([`Admin::service`]). Every request needs
 /// `Authorization: Bearer <token>`; without it, 401. Paths are read from their end, so the
-/// service answers wherever it is mounted: `…/records`, `…/records/{intent}`,
-/// `…/records/{intent}/resolve`, `…/scopes/purge`.
+/// service answers wherever it is mounted: `…/records`, `…/records/{intent}` (`GET`, and
+/// `DELETE` with `{"confirm": "<intent>"}`), `…/records/{intent}/resolve`, `…/scopes/purge`.
 ///
 /// Each action is logged (the intent's first characters, the action, the client's address
 /// where the request's extensions carry a [`SocketAddr`]) and counted in
@@ -152,6 +152,7 @@ impl<St: Store> AdminService<St> {
             (&Method::POST, ["records", intent, "resolve"]) => {
                 self.resolve(&parts, body, intent).await
             }
+            (&Method::DELETE, [.., "records", intent]) => self.remove(&parts, body, intent).await,
             (&Method::POST, [.., "scopes", "purge"]) => self.purge(&parts, body).await,
             _ => problem(StatusCode::NOT_FOUND, "no such admin operation"),
         }
@@ -239,6 +240,47 @@ impl<St: Store> AdminService<St> {
                 StatusCode::CONFLICT,
                 "the action is still running: resolve it once it has ended",
             ),
+            Ok(Resolved::Known(held)) => problem(StatusCode::CONFLICT, known(held, &intent)),
+            Err(error) => problem(StatusCode::SERVICE_UNAVAILABLE, error),
+        }
+    }
+
+    async fn remove<B>(&self, parts: &Parts, body: B, intent: &str) -> Answer
+    where
+        B: http_body::Body,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        let Ok(intent) = intent.parse::<IntentKey>() else {
+            return problem(StatusCode::BAD_REQUEST, "an intent is 64 hex digits");
+        };
+        let body = match json_body(body).await {
+            Ok(body) => body,
+            Err(refused) => return refused,
+        };
+        let confirmed = body["confirm"]
+            .as_str()
+            .and_then(|c| c.parse::<IntentKey>().ok());
+        if confirmed != Some(intent) {
+            let detail = format!(
+                "nothing was removed: a removal names the intent it removes in its body, \
+                 {{\"confirm\": \"{intent}\"}}"
+            );
+            return problem(StatusCode::BAD_REQUEST, detail);
+        }
+        audit(parts, "remove", Some(&intent));
+        match self.admin.remove(&intent).await {
+            Ok(Removed::Removed(held)) => answer(
+                StatusCode::OK,
+                &json!({ "removed": held.as_str(), "intent": intent.to_string() }),
+            ),
+            Ok(Removed::NotFound) => problem(
+                StatusCode::NOT_FOUND,
+                "the store holds nothing of this intent",
+            ),
+            Ok(Removed::StillRunning) => problem(
+                StatusCode::CONFLICT,
+                "the action is still running: nothing was removed; remove it once it has ended",
+            ),
             Err(error) => problem(StatusCode::SERVICE_UNAVAILABLE, error),
         }
     }
@@ -253,17 +295,46 @@ impl<St: Store> AdminService<St> {
             Ok(body) => body,
             Err(refused) => return refused,
         };
-        let Some(scope) = body["scope"].as_str().filter(|scope| !scope.is_empty()) else {
-            return problem(StatusCode::BAD_REQUEST, r#"the body is {"scope": "…"}"#);
+        let named = |member: &str| body[member].as_str().filter(|value| !value.is_empty());
+        let caller = match (named("scope"), named("credential")) {
+            (Some(scope), None) => Caller::Scope(scope),
+            (None, Some(credential)) => Caller::Credential(credential),
+            _ => {
+                let detail = r#"the body is {"scope": "…"} or {"credential": "…"}"#;
+                return problem(StatusCode::BAD_REQUEST, detail);
+            }
         };
-        match self.admin.purge_scope(scope).await {
-            Ok(removed) => answer(StatusCode::OK, &json!({ "removed": removed })),
-            Err(PurgeError::ScopeFromFunction) => {
-                problem(StatusCode::CONFLICT, PurgeError::ScopeFromFunction)
+        match self.admin.purge(caller).await {
+            Ok(purged) => answer(
+                StatusCode::OK,
+                &json!({
+                    "removed": purged.records + purged.failures,
+                    "records": purged.records,
+                    "failures": purged.failures,
+                }),
+            ),
+            Err(error @ (PurgeError::ScopeFromFunction | PurgeError::NoCredentialScope)) => {
+                problem(StatusCode::CONFLICT, error)
             }
             Err(error) => problem(StatusCode::SERVICE_UNAVAILABLE, error),
         }
     }
+}
+
+/// Why an outcome that is known is not resolved, and how to remove it on purpose.
+fn known(held: ListedOutcome, intent: &IntentKey) -> String {
+    let holds = match held {
+        ListedOutcome::Failed => {
+            "the last attempt of this intent failed and released it, so the next identical \
+             call runs the action already"
+        }
+        _ => "this intent's action ran and its answer is kept, so repeats are answered with it",
+    };
+    format!(
+        "Nothing was changed: {holds}. Only an outcome that is not known (unknown) is \
+         resolved. To remove the record on purpose, so that the next identical call runs the \
+         action again, send DELETE on this record with {{\"confirm\": \"{intent}\"}}."
+    )
 }
 
 /// The request's JSON body, read up to [`BODY_LIMIT`].

@@ -217,6 +217,7 @@ impl<St: Store> Recorder<'_, St> {
             status,
             cause,
             retry_after_s,
+            share: (self.intent.share != self.intent.scope).then_some(self.intent.share),
         })
     }
 

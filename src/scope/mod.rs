@@ -106,6 +106,28 @@ impl ScopeSource {
         Some(ScopeHash::of(&scope))
     }
 
+    /// The share of the caller that sends `value` as its credential (in the first credential
+    /// header), whatever session narrows it: what an operator purges a credential by. `None`
+    /// where a principal is configured or no credential header is, or the value is no header
+    /// value.
+    pub(crate) fn share_of_credential(&self, value: &str) -> Option<ScopeHash> {
+        let Self::Narrowed {
+            principal: None,
+            credentials,
+            ..
+        } = self
+        else {
+            return None;
+        };
+        let name = credentials.first()?;
+        let (mut parts, ()) = http::Request::new(()).into_parts();
+        parts
+            .headers
+            .insert(name.clone(), http::HeaderValue::from_str(value).ok()?);
+        let scope = self.scope_in(&parts, Narrowing::Ignored).ok()??;
+        Some(scope.share(ScopeHash::of(&scope)))
+    }
+
     /// The scope, where the narrowing header is read as `narrowing` says: an MCP request of
     /// protocol 2026-07-28 has no session, and a `Mcp-Session-Id` it sends anyway is no
     /// server's, so it names nothing.
@@ -266,7 +288,6 @@ pub(crate) enum Narrowing {
     /// As the request sends it.
     AsSent,
     /// Not at all.
-    #[cfg_attr(not(feature = "mcp"), allow(dead_code, reason = "the MCP mode's"))]
     Ignored,
 }
 

@@ -59,7 +59,7 @@ pub use record::{
 #[cfg(feature = "redis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub use redis::{RedisStore, RedisStoreBuilder};
-pub use tiered::TieredStore;
+pub use tiered::{TieredStore, DEFAULT_LOCAL_TTL};
 pub use token::OwnerToken;
 pub(crate) use transaction::{Committed, Transactional, Transactions};
 

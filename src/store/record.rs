@@ -268,6 +268,10 @@ pub struct Tombstone {
     /// How long the tool asked callers to wait before they try again (`retry-after`, in
     /// seconds), if it did.
     pub retry_after_s: Option<u64>,
+    /// Whose part of the store it counts against where that is not its scope (the principal
+    /// or the credential that a session narrowed), so that an operator can purge every failed
+    /// attempt of one caller.
+    pub share: Option<ScopeHash>,
 }
 
 impl Tombstone {
@@ -289,6 +293,7 @@ impl Tombstone {
             status,
             cause,
             retry_after_s,
+            share: None,
         }
     }
 }

@@ -16,11 +16,19 @@ use crate::key::{IntentKey, KeyHasher};
 /// Default byte budget of the local cache: 64 MiB.
 const DEFAULT_LOCAL_BYTES: u64 = 64 * 1024 * 1024;
 
+/// How long a local copy lasts by default: short enough that an operator's release or purge
+/// in the shared store reaches every instance within a second, long enough to spare the round
+/// trips of a burst of repeats.
+pub const DEFAULT_LOCAL_TTL: Duration = Duration::from_millis(500);
+
 /// A shared store with the completed records this process has seen cached in front of it.
 ///
-/// Completed records never change, so a local copy is exact for as long as the record is
-/// retained, and it is kept no longer. Round trips to the shared store: a first execution 2
-/// (claim, complete), a replay of another process's record 1, a replay this process has seen 0.
+/// Completed records never change but by an operator's hand, so a local copy is exact until an
+/// operator releases or purges the record: it is kept [`DEFAULT_LOCAL_TTL`] (half a second) at
+/// most, or its record's retention if that is shorter, so that an operator's act reaches every
+/// instance within a second ([`local_ttl`](Self::local_ttl) sets it). Round trips to the
+/// shared store: a first execution 2 (claim, complete), a replay of another process's record 1,
+/// a replay this process has seen within the local lifetime 0.
 /// Duplicates of an execution running in this process never reach the store at all: the layer
 /// coalesces them.
 pub struct TieredStore<S> {
@@ -62,10 +70,10 @@ impl<S: Store> TieredStore<S> {
 
     /// Caches up to `bytes` of records in front of `remote`.
     pub fn with_local_bytes(remote: S, bytes: u64) -> Self {
-        Self::build(remote, bytes, super::LONGEST_KEPT)
+        Self::build(remote, bytes, DEFAULT_LOCAL_TTL)
     }
 
-    /// Keeps a local copy for `ttl` at most (by default, as long as its record): an operator's
+    /// Keeps a local copy for `ttl` at most (by default [`DEFAULT_LOCAL_TTL`]): an operator's
     /// release or purge of a record in the shared store (the admin operations) reaches this
     /// process's replays within `ttl`, at the price of a round trip per record and `ttl`.
     pub fn local_ttl(self, ttl: Duration) -> Self {

@@ -1,13 +1,8 @@
 //! Which store the flags and the file name, checked: one kind, with a URL of its scheme.
 
-use std::time::Duration;
-
 use super::file::StoreTable;
 use super::{ConfigError, Store, StoreKind};
 use crate::cli::Cli;
-
-/// How long a proxy's local cache keeps a copy of a shared store's record.
-const DEFAULT_LOCAL_TTL: Duration = Duration::from_secs(60);
 
 pub(super) fn store(
     cli: &Cli,
@@ -80,7 +75,8 @@ pub(super) fn store(
         kind,
         prefix: table.prefix.clone(),
         memory_max_bytes: table.memory_max_bytes,
-        local_ttl: table.local_ttl.as_ref().map_or(DEFAULT_LOCAL_TTL, |d| d.0),
+        local_ttl: (table.local_ttl.as_ref())
+            .map_or(tower_idempotency::store::DEFAULT_LOCAL_TTL, |d| d.0),
         call_timeout: table.call_timeout.as_ref().map(|d| d.0),
         fail_open: table.fail_open.unwrap_or(false),
     })

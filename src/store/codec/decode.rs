@@ -4,7 +4,7 @@ use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 
 use super::{
-    DecodeError, Stored, COMPLETED, DIALECT, FAILED, NOTE, OPERATION, RUNNING, SHARE, VERSION,
+    DecodeError, Stored, COMPLETED, DIALECT, FAILED, NOTE, OPERATION, RUNNING, SHARE, VERSION, WAIT,
 };
 use crate::key::{Fingerprint, ScopeHash};
 use crate::store::{
@@ -65,6 +65,11 @@ impl Reader {
 
     fn remaining(&self) -> usize {
         self.bytes.len() - self.at
+    }
+
+    /// The next byte, left to be read.
+    fn next_byte(&self) -> Option<u8> {
+        self.bytes.get(self.at).copied()
     }
 
     fn end(&self) -> Result<(), DecodeError> {
@@ -209,10 +214,31 @@ pub(crate) fn decode(bytes: Bytes) -> Result<Stored, DecodeError> {
                 10 => ReleaseCause::RolledBack,
                 _ => return Err(DecodeError("release cause")),
             };
-            let retry_after_s = match r.remaining() {
-                0 => None,
-                _ => Some(u64::from(r.u32()?)),
-            };
+            let (mut retry_after_s, mut share) = (None, None);
+            // As versions before the extensions wrote a wait: four bytes, the first below any
+            // tag (every tag is a letter; a wait that long would be over 17 years).
+            if r.remaining() == 4 && r.next_byte().is_some_and(|b| b < b'A') {
+                retry_after_s = Some(u64::from(r.u32()?));
+            }
+            while r.remaining() > 0 {
+                let tag = r.u8()?;
+                let length = r.u16()? as usize;
+                let value = r.take(length)?;
+                match tag {
+                    WAIT => {
+                        let bytes =
+                            <[u8; 4]>::try_from(&value[..]).map_err(|_| DecodeError("wait"))?;
+                        retry_after_s = Some(u64::from(u32::from_be_bytes(bytes)));
+                    }
+                    SHARE => {
+                        let bytes =
+                            <[u8; 32]>::try_from(&value[..]).map_err(|_| DecodeError("share"))?;
+                        share = Some(ScopeHash::from_bytes(bytes));
+                    }
+                    // Added later than this reader: skipped.
+                    _ => {}
+                }
+            }
             Stored::Failed(Tombstone {
                 scope,
                 fingerprint,
@@ -220,6 +246,7 @@ pub(crate) fn decode(bytes: Bytes) -> Result<Stored, DecodeError> {
                 status,
                 cause,
                 retry_after_s,
+                share,
             })
         }
         _ => return Err(DecodeError("unknown kind")),

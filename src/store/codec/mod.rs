@@ -13,7 +13,9 @@
 //!            b'H' share[32] (where it is not the scope), b'T' an operator's note
 //!          | b'R' status:u16 (resolved by an operator as run)
 //! failed     scope[32] fingerprint[33] failed_ms:u64 status:u16 (0 = none) cause:u8
-//!            [retry_after_s:u32, when the tool asked for a wait]
+//!            then extensions as a completed record's: b'W' retry_after_s:u32 (when the tool
+//!            asked for a wait), b'H' share[32] (where it is not the scope); exactly four bytes
+//!            instead are a retry_after_s:u32 as earlier versions wrote it
 //! ```
 //!
 //! Integers are big-endian. The token sits at bytes 2..18 so that store scripts can compare it
@@ -66,6 +68,8 @@ const OPERATION: u8 = b'N';
 const SHARE: u8 = b'H';
 /// The extension of an operator's note.
 const NOTE: u8 = b'T';
+/// The extension of a failed attempt's wait, in seconds.
+const WAIT: u8 = b'W';
 
 /// Labels and notes longer than this are cut (at a character boundary) when encoded.
 const LONGEST_TEXT: usize = 1024;
@@ -208,7 +212,11 @@ pub(crate) fn encode_tombstone(tombstone: &Tombstone) -> Vec<u8> {
         ReleaseCause::RolledBack => 10,
     });
     if let Some(seconds) = tombstone.retry_after_s {
-        out.extend_from_slice(&(seconds.min(u64::from(u32::MAX)) as u32).to_be_bytes());
+        let seconds = seconds.min(u64::from(u32::MAX)) as u32;
+        put_extension(&mut out, WAIT, &seconds.to_be_bytes());
+    }
+    if let Some(share) = &tombstone.share {
+        put_extension(&mut out, SHARE, share.as_bytes());
     }
     out
 }

@@ -94,6 +94,7 @@ fn running_entries_and_tombstones_round_trip() {
         status: None,
         cause: ReleaseCause::Panic,
         retry_after_s: None,
+        share: None,
     };
     let Stored::Failed(back) = decode(Bytes::from(encode_tombstone(&tombstone))).unwrap() else {
         panic!("failed")
@@ -108,6 +109,26 @@ fn running_entries_and_tombstones_round_trip() {
         ..tombstone
     };
     let Stored::Failed(back) = decode(Bytes::from(encode_tombstone(&busy))).unwrap() else {
+        panic!("failed")
+    };
+    assert_eq!(back.retry_after_s, Some(7));
+    assert_eq!(back.share, None);
+    let narrowed = Tombstone {
+        share: Some(ScopeHash::of(b"credential")),
+        ..busy.clone()
+    };
+    let Stored::Failed(back) = decode(Bytes::from(encode_tombstone(&narrowed))).unwrap() else {
+        panic!("failed")
+    };
+    assert_eq!(
+        (back.retry_after_s, back.share),
+        (Some(7), narrowed.share),
+        "a wait and a share read back"
+    );
+    // A wait as versions before the extensions wrote it still reads.
+    let mut earlier = encode_tombstone(&tombstone);
+    earlier.extend_from_slice(&7u32.to_be_bytes());
+    let Stored::Failed(back) = decode(Bytes::from(earlier)).unwrap() else {
         panic!("failed")
     };
     assert_eq!(back.retry_after_s, Some(7));

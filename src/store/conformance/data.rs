@@ -124,6 +124,7 @@ pub(super) fn tombstone(owner: &ClaimRequest, bare: bool) -> Arc<Tombstone> {
             ReleaseCause::Status
         },
         retry_after_s: (!bare).then_some(7),
+        share: (!bare).then_some(owner.share),
     })
 }
 
@@ -189,7 +190,7 @@ pub(super) fn record_differences(got: &Record, want: &Record) -> Vec<String> {
 
 pub(super) fn tombstone_differences(got: &Tombstone, want: &Tombstone) -> Vec<String> {
     let mut off = Vec::new();
-    differ!(off, got, want; scope, fingerprint, failed_at_ms, status, cause, retry_after_s);
+    differ!(off, got, want; scope, fingerprint, failed_at_ms, status, cause, retry_after_s, share);
     off
 }
 

@@ -133,6 +133,7 @@ async fn a_release_leaves_a_tombstone_that_does_not_block_a_retry() {
         status: Some(StatusCode::SERVICE_UNAVAILABLE),
         cause: ReleaseCause::Status,
         retry_after_s: None,
+        share: None,
     });
     store
         .release(&key(3), &token, tombstone, Duration::from_secs(60))
