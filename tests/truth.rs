@@ -386,3 +386,24 @@ async fn a_repeat_while_a_refused_release_holds_the_key_is_told_it_failed_and_wh
     assert!(detail(&again).contains("in 2 s will run it again"));
     assert_eq!(counts.get("status"), 1);
 }
+
+#[tokio::test]
+async fn an_answer_that_says_a_repeat_will_not_run_says_for_how_long() {
+    // Outcomes not known are kept `unknown_retention`, others `retention`: the words say which.
+    let layer = IdempotencyLayer::new()
+        .unknown_retention(Duration::from_secs(600))
+        .retention(Duration::from_secs(3 * 3600));
+    let (client, _) = start(layer).await;
+    client.post("/tools/status/504", "s", "{}").await;
+    let unknown = detail(&client.post("/tools/status/504", "s", "{}").await);
+    assert!(
+        unknown.contains("will not run it for the next 9 minutes"),
+        "{unknown}"
+    );
+    client.post("/tools/no_store", "s", "{}").await;
+    let ran = detail(&client.post("/tools/no_store", "s", "{}").await);
+    assert!(
+        ran.contains("will not run it for the next 2 hours"),
+        "{ran}"
+    );
+}
