@@ -2,6 +2,7 @@
 
 use http::StatusCode;
 
+use super::kept_for;
 use super::Told;
 use crate::engine::Failure;
 use crate::key::IntentKey;
@@ -227,20 +228,22 @@ pub(crate) fn in_progress(
 
 /// The action ran, but its outcome could not be classified: whether it took effect is not
 /// known.
-fn outcome_unknown(key: &IntentKey, status: StatusCode) -> Told {
+fn outcome_unknown(key: &IntentKey, status: StatusCode, expires_at_ms: u64) -> Told {
     let code = status.as_u16();
+    let kept = kept_for::until(expires_at_ms);
     let detail = if matches!(code, 502 | 504) {
         format!(
             "This action may have run: a gateway in front of the tool answered status {code} \
              (it lost the tool, or gave up waiting for it), so whether the tool ran, or is \
-             still running, is not known. It was not run again: check its effect before \
-             calling again."
+             still running, is not known. It was not run again, and calling again with the \
+             same arguments will not run it {kept}: check its effect first."
         )
     } else {
         format!(
             "This action ran (it answered status {code}), but its outcome could not be \
-             classified, so whether it took effect is not known. It was not run again: check \
-             its effect before calling again."
+             classified, so whether it took effect is not known. It was not run again, and \
+             calling again with the same arguments will not run it {kept}: check its effect \
+             first."
         )
     };
     Told::new(
@@ -256,75 +259,88 @@ fn outcome_unknown(key: &IntentKey, status: StatusCode) -> Told {
 
 /// The action's request reached the tool, but its answer was lost: whether it took effect is
 /// not known.
-fn answer_lost(key: &IntentKey, status: StatusCode) -> Told {
+fn answer_lost(key: &IntentKey, status: StatusCode, expires_at_ms: u64) -> Told {
     Told::new(
         "answer-lost",
         "Outcome unknown",
         "unknown",
         false,
-        "This action may have run: its request reached the tool, but no complete answer came \
-         back (the connection broke, or the answer did not come in time), so whether it took \
-         effect is not known. It was not run again, and calling again with the same arguments \
-         will not run it: check its effect first."
-            .to_owned(),
+        format!(
+            "This action may have run: its request reached the tool, but no complete answer \
+             came back (the connection broke, or the answer did not come in time), so whether \
+             it took effect is not known. It was not run again, and calling again with the \
+             same arguments will not run it {}: check its effect first.",
+            kept_for::until(expires_at_ms)
+        ),
     )
     .intent(key)
     .member("last_status", status.as_u16())
 }
 
 /// The tool's answer broke off after it began (its body ended in [`Interrupted`]
-/// (crate::Interrupted)): said to the first caller.
-pub(crate) fn answer_broke_off() -> Told {
+/// (crate::Interrupted)): said to the first caller, whose outcome is kept for `kept`.
+pub(crate) fn answer_broke_off(kept: std::time::Duration) -> Told {
     Told::new(
         "answer-lost",
         "Outcome unknown",
         "unknown",
         false,
-        "This action may have run: its request reached the tool, but its answer broke off \
-         before it was complete, so whether it took effect is not known. Calling again with \
-         the same arguments will not run it: check its effect first."
-            .to_owned(),
+        format!(
+            "This action may have run: its request reached the tool, but its answer broke off \
+             before it was complete, so whether it took effect is not known. Calling again \
+             with the same arguments will not run it {}: check its effect first.",
+            kept_for::within(kept)
+        ),
     )
 }
 
 /// The execution was abandoned at its bound: the action may have happened.
-pub(crate) fn abandoned(key: &IntentKey) -> Told {
+pub(crate) fn abandoned(key: &IntentKey, expires_at_ms: u64) -> Told {
     Told::new(
         "abandoned",
         "Action abandoned",
         "unknown",
         false,
-        "This action may have run: it was still running at its time limit and was abandoned, \
-         so whether it took effect is not known. It will not be run again by itself: check its \
-         effect before calling again."
-            .to_owned(),
+        format!(
+            "This action may have run: it was still running at its time limit and was \
+             abandoned, so whether it took effect is not known. Calling again with the same \
+             arguments will not run it {}: check its effect first.",
+            kept_for::until(expires_at_ms)
+        ),
     )
     .intent(key)
 }
 
 /// An operator recorded that the action ran.
-fn resolved(key: &IntentKey) -> Told {
+fn resolved(key: &IntentKey, expires_at_ms: u64) -> Told {
     Told::new(
         "already-executed",
         "Action already executed",
         "already_executed",
         false,
-        "This action already ran: an operator checked it and recorded that it took effect, so \
-         it was not run again, and its response cannot be shown here. Do not call it again \
-         expecting it to run."
-            .to_owned(),
+        format!(
+            "This action already ran: an operator checked it and recorded that it took effect, \
+             so it was not run again, and its response cannot be shown here. Calling again \
+             with the same arguments will not run it {}.",
+            kept_for::until(expires_at_ms)
+        ),
     )
     .intent(key)
 }
 
-/// The action ran, but its response was not kept.
-pub(crate) fn already_executed(key: &IntentKey, status: StatusCode, why: Omission) -> Told {
+/// The action ran, but its response was not kept; a repeat is told so until `expires_at_ms`.
+pub(crate) fn already_executed(
+    key: &IntentKey,
+    status: StatusCode,
+    why: Omission,
+    expires_at_ms: u64,
+) -> Told {
     let why = match why {
         Omission::TooLarge => "was too large to keep",
         Omission::NoStore => "was marked `cache-control: no-store`, so it was not kept",
-        Omission::Unclassified => return outcome_unknown(key, status),
-        Omission::Interrupted => return answer_lost(key, status),
-        Omission::Resolved => return resolved(key),
+        Omission::Unclassified => return outcome_unknown(key, status, expires_at_ms),
+        Omission::Interrupted => return answer_lost(key, status, expires_at_ms),
+        Omission::Resolved => return resolved(key, expires_at_ms),
     };
     Told::new(
         "already-executed",
@@ -333,9 +349,10 @@ pub(crate) fn already_executed(key: &IntentKey, status: StatusCode, why: Omissio
         false,
         format!(
             "This action already ran (it answered status {}) and was not run again; its \
-             response {why}, so it cannot be shown here. Do not call it again expecting it to \
-             run.",
-            status.as_u16()
+             response {why}, so it cannot be shown here. Calling again with the same \
+             arguments will not run it {}.",
+            status.as_u16(),
+            kept_for::until(expires_at_ms)
         ),
     )
     .intent(key)

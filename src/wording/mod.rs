@@ -6,6 +6,7 @@
 //! dialect as a tool result; neither reads it back.
 
 mod attempts;
+mod kept_for;
 mod refusals;
 mod status;
 

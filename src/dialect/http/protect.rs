@@ -94,11 +94,14 @@ where
             };
             let limit = settings.response_limit;
             let rule = Arc::clone(&settings.classify);
+            // How long an outcome that is not known is kept on this path.
+            let unknown_kept =
+                (settings.paths.retention(parts.uri.path())).min(settings.unknown_retention);
             let work = move |parts, bytes| async move {
                 let response = inner
                     .call(Request::from_parts(parts, B::from(bytes)))
                     .await?;
-                Ok(read(response, limit, &rule).await)
+                Ok(read(response, limit, &rule, unknown_kept).await)
             };
             let call = Call::default();
             span.in_scope(|| engine.begin(parts, bytes, &scope, &op, call, work))

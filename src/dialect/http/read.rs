@@ -2,6 +2,7 @@
 //! judged by the classification rule.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Bytes;
 use http::{header, HeaderMap, Response, StatusCode};
@@ -25,11 +26,12 @@ pub(crate) type FirstResponse<B> = Response<ResponseBody<B>>;
 
 /// Reads `response` up to `limit` bytes, without copying a body that came in one piece, and
 /// judges it. One over the cap still reaches its first caller whole, and is recorded as run
-/// without its response.
+/// without its response; one that breaks off is told as kept for `unknown_kept`.
 pub(crate) async fn read<B>(
     response: Response<B>,
     limit: usize,
     rule: &Arc<dyn Classify>,
+    unknown_kept: Duration,
 ) -> Produced<FirstResponse<B>>
 where
     B: Body<Data = Bytes> + Send + 'static,
@@ -95,7 +97,10 @@ where
                     stored: None,
                     status: Some(StatusCode::BAD_GATEWAY),
                     retry_after_s: None,
-                    answer: written(StatusCode::BAD_GATEWAY, &wording::answer_broke_off()),
+                    answer: written(
+                        StatusCode::BAD_GATEWAY,
+                        &wording::answer_broke_off(unknown_kept),
+                    ),
                 });
             }
         }

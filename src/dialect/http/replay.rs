@@ -25,14 +25,17 @@ pub(crate) fn replay<B>(
             response
         }
         KeptResponse::Omitted { status, why } => {
-            let told = wording::already_executed(key, *status, *why);
+            let told = wording::already_executed(key, *status, *why, record.expires_at_ms);
             let status = match why {
                 Omission::Unclassified => StatusCode::INTERNAL_SERVER_ERROR,
                 _ => *status,
             };
             written(status, &told)
         }
-        KeptResponse::Abandoned => written(StatusCode::GATEWAY_TIMEOUT, &wording::abandoned(key)),
+        KeptResponse::Abandoned => {
+            let told = wording::abandoned(key, record.expires_at_ms);
+            written(StatusCode::GATEWAY_TIMEOUT, &told)
+        }
     }
 }
 

@@ -120,7 +120,7 @@ impl<St> Rendering<'_, St> {
                 }
             },
             Outcome::Replayed(record) => self.replayed(key, &record),
-            Outcome::Abandoned(_) => self.told(&wording::abandoned(key)),
+            Outcome::Abandoned(record) => self.told(&wording::abandoned(key, record.expires_at_ms)),
             Outcome::InProgress {
                 started_at_ms,
                 duplicate,
@@ -170,9 +170,12 @@ impl<St> Rendering<'_, St> {
         let stored = match &record.response {
             KeptResponse::Full(stored) => stored,
             KeptResponse::Omitted { status, why } => {
-                return self.told(&wording::already_executed(key, *status, *why))
+                let told = wording::already_executed(key, *status, *why, record.expires_at_ms);
+                return self.told(&told);
             }
-            KeptResponse::Abandoned => return self.told(&wording::abandoned(key)),
+            KeptResponse::Abandoned => {
+                return self.told(&wording::abandoned(key, record.expires_at_ms))
+            }
         };
         // A record another protocol wrote holds no JSON-RPC answer to give back.
         let message = (record.dialect == Dialect::Mcp)

@@ -85,8 +85,10 @@ fn finished(task: &mut Map<String, Value>, record: &Record, key: &IntentKey) {
                 return;
             }
         },
-        KeptResponse::Omitted { status, why } => wording::already_executed(key, *status, *why),
-        KeptResponse::Abandoned => wording::abandoned(key),
+        KeptResponse::Omitted { status, why } => {
+            wording::already_executed(key, *status, *why, record.expires_at_ms)
+        }
+        KeptResponse::Abandoned => wording::abandoned(key, record.expires_at_ms),
     };
     let mut message = answers::tool_result(&Value::Null, &told, false);
     Era::Stateless.fit(&mut message);

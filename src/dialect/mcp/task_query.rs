@@ -66,8 +66,12 @@ fn result_of(record: &Record, id: &Value, key: &IntentKey) -> Value {
             None => answers::lost(id),
         },
         KeptResponse::Omitted { status, why } => {
-            answers::tool_result(id, &wording::already_executed(key, *status, *why), false)
+            let told = wording::already_executed(key, *status, *why, record.expires_at_ms);
+            answers::tool_result(id, &told, false)
         }
-        KeptResponse::Abandoned => answers::tool_result(id, &wording::abandoned(key), false),
+        KeptResponse::Abandoned => {
+            let told = wording::abandoned(key, record.expires_at_ms);
+            answers::tool_result(id, &told, false)
+        }
     }
 }
