@@ -18,7 +18,7 @@ use tower_idempotency::{ATTEMPT_BUCKETS, DURATION_BUCKETS};
 use crate::admin::{self, Admin};
 use crate::body::Inbound;
 use crate::config::{Config, LogFormat, Mode, StoreKind};
-use crate::forward::{strip_hop_by_hop, ClientAddr};
+use crate::forward::{drop_forwarding, is_trusted, strip_hop_by_hop, ClientAddr};
 use crate::stack;
 
 /// The Prometheus exporter, its histograms with the layer's buckets.
@@ -163,6 +163,14 @@ async fn serve<St: Store>(
     let mut signal = std::pin::pin!(shutdown_signal());
     println!("listening on http://{addr}");
 
+    // The headers that name the caller's scope are the configuration's to trust, whatever
+    // their names: they are never taken for a client's forwarding headers.
+    let scope_headers: Arc<[http::HeaderName]> =
+        [&config.scope.header, &config.scope.principal_header]
+            .into_iter()
+            .flatten()
+            .cloned()
+            .collect();
     let graceful = GracefulShutdown::new();
     let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
     loop {
@@ -180,11 +188,17 @@ async fn serve<St: Store>(
         };
         let _ = stream.set_nodelay(true);
         let routes = built.routes.clone();
+        let trusted = is_trusted(&config.trusted_proxies, peer.ip());
+        let scope_headers = Arc::clone(&scope_headers);
         let service = tower::service_fn(move |request: Request<Incoming>| {
             let mut request = request.map(Inbound::new);
             // Hop-by-hop headers end here, before the layer reads any: it keys and scopes a
-            // call on what the upstream is sent.
+            // call on what the upstream is sent. So do the forwarding headers of a client
+            // that is no trusted proxy: the upstream hears this proxy's own.
             strip_hop_by_hop(request.headers_mut());
+            if !trusted {
+                drop_forwarding(request.headers_mut(), &scope_headers);
+            }
             request.extensions_mut().insert(ClientAddr(peer));
             routes.clone().oneshot(request)
         });
