@@ -19,6 +19,7 @@ use crate::admin::{self, Admin};
 use crate::body::Inbound;
 use crate::config::{Config, LogFormat, Mode, StoreKind};
 use crate::forward::{drop_forwarding, is_trusted, strip_hop_by_hop, ClientAddr};
+use crate::secrets::redacted;
 use crate::stack;
 
 /// The Prometheus exporter, its histograms with the layer's buckets.
@@ -96,10 +97,10 @@ pub async fn run(config: Config) -> Result<(), String> {
             serve(&config, cached(remote, store), prometheus).await
         }
         StoreKind::Cluster(urls) => {
-            let remote = redis()
-                .connect_cluster(urls)
-                .await
-                .map_err(|error| format!("cannot connect to the Redis Cluster: {error}"))?;
+            let remote = redis().connect_cluster(urls).await.map_err(|error| {
+                let nodes = redacted(&urls.join(","));
+                format!("cannot connect to the Redis Cluster at {nodes}: {error}")
+            })?;
             serve(&config, cached(remote, store), prometheus).await
         }
         StoreKind::Postgres(url) => {
@@ -264,30 +265,5 @@ fn shutdown_signal() -> impl std::future::Future<Output = ()> {
 fn shutdown_signal() -> impl std::future::Future<Output = ()> {
     async {
         let _ = tokio::signal::ctrl_c().await;
-    }
-}
-
-/// A store's URL as it may be shown: without the password it may hold.
-fn redacted(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(scheme), Some(at)) if at > scheme => {
-            format!("{}://***{}", &url[..scheme], &url[at..])
-        }
-        _ => url.to_owned(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn a_redis_password_is_never_shown() {
-        assert_eq!(
-            super::redacted("redis://user:secret@10.0.0.5:6379/0"),
-            "redis://***@10.0.0.5:6379/0"
-        );
-        assert_eq!(
-            super::redacted("redis://10.0.0.5:6379"),
-            "redis://10.0.0.5:6379"
-        );
     }
 }
