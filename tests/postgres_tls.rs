@@ -1,6 +1,8 @@
 //! The Postgres store over TLS, on a PostgreSQL the tests start with a certificate of the
 //! tests' own authority and that refuses plain connections over TCP: with `sslmode=require`
-//! it conforms; without TLS, or with a server it cannot trust, it does not connect.
+//! it conforms; without TLS, or with a server it cannot trust, it does not connect; with
+//! `sslmode=prefer` (the default) it tries TLS first, and takes plain text only from a server
+//! that has no TLS.
 #![cfg(all(feature = "postgres-tls", feature = "conformance"))]
 
 mod support;
@@ -42,4 +44,22 @@ async fn a_postgres_server_whose_certificate_no_trusted_authority_signed_is_refu
     let store = PostgresStore::connect(&format!("{}?sslmode=require", server.url())).await;
     let error = store.expect_err("an untrusted server").to_string();
     assert!(error.contains("certificate"), "{error}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_url_that_prefers_tls_or_names_no_sslmode_connects_over_tls() {
+    // The server refuses plain connections over TCP: connecting is connecting over TLS.
+    let server = server_of(certificates());
+    for url in [format!("{}?sslmode=prefer", server.url()), server.url()] {
+        let store = PostgresStore::connect(&url).await;
+        assert!(store.is_ok(), "{url}: {:?}", store.err());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_url_that_prefers_tls_connects_in_plain_text_to_a_server_without_it() {
+    certificates();
+    let server = PostgresServer::start();
+    let store = PostgresStore::connect(&format!("{}?sslmode=prefer", server.url())).await;
+    assert!(store.is_ok(), "{:?}", store.err());
 }

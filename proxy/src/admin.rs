@@ -126,7 +126,13 @@ async fn ready<St: Store>(admin: &Admin<St>) -> Result<(), String> {
     let probe = IntentKey::from_bytes([0; 32]);
     match tokio::time::timeout(PROBE_TIMEOUT, admin.layer.store_ref().get(&probe)).await {
         Ok(Ok(_)) => Ok(()),
-        Ok(Err(error)) => Err(format!("the store cannot answer ({error})")),
+        Ok(Err(error)) => {
+            // The database's own words stay in the log: a probe's answer may be seen by more
+            // than the operator.
+            let error = crate::secrets::redacted(&error.to_string());
+            tracing::warn!(%error, "not ready: the store cannot answer a readiness probe");
+            Err("the store cannot answer (the proxy's log says why)".to_owned())
+        }
         Err(_) => Err(format!(
             "the store did not answer within {} s",
             PROBE_TIMEOUT.as_secs()

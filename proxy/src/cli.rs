@@ -58,6 +58,11 @@ pub struct Cli {
     /// coalesced); `observe = true` per route, or in `[defaults]`, in the file.
     #[arg(long)]
     pub observe: bool,
+    /// The proxies in front whose forwarding headers (`forwarded`, `x-forwarded-*`) are kept
+    /// and extended, as CIDRs or addresses, comma-separated (`10.0.0.0/8,127.0.0.1`); a
+    /// client's own are otherwise dropped; `trusted_proxies` in the file.
+    #[arg(long, value_name = "CIDRS", value_delimiter = ',')]
+    pub trusted_proxies: Vec<String>,
     /// Where to serve `/healthz`, `/readyz` and `/metrics`; `metrics_listen` in the file.
     #[arg(long, value_name = "ADDR")]
     pub metrics_listen: Option<String>,

@@ -1,7 +1,10 @@
 //! The headers a proxy changes on the way through (RFC 9110 §7.6): hop-by-hop ones stay on
-//! their hop, and the upstream is told who asked (RFC 7239 `forwarded`, `x-forwarded-*`).
+//! their hop, and the upstream is told who asked (RFC 7239 `forwarded`, `x-forwarded-*`), in
+//! the client's own words only where the client is a trusted proxy.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
+
+use ipnet::IpNet;
 
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 
@@ -34,6 +37,26 @@ pub fn strip_hop_by_hop(headers: &mut HeaderMap) {
     }
     headers.remove("keep-alive");
     headers.remove("proxy-connection");
+}
+
+/// Whether `peer` is in one of the `trusted` ranges (an IPv4 peer of an IPv6 listener, too).
+pub fn is_trusted(trusted: &[IpNet], peer: IpAddr) -> bool {
+    let peer = peer.to_canonical();
+    trusted.iter().any(|range| range.contains(&peer))
+}
+
+/// Drops the forwarding headers a client wrote itself (`forwarded` and every `x-forwarded-*`)
+/// but the `kept` ones, which the configuration names as the caller's scope.
+pub fn drop_forwarding(headers: &mut HeaderMap, kept: &[HeaderName]) {
+    let written: Vec<HeaderName> = headers
+        .keys()
+        .filter(|name| *name == header::FORWARDED || name.as_str().starts_with("x-forwarded-"))
+        .filter(|name| !kept.contains(name))
+        .cloned()
+        .collect();
+    for name in written {
+        headers.remove(name);
+    }
 }
 
 /// Adds this hop to `forwarded` and `x-forwarded-for`, and the original host and protocol
@@ -103,6 +126,31 @@ fn append_list(headers: &mut HeaderMap, name: HeaderName, element: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_clients_forwarding_headers_are_dropped_but_the_ones_named_as_its_scope() {
+        let mut headers = HeaderMap::new();
+        headers.insert(header::FORWARDED, HeaderValue::from_static("for=x"));
+        headers.insert("x-forwarded-host", HeaderValue::from_static("evil.example"));
+        headers.append("x-forwarded-for", HeaderValue::from_static("203.0.113.7"));
+        headers.append("x-forwarded-for", HeaderValue::from_static("203.0.113.8"));
+        headers.insert("x-forwarded-user", HeaderValue::from_static("ada"));
+        headers.insert("x-session-id", HeaderValue::from_static("s1"));
+        drop_forwarding(&mut headers, &[HeaderName::from_static("x-forwarded-user")]);
+        let mut left: Vec<_> = headers.keys().map(HeaderName::as_str).collect();
+        left.sort_unstable();
+        assert_eq!(left, ["x-forwarded-user", "x-session-id"]);
+    }
+
+    #[test]
+    fn a_peer_is_trusted_inside_a_range_and_as_an_ipv4_mapped_address() {
+        let trusted: Vec<IpNet> = vec!["10.0.0.0/8".parse().unwrap(), "::1/128".parse().unwrap()];
+        assert!(is_trusted(&trusted, "10.2.3.4".parse().unwrap()));
+        assert!(is_trusted(&trusted, "::ffff:10.2.3.4".parse().unwrap()));
+        assert!(is_trusted(&trusted, "::1".parse().unwrap()));
+        assert!(!is_trusted(&trusted, "127.0.0.1".parse().unwrap()));
+        assert!(!is_trusted(&[], "10.2.3.4".parse().unwrap()));
+    }
 
     #[test]
     fn hop_by_hop_headers_and_the_ones_connection_names_are_dropped() {

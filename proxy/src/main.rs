@@ -15,6 +15,7 @@ mod config;
 mod forward;
 mod logs;
 mod routes;
+mod secrets;
 mod serve;
 mod stack;
 mod upstream;
@@ -28,7 +29,11 @@ fn main() -> ExitCode {
     let config = match config::Config::load(&cli) {
         Ok(config) => config,
         Err(error) => {
-            eprintln!("idempotency-proxy: {error}");
+            // A file's line is quoted as written: a store URL on it shows no password.
+            eprintln!(
+                "idempotency-proxy: {}",
+                secrets::redacted(&error.to_string())
+            );
             return ExitCode::from(2);
         }
     };
@@ -46,7 +51,7 @@ fn main() -> ExitCode {
     match runtime.block_on(serve::run(config)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("idempotency-proxy: {error}");
+            eprintln!("idempotency-proxy: {}", secrets::redacted(&error));
             ExitCode::FAILURE
         }
     }

@@ -18,7 +18,8 @@ use tower_idempotency::{ATTEMPT_BUCKETS, DURATION_BUCKETS};
 use crate::admin::{self, Admin};
 use crate::body::Inbound;
 use crate::config::{Config, LogFormat, Mode, StoreKind};
-use crate::forward::{strip_hop_by_hop, ClientAddr};
+use crate::forward::{drop_forwarding, is_trusted, strip_hop_by_hop, ClientAddr};
+use crate::secrets::redacted;
 use crate::stack;
 
 /// The Prometheus exporter, its histograms with the layer's buckets.
@@ -96,10 +97,10 @@ pub async fn run(config: Config) -> Result<(), String> {
             serve(&config, cached(remote, store), prometheus).await
         }
         StoreKind::Cluster(urls) => {
-            let remote = redis()
-                .connect_cluster(urls)
-                .await
-                .map_err(|error| format!("cannot connect to the Redis Cluster: {error}"))?;
+            let remote = redis().connect_cluster(urls).await.map_err(|error| {
+                let nodes = redacted(&urls.join(","));
+                format!("cannot connect to the Redis Cluster at {nodes}: {error}")
+            })?;
             serve(&config, cached(remote, store), prometheus).await
         }
         StoreKind::Postgres(url) => {
@@ -163,6 +164,14 @@ async fn serve<St: Store>(
     let mut signal = std::pin::pin!(shutdown_signal());
     println!("listening on http://{addr}");
 
+    // The headers that name the caller's scope are the configuration's to trust, whatever
+    // their names: they are never taken for a client's forwarding headers.
+    let scope_headers: Arc<[http::HeaderName]> =
+        [&config.scope.header, &config.scope.principal_header]
+            .into_iter()
+            .flatten()
+            .cloned()
+            .collect();
     let graceful = GracefulShutdown::new();
     let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
     loop {
@@ -180,11 +189,17 @@ async fn serve<St: Store>(
         };
         let _ = stream.set_nodelay(true);
         let routes = built.routes.clone();
+        let trusted = is_trusted(&config.trusted_proxies, peer.ip());
+        let scope_headers = Arc::clone(&scope_headers);
         let service = tower::service_fn(move |request: Request<Incoming>| {
             let mut request = request.map(Inbound::new);
             // Hop-by-hop headers end here, before the layer reads any: it keys and scopes a
-            // call on what the upstream is sent.
+            // call on what the upstream is sent. So do the forwarding headers of a client
+            // that is no trusted proxy: the upstream hears this proxy's own.
             strip_hop_by_hop(request.headers_mut());
+            if !trusted {
+                drop_forwarding(request.headers_mut(), &scope_headers);
+            }
             request.extensions_mut().insert(ClientAddr(peer));
             routes.clone().oneshot(request)
         });
@@ -250,30 +265,5 @@ fn shutdown_signal() -> impl std::future::Future<Output = ()> {
 fn shutdown_signal() -> impl std::future::Future<Output = ()> {
     async {
         let _ = tokio::signal::ctrl_c().await;
-    }
-}
-
-/// A store's URL as it may be shown: without the password it may hold.
-fn redacted(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(scheme), Some(at)) if at > scheme => {
-            format!("{}://***{}", &url[..scheme], &url[at..])
-        }
-        _ => url.to_owned(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn a_redis_password_is_never_shown() {
-        assert_eq!(
-            super::redacted("redis://user:secret@10.0.0.5:6379/0"),
-            "redis://***@10.0.0.5:6379/0"
-        );
-        assert_eq!(
-            super::redacted("redis://10.0.0.5:6379"),
-            "redis://10.0.0.5:6379"
-        );
     }
 }

@@ -72,11 +72,20 @@ async fn the_deployed_file_starts_a_proxy_whose_probes_answer_and_whose_sigterm_
 }
 
 #[test]
-fn the_deployed_file_listens_on_every_interface() {
+fn the_deployed_file_serves_traffic_on_every_interface_and_metrics_on_loopback_only() {
     let text = std::fs::read_to_string(deploy("proxy.toml")).unwrap();
-    assert!(text.contains("listen = \"0.0.0.0:3000\""), "{text}");
-    assert!(text.contains("metrics_listen = \"0.0.0.0:9090\""), "{text}");
+    assert!(text.contains("\nlisten = \"0.0.0.0:3000\""), "{text}");
+    // The metrics listener serves readiness's reasons and, with a token, the admin API.
+    assert!(
+        text.contains("\nmetrics_listen = \"127.0.0.1:9090\""),
+        "{text}"
+    );
     let dockerfile = std::fs::read_to_string(deploy("Dockerfile")).unwrap();
-    assert!(dockerfile.contains("EXPOSE 3000 9090"), "{dockerfile}");
+    assert!(dockerfile.contains("EXPOSE 3000\n"), "{dockerfile}");
     assert!(dockerfile.contains("--features redis-tls"), "{dockerfile}");
+    let unit = std::fs::read_to_string(deploy("idempotency-proxy.service")).unwrap();
+    assert!(
+        !unit.contains("metrics-listen"),
+        "the unit runs the file's: {unit}"
+    );
 }

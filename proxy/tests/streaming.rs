@@ -92,7 +92,8 @@ async fn hop_by_hop_headers_stay_on_their_hop_and_the_upstream_learns_who_asked(
     assert_eq!(seen["path"], "/headers?x=1");
     assert!(headers.get("x-hop").is_none(), "{headers}");
     assert_eq!(headers["x-session-id"][0], "s1");
-    assert_eq!(headers["x-forwarded-for"][0], "203.0.113.9, 127.0.0.1");
+    // A client's own x-forwarded-for is dropped: the upstream hears who this proxy saw.
+    assert_eq!(headers["x-forwarded-for"][0], "127.0.0.1");
     assert_eq!(
         headers["forwarded"][0],
         "for=127.0.0.1;proto=http;host=\"tools.example:8443\""
@@ -135,13 +136,13 @@ async fn calls_in_sequence_reuse_one_pooled_upstream_connection() {
 }
 
 #[tokio::test]
-async fn an_http2_callers_authority_is_kept_as_host_and_earlier_hops_are_kept() {
+async fn an_http2_callers_authority_is_kept_as_host_and_a_trusted_proxys_hops_are_kept() {
     use http_body_util::{BodyExt, Empty};
     use hyper_util::rt::{TokioExecutor, TokioIo};
 
     let upstream = Upstream::tools(0);
     let url = upstream.url();
-    let proxy = Proxy::in_front_of(&url, &[]);
+    let proxy = Proxy::in_front_of(&url, &["--trusted-proxies", "127.0.0.1"]);
     let addr = proxy.url.trim_start_matches("http://").to_owned();
     let stream = tokio::net::TcpStream::connect(&addr).await.unwrap();
     let (mut sender, connection) =

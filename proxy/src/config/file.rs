@@ -16,6 +16,8 @@ pub struct File {
     pub log_format: Option<LogFormat>,
     /// How long a shutdown waits for running executions to finish and record.
     pub shutdown_grace: Option<Dur>,
+    /// The proxies in front whose forwarding headers are kept and extended (CIDRs).
+    pub trusted_proxies: Option<Spanned<Vec<String>>>,
     pub upstream: UpstreamTable,
     pub store: StoreTable,
     pub scope: ScopeTable,

@@ -1,6 +1,7 @@
 //! The proxy's settings: the file and the flags, checked together before anything starts.
 
 mod file;
+mod proxies;
 mod route;
 mod store;
 mod tls;
@@ -36,6 +37,9 @@ impl std::error::Error for ConfigError {}
 pub struct Config {
     pub listen: SocketAddr,
     pub metrics_listen: Option<SocketAddr>,
+    /// The peers whose forwarding headers are kept and extended; every other client's are
+    /// dropped and the proxy writes its own.
+    pub trusted_proxies: Vec<ipnet::IpNet>,
     /// The admin API's bearer token: the API is off without one.
     pub admin_token: Option<String>,
     pub log_format: LogFormat,
@@ -197,6 +201,7 @@ fn resolve(
         .unwrap_or(SocketAddr::from(([127, 0, 0, 1], 3000)));
     let metrics_listen = flag("metrics-listen", &cli.metrics_listen, values::socket_addr)?
         .or(file.metrics_listen.map(|a| a.0));
+    let trusted_proxies = proxies::trusted_proxies(cli, file.trusted_proxies.as_ref(), where_)?;
     let admin_token = cli.admin_token.clone().or(file.admin_token);
     if let Some(token) = &admin_token {
         if token.trim().len() < 16 {
@@ -332,6 +337,7 @@ fn resolve(
     Ok(Config {
         listen,
         metrics_listen,
+        trusted_proxies,
         admin_token,
         log_format: file.log_format.unwrap_or(LogFormat::Text),
         shutdown_grace: file.shutdown_grace.map_or(Duration::from_secs(30), |d| d.0),

@@ -3,6 +3,7 @@
 use super::file::StoreTable;
 use super::{ConfigError, Store, StoreKind};
 use crate::cli::Cli;
+use crate::secrets::redacted;
 
 pub(super) fn store(
     cli: &Cli,
@@ -82,14 +83,16 @@ pub(super) fn store(
     })
 }
 
-/// `url` if it has one of `schemes`; else what a URL of `what` looks like.
+/// `url` if it has one of `schemes`; else what a URL of `what` looks like, and `url` without
+/// its password.
 fn url_of(url: &str, schemes: &[&str], what: &str, example: &str) -> Result<String, String> {
     let scheme = url.split_once("://").map(|(scheme, _)| scheme);
     if scheme.is_some_and(|scheme| schemes.contains(&scheme)) {
         Ok(url.to_owned())
     } else {
         Err(format!(
-            "`{url}` is not a {what} URL: expected one like {example}"
+            "`{}` is not a {what} URL: expected one like {example}",
+            redacted(url)
         ))
     }
 }

@@ -1,6 +1,8 @@
-//! How the store's pools connect: in plain text, or over TLS where the URL says
-//! `sslmode=require` (the `postgres-tls` feature: rustls with the ring provider, the server's
-//! certificate checked against the system's roots, which `SSL_CERT_FILE` replaces).
+//! How the store's pools connect: over TLS with the `postgres-tls` feature (rustls with the
+//! ring provider, the server's certificate checked against the system's roots, which
+//! `SSL_CERT_FILE` replaces) unless the URL says `sslmode=disable`. As libpq does,
+//! `sslmode=prefer` (the default) asks for TLS first and takes plain text only from a server
+//! that answers it has none; `sslmode=require` takes no plain text.
 
 use deadpool_postgres::{Manager, ManagerConfig, RecyclingMethod};
 use tokio_postgres::config::SslMode;
@@ -19,25 +21,29 @@ pub(super) fn manager(config: tokio_postgres::Config, clean: bool) -> Result<Man
         RecyclingMethod::Fast
     };
     let settings = ManagerConfig { recycling_method };
-    if config.get_ssl_mode() != SslMode::Require {
+    let mode = config.get_ssl_mode();
+    if mode == SslMode::Disable {
         return Ok(Manager::from_config(config, NoTls, settings));
     }
     #[cfg(feature = "postgres-tls")]
     {
-        Ok(Manager::from_config(config, connector()?, settings))
+        Ok(Manager::from_config(config, connector(mode)?, settings))
     }
     #[cfg(not(feature = "postgres-tls"))]
     {
-        let _ = settings;
-        Err(StoreError::new(
-            "the URL says sslmode=require: build with the `postgres-tls` feature",
-        ))
+        if mode == SslMode::Require {
+            return Err(StoreError::new(
+                "the URL says sslmode=require: build with the `postgres-tls` feature",
+            ));
+        }
+        // Without a TLS client, `prefer` has nothing to try.
+        Ok(Manager::from_config(config, NoTls, settings))
     }
 }
 
 /// A TLS connector that checks the server's certificate against the system's roots.
 #[cfg(feature = "postgres-tls")]
-fn connector() -> Result<tokio_postgres_rustls::MakeRustlsConnect, StoreError> {
+fn connector(mode: SslMode) -> Result<tokio_postgres_rustls::MakeRustlsConnect, StoreError> {
     use std::sync::Arc;
 
     let mut roots = rustls::RootCertStore::empty();
@@ -47,10 +53,16 @@ fn connector() -> Result<tokio_postgres_rustls::MakeRustlsConnect, StoreError> {
     }
     let (added, _ignored) = roots.add_parsable_certificates(native.certs);
     if added == 0 {
-        return Err(StoreError::new(
-            "sslmode=require, and no root certificate to check the server's with: set \
-             SSL_CERT_FILE to the authority that signed it",
-        ));
+        let said = if mode == SslMode::Require {
+            "sslmode=require"
+        } else {
+            "sslmode=prefer (the default) tries TLS first"
+        };
+        return Err(StoreError::new(format!(
+            "{said}, and there is no root certificate to check the server's with: set \
+             SSL_CERT_FILE to the authority that signed it, or say sslmode=disable for plain \
+             text"
+        )));
     }
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let config = rustls::ClientConfig::builder_with_provider(provider)
