@@ -856,7 +856,7 @@ async fn a_task_and_the_plain_call_of_the_same_arguments_are_one_intent_for_any_
 }
 
 #[tokio::test]
-async fn a_call_whose_arguments_name_a_member_twice_is_refused_as_invalid_params() {
+async fn a_call_whose_arguments_name_a_member_twice_is_refused_as_ambiguous() {
     let server = start(&[]);
     let session = raw_session(&server).await;
     let accept = "application/json, text/event-stream";
@@ -864,7 +864,7 @@ async fn a_call_whose_arguments_name_a_member_twice_is_refused_as_invalid_params
     let (status, _, answer) = server.post(&session, accept, twice).await;
     let answer: Value = serde_json::from_str(&answer).unwrap();
     assert_eq!((status, &answer["id"]), (200, &json!(60)));
-    assert_eq!(answer["error"]["code"], -32602, "{answer}");
+    assert_eq!(answer["error"]["code"], -32600, "{answer}");
     assert_eq!(answer["error"]["data"]["outcome"], "not_executed");
     assert!(answer["error"]["message"]
         .as_str()

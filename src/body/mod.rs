@@ -20,8 +20,14 @@ pin_project! {
     pub struct ResponseBody<B> {
         #[pin]
         kind: Kind<B>,
+        // Kept while the body is being sent: dropped at its end, or with it.
+        held: Option<Held>,
     }
 }
+
+/// What a body keeps until it ends: a value whose drop says that the response is over. It is
+/// never read, only dropped, so a panic cannot leave it half seen: the body stays unwind safe.
+type Held = std::panic::AssertUnwindSafe<Box<dyn std::any::Any + Send + Sync>>;
 
 pin_project! {
     #[project = KindProj]
@@ -37,6 +43,7 @@ impl<B> ResponseBody<B> {
     pub(crate) fn inner(body: B) -> Self {
         Self {
             kind: Kind::Inner { body },
+            held: None,
         }
     }
 
@@ -45,6 +52,7 @@ impl<B> ResponseBody<B> {
             kind: Kind::Full {
                 body: Full::new(data),
             },
+            held: None,
         }
     }
 
@@ -54,7 +62,14 @@ impl<B> ResponseBody<B> {
                 head: (!head.is_empty()).then_some(head),
                 tail,
             },
+            held: None,
         }
+    }
+
+    /// The same body, keeping `value` until it has ended (or been dropped unfinished).
+    pub(crate) fn holding(mut self, value: impl Send + Sync + 'static) -> Self {
+        self.held = Some(std::panic::AssertUnwindSafe(Box::new(value)));
+        self
     }
 }
 
@@ -69,14 +84,19 @@ where
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
-        match self.project().kind.project() {
+        let this = self.project();
+        let polled = match this.kind.project() {
             KindProj::Inner { body } => body.poll_frame(cx),
             KindProj::Full { body } => body.poll_frame(cx).map_err(|never| match never {}),
             KindProj::Chained { head, tail } => match head.take() {
                 Some(head) => Poll::Ready(Some(Ok(Frame::data(head)))),
                 None => tail.as_mut().poll_frame(cx),
             },
+        };
+        if matches!(polled, Poll::Ready(None | Some(Err(_)))) {
+            *this.held = None;
         }
+        polled
     }
 
     fn is_end_stream(&self) -> bool {

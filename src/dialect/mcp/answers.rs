@@ -142,8 +142,11 @@ pub(crate) fn lost(id: &Value) -> Value {
 }
 
 /// The JSON-RPC error answering a refused envelope (the id is null where there is none).
+///
+/// A body the layer cannot read is JSON-RPC's parse error, as the official SDKs answer it;
+/// one that names a member twice is an invalid request: it is JSON, but not one request.
 pub(crate) fn refused(refusal: &Refusal) -> Value {
-    let unkeyable;
+    let worded;
     let (id, code, message) = match refusal {
         Refusal::Batch => (
             Value::Null,
@@ -151,11 +154,19 @@ pub(crate) fn refused(refusal: &Refusal) -> Value {
             "Nothing was executed: a batch may not hold a tools/call or a cancellation. Send \
              each message in its own request; doing so is safe.",
         ),
-        Refusal::Unparsable => (
-            Value::Null,
-            PARSE_ERROR,
-            "Nothing was executed: the request is not valid JSON. Send the call again as valid \
-             JSON; doing so is safe.",
+        Refusal::Unparsable { why } => {
+            worded = format!(
+                "Nothing was executed: the request is not JSON that can be read ({why}), so \
+                 it was not passed on. Send it again as valid JSON; doing so is safe."
+            );
+            (Value::Null, PARSE_ERROR, worded.as_str())
+        }
+        Refusal::Ambiguous { id } => (
+            id.clone().unwrap_or(Value::Null),
+            INVALID_REQUEST,
+            "Nothing was executed: the message names a member twice, and JSON parsers differ \
+             on which one counts, so it was not passed on. Send it again with each member \
+             named once; doing so is safe.",
         ),
         Refusal::Notification => (
             Value::Null,
@@ -176,11 +187,11 @@ pub(crate) fn refused(refusal: &Refusal) -> Value {
              again with the tool's name; doing so is safe.",
         ),
         Refusal::Unkeyable { id, why } => {
-            unkeyable = format!(
+            worded = format!(
                 "Nothing was executed: this call cannot be recognised when it is repeated \
                  ({why}). Send it again with each member named once."
             );
-            (id.clone(), INVALID_PARAMS, unkeyable.as_str())
+            (id.clone(), INVALID_PARAMS, worded.as_str())
         }
     };
     // The same message would be refused again: it must change first.

@@ -4,12 +4,17 @@
 //! on, the cancellation would stop a protected execution halfway (for every caller coalesced
 //! on it) and its retry would run the action again, so the layer answers it itself. Only a
 //! request that this instance forwarded unprotected in the same session (a read-only tool, a
-//! `ping`, a `resources/read`) is the server's to cancel: cancellation is advisory in MCP,
-//! and a protected call named by an unknown id may be running through another instance.
+//! `ping`, a `resources/read`) and whose answer is still on its way is the server's to
+//! cancel: cancellation is advisory in MCP, a protected call named by an unknown id may be
+//! running through another instance, and an id already answered may name a protected call
+//! next.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use http::HeaderMap;
+use moka::ops::compute::Op;
 use moka::sync::Cache;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -17,14 +22,18 @@ use sha2::{Digest, Sha256};
 use super::MCP_SESSION_HEADER;
 use crate::key::put_framed;
 
-/// How many forwarded request ids are remembered, and for how long after the last use.
+/// How many open request ids are remembered, and for how long after the last use: a bound,
+/// for requests whose end is never seen; forgetting one only keeps its cancellation here.
 const REMEMBERED: u64 = 65_536;
 const REMEMBERED_FOR: Duration = Duration::from_secs(15 * 60);
 
-/// The requests this instance forwarded unprotected, by session, credential and JSON-RPC id.
+/// The requests this instance forwarded unprotected and has not yet seen answered, by
+/// session, credential and JSON-RPC id; each with the number of its forwarding, so that the
+/// end of an earlier request under the same id forgets only itself.
 #[derive(Clone)]
 pub(crate) struct ForwardedRequests {
-    ids: Cache<u128, ()>,
+    ids: Cache<u128, u64>,
+    forwardings: Arc<AtomicU64>,
 }
 
 impl Default for ForwardedRequests {
@@ -34,7 +43,28 @@ impl Default for ForwardedRequests {
                 .max_capacity(REMEMBERED)
                 .time_to_idle(REMEMBERED_FOR)
                 .build(),
+            forwardings: Arc::default(),
         }
+    }
+}
+
+/// One forwarded request, open until this is dropped: with the response that answers it.
+pub(crate) struct OpenRequest {
+    requests: ForwardedRequests,
+    slot: u128,
+    forwarding: u64,
+}
+
+impl Drop for OpenRequest {
+    fn drop(&mut self) {
+        let forwarding = self.forwarding;
+        self.requests
+            .ids
+            .entry(self.slot)
+            .and_compute_with(|open| match open {
+                Some(open) if *open.value() == forwarding => Op::Remove,
+                _ => Op::Nop,
+            });
     }
 }
 
@@ -47,9 +77,18 @@ impl std::fmt::Debug for ForwardedRequests {
 }
 
 impl ForwardedRequests {
-    /// Remembers that the request `id` of this session went to the server unprotected.
-    pub(crate) fn forwarded(&self, headers: &HeaderMap, id: &Value) {
-        self.ids.insert(slot(headers, id), ());
+    /// Remembers that the request `id` of this session went to the server unprotected, until
+    /// the returned [`OpenRequest`] is dropped.
+    #[must_use = "the request is open only while this is kept"]
+    pub(crate) fn open(&self, headers: &HeaderMap, id: &Value) -> OpenRequest {
+        let slot = slot(headers, id);
+        let forwarding = self.forwardings.fetch_add(1, Ordering::Relaxed);
+        self.ids.insert(slot, forwarding);
+        OpenRequest {
+            requests: self.clone(),
+            slot,
+            forwarding,
+        }
     }
 
     /// Forgets `id` in this session: it now names a protected call, which no cancellation
@@ -58,7 +97,8 @@ impl ForwardedRequests {
         self.ids.invalidate(&slot(headers, id));
     }
 
-    /// Whether a cancellation of the request `id` in this session is the server's to act on.
+    /// Whether a cancellation of the request `id` in this session is the server's to act on:
+    /// it is open through this instance.
     pub(crate) fn passes_on(&self, headers: &HeaderMap, id: &Value) -> bool {
         self.ids.contains_key(&slot(headers, id))
     }
@@ -92,7 +132,7 @@ mod tests {
     #[test]
     fn only_requests_forwarded_in_the_same_session_are_passed_on() {
         let forwarded = ForwardedRequests::default();
-        forwarded.forwarded(&session("a"), &Value::from(1));
+        let _open = forwarded.open(&session("a"), &Value::from(1));
         assert!(forwarded.passes_on(&session("a"), &Value::from(1)));
         assert!(!forwarded.passes_on(&session("b"), &Value::from(1)));
         assert!(!forwarded.passes_on(&session("a"), &Value::from("1")));
@@ -109,9 +149,25 @@ mod tests {
             headers
         };
         let forwarded = ForwardedRequests::default();
-        forwarded.forwarded(&token("Bearer a"), &Value::from(1));
+        let _open = forwarded.open(&token("Bearer a"), &Value::from(1));
         assert!(forwarded.passes_on(&token("Bearer a"), &Value::from(1)));
         assert!(!forwarded.passes_on(&token("Bearer b"), &Value::from(1)));
         assert!(!forwarded.passes_on(&HeaderMap::new(), &Value::from(1)));
+    }
+
+    #[test]
+    fn a_request_is_passed_on_only_until_it_is_answered() {
+        let forwarded = ForwardedRequests::default();
+        let first = forwarded.open(&session("a"), &Value::from(1));
+        assert!(forwarded.passes_on(&session("a"), &Value::from(1)));
+        drop(first);
+        assert!(!forwarded.passes_on(&session("a"), &Value::from(1)));
+        // An earlier request under the same id ends without closing the later one.
+        let earlier = forwarded.open(&session("a"), &Value::from(2));
+        let later = forwarded.open(&session("a"), &Value::from(2));
+        drop(earlier);
+        assert!(forwarded.passes_on(&session("a"), &Value::from(2)));
+        drop(later);
+        assert!(!forwarded.passes_on(&session("a"), &Value::from(2)));
     }
 }

@@ -36,20 +36,25 @@ where
     let engine = &endpoint.engine;
     let settings = &engine.settings;
     let peeked = peek_body(body, &parts.headers, settings.body_limit).await;
-    // A message read whole is counted if it is a protected tool call; one that is not whole
-    // cannot be told apart, and counts as not keyable.
+    // A message read whole is counted if it is a protected tool call; one that is not whole,
+    // or not one JSON document naming each member once, cannot be told apart, and counts as
+    // not keyable.
+    let not_keyable = || {
+        let op = engine.runtime.ops.of(settings.route_label.as_ref(), &parts);
+        engine.observe(&parts, None, None, &op, Call::default());
+        None
+    };
     let op = match peeked.as_ref().map(|peeked| peeked.keyable.as_ref()) {
         Ok(Some(bytes)) => match envelope::read(bytes) {
             Envelope::ToolCall(call) if !endpoint.policy.passes_through(&call.name) => {
                 Some(count(&endpoint, &parts, bytes, &call))
             }
+            Envelope::Refused(
+                envelope::Refusal::Unparsable { .. } | envelope::Refusal::Ambiguous { .. },
+            ) => not_keyable(),
             _ => None,
         },
-        _ => {
-            let op = engine.runtime.ops.of(settings.route_label.as_ref(), &parts);
-            engine.observe(&parts, None, None, &op, Call::default());
-            None
-        }
+        _ => not_keyable(),
     };
     let body = match peeked {
         Ok(peeked) => peeked.body,

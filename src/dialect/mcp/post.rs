@@ -55,12 +55,13 @@ where
             call::call_tool(&endpoint, inner, parts, bytes, call, form, era).await
         }
         Envelope::Discovery { id, what } => {
-            endpoint.forwarded.forwarded(&parts.headers, &id);
+            let open = endpoint.forwarded.open(&parts.headers, &id);
             let era = Era::of(&parts.headers, None).unwrap_or(Era::Stateless);
             let response = inner
                 .call(Request::from_parts(parts, B::from(bytes)))
                 .await?;
-            Ok(discovery::read_discovery(&endpoint, response, &id, what, era).await)
+            let answer = discovery::read_discovery(&endpoint, response, &id, what, era).await;
+            Ok(answer.map(|body| body.holding(open)))
         }
         Envelope::TaskQuery(query) if endpoint.tasks && query.key.is_some() => {
             let method = query.asks.method();
@@ -103,8 +104,8 @@ where
     }
 }
 
-/// Passes a message on to the server unprotected, remembering the id of a request so
-/// that the client can still cancel it.
+/// Passes a message on to the server unprotected, remembering the id of a request while its
+/// answer is on its way, so that the client can still cancel it.
 async fn forward<St: Store, S, B, ResBody>(
     endpoint: &Endpoint<St>,
     mut inner: S,
@@ -117,13 +118,14 @@ where
     B: Bufferable,
     ResBody: Keepable,
 {
-    if let Some(id) = id {
-        endpoint.forwarded.forwarded(&parts.headers, &id);
-    }
+    let open = id.map(|id| endpoint.forwarded.open(&parts.headers, &id));
     let response = inner
         .call(Request::from_parts(parts, B::from(bytes)))
         .await?;
-    Ok(response.map(ResponseBody::inner))
+    Ok(response.map(|body| match open {
+        Some(open) => ResponseBody::inner(body).holding(open),
+        None => ResponseBody::inner(body),
+    }))
 }
 
 /// Answers a request the layer will not answer for the server, as the server would
@@ -160,7 +162,9 @@ fn refuse<St: Store, B>(
     let error = answers::refused(refusal);
     let (status, form) = match refusal {
         // A request with an id is answered as requests are.
-        Refusal::NoToolName { .. } | Refusal::Unkeyable { .. } => (StatusCode::OK, form),
+        Refusal::NoToolName { .. }
+        | Refusal::Unkeyable { .. }
+        | Refusal::Ambiguous { id: Some(_) } => (StatusCode::OK, form),
         // The rest cannot be answered as a request: an HTTP error with the JSON-RPC error.
         _ => (StatusCode::BAD_REQUEST, Form::Json),
     };

@@ -5,6 +5,7 @@
 use serde_json::{Map, Value};
 
 use super::era::RequestMeta;
+use crate::canonical::{self, CanonicalError};
 use crate::key::IntentKey;
 
 /// The JSON-RPC method of a tool call.
@@ -36,13 +37,13 @@ pub(crate) enum Envelope {
     Discovery { id: Value, what: Discovery },
     /// A `tasks/get`, `tasks/result`, `tasks/update` or `tasks/cancel` request.
     TaskQuery(TaskQuery),
-    /// A `tools/call` the layer will not run: answered at once, nothing executed.
+    /// A message the layer will not pass on or run: answered at once, nothing executed.
     Refused(Refusal),
     /// `notifications/cancelled`: the client gave up on the request `request_id` (`None`
     /// when the notification names none).
     Cancellation { request_id: Option<Value> },
-    /// Anything else (other methods, notifications, responses, bodies that are not JSON):
-    /// passed through untouched. `id` is the id of a request, where it is one.
+    /// Anything else (other methods, notifications, responses): passed through untouched.
+    /// `id` is the id of a request, where it is one.
     Other { id: Option<Value> },
 }
 
@@ -118,8 +119,14 @@ pub(crate) enum Refusal {
     /// A JSON-RPC batch holding a `tools/call` or a cancellation: Streamable HTTP carries one
     /// message per POST.
     Batch,
-    /// A body that names a `tools/call` but is not JSON the layer can read.
-    Unparsable,
+    /// A body that is not one JSON document the layer can read (not JSON, invalid UTF-8, a
+    /// lone surrogate escape, nesting past the parser's limit...): whatever method it names,
+    /// a more lenient parser in the server might read a `tools/call` in it. `why` says what.
+    Unparsable { why: String },
+    /// A message that names a member twice: parsers disagree on which one counts, so the
+    /// server might read another method, id or tool than the layer. `id` is the request's id
+    /// as serde_json reads it (the last one named), where it reads one, to answer with.
+    Ambiguous { id: Option<Value> },
     /// A `tools/call` without an id: a request sent as a notification.
     Notification,
     /// An id that is neither a string nor a number.
@@ -132,20 +139,46 @@ pub(crate) enum Refusal {
     Unkeyable { id: Value, why: String },
 }
 
-/// Reads a POST body.
+/// Reads a POST body: as one JSON document that names each member once, or not at all.
+///
+/// The crate's strict parser reads it first, since serde_json alone takes the last of two
+/// members named alike, as some servers' parsers do and others do not. No byte search stands
+/// in for it: a method can be spelt with escapes (`tools\/call`).
 pub(crate) fn read(body: &[u8]) -> Envelope {
-    match serde_json::from_slice::<Value>(body) {
-        Ok(Value::Object(message)) => read_message(message),
-        Ok(Value::Array(batch)) if batch.iter().any(|m| is_tool_call(m) || is_cancellation(m)) => {
-            Envelope::Refused(Refusal::Batch)
+    if let Err(why) = canonical::parse(body) {
+        return Envelope::Refused(unreadable(body, why));
+    }
+    let message = match serde_json::from_slice::<Value>(body) {
+        Ok(message) => message,
+        // Strict JSON that serde_json cannot hold (an integer past a double's range).
+        Err(_) => {
+            let why = CanonicalError::NumberOutOfRange.to_string();
+            return Envelope::Refused(Refusal::Unparsable { why });
         }
-        // Not JSON the layer can read, but it names a tool call: passed on, it could run
-        // unprotected.
-        Err(_) if memchr::memmem::find(body, TOOLS_CALL.as_bytes()).is_some() => {
-            Envelope::Refused(Refusal::Unparsable)
+    };
+    match message {
+        Value::Object(message) => read_message(message),
+        Value::Array(batch) if batch.iter().any(|m| is_tool_call(m) || is_cancellation(m)) => {
+            Envelope::Refused(Refusal::Batch)
         }
         _ => Envelope::Other { id: None },
     }
+}
+
+/// Why a body the strict parser refused is refused: ambiguous where it names a member twice,
+/// else unparsable.
+fn unreadable(body: &[u8], why: CanonicalError) -> Refusal {
+    if why != CanonicalError::DuplicateMember {
+        let why = why.to_string();
+        return Refusal::Unparsable { why };
+    }
+    let id = match serde_json::from_slice::<Value>(body) {
+        Ok(Value::Object(mut message)) => message
+            .remove("id")
+            .filter(|id| id.is_string() || id.is_number()),
+        _ => None,
+    };
+    Refusal::Ambiguous { id }
 }
 
 fn is_tool_call(message: &Value) -> bool {
@@ -224,141 +257,4 @@ fn read_message(mut message: Map<String, Value>) -> Envelope {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn read_str(body: &str) -> Envelope {
-        read(body.as_bytes())
-    }
-
-    #[test]
-    fn a_tool_call_yields_its_id_and_tool_name() {
-        let body = r#"{"jsonrpc":"2.0","id":"a-1","method":"tools/call","params":{"name":"send_email","arguments":{}}}"#;
-        let Envelope::ToolCall(call) = read_str(body) else {
-            panic!("not a tool call")
-        };
-        assert_eq!(call.id, Value::from("a-1"));
-        assert_eq!(call.name, "send_email");
-    }
-
-    #[test]
-    fn other_methods_notifications_and_non_json_pass_through() {
-        for body in [
-            r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#,
-            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
-            r#"{"jsonrpc":"2.0","id":1,"result":{}}"#,
-            r#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#,
-            "not json",
-            "",
-        ] {
-            assert!(matches!(read_str(body), Envelope::Other { .. }), "{body}");
-        }
-    }
-
-    #[test]
-    fn other_requests_carry_their_id_and_notifications_none() {
-        let Envelope::Other { id } = read_str(r#"{"jsonrpc":"2.0","id":"p","method":"ping"}"#)
-        else {
-            panic!("not passed through")
-        };
-        assert_eq!(id, Some(Value::from("p")));
-        let body = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
-        assert!(matches!(read_str(body), Envelope::Other { id: None }));
-    }
-
-    #[test]
-    fn a_cancellation_in_a_batch_or_with_an_id_never_slips_past() {
-        let batch =
-            r#"[{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}]"#;
-        assert!(matches!(read_str(batch), Envelope::Refused(Refusal::Batch)));
-        let with_id = r#"{"jsonrpc":"2.0","id":5,"method":"notifications/cancelled","params":{"requestId":1}}"#;
-        assert!(matches!(read_str(with_id), Envelope::Cancellation { .. }));
-    }
-
-    #[test]
-    fn a_tool_call_the_layer_cannot_read_is_refused_not_passed_on() {
-        let broken = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{"n":NaN}}}"#;
-        assert!(matches!(
-            read_str(broken),
-            Envelope::Refused(Refusal::Unparsable)
-        ));
-        let lone = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{"s":"\ud800"}}}"#;
-        assert!(matches!(
-            read_str(lone),
-            Envelope::Refused(Refusal::Unparsable) | Envelope::ToolCall(_)
-        ));
-    }
-
-    #[test]
-    fn a_cancellation_names_the_request_it_cancels() {
-        let body = r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7,"reason":"timeout"}}"#;
-        let Envelope::Cancellation { request_id } = read_str(body) else {
-            panic!("not a cancellation")
-        };
-        assert_eq!(request_id, Some(Value::from(7)));
-        let body = r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{}}"#;
-        assert!(matches!(
-            read_str(body),
-            Envelope::Cancellation { request_id: None }
-        ));
-    }
-
-    #[test]
-    fn malformed_tool_calls_are_refused() {
-        let cases = [
-            (
-                r#"[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}]"#,
-                Refusal::Batch,
-            ),
-            (
-                r#"{"jsonrpc":"2.0","method":"tools/call","params":{"name":"x"}}"#,
-                Refusal::Notification,
-            ),
-            (
-                r#"{"jsonrpc":"2.0","id":{"n":1},"method":"tools/call","params":{"name":"x"}}"#,
-                Refusal::BadId,
-            ),
-            (
-                r#"{"jsonrpc":"2.0","id":3,"method":"tools/call"}"#,
-                Refusal::NoToolName { id: 3.into() },
-            ),
-            (
-                r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":7}}"#,
-                Refusal::NoToolName { id: 3.into() },
-            ),
-        ];
-        for (body, refusal) in cases {
-            match read_str(body) {
-                Envelope::Refused(found) => assert_eq!(found, refusal, "{body}"),
-                other => panic!("{body}: {other:?}"),
-            }
-        }
-    }
-
-    #[test]
-    fn discovery_requests_and_task_queries_are_recognised() {
-        let body = r#"{"jsonrpc":"2.0","id":9,"method":"tools/list"}"#;
-        assert!(matches!(
-            read_str(body),
-            Envelope::Discovery { id, what: Discovery::ToolsList } if id == 9
-        ));
-        let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}"#;
-        assert!(matches!(
-            read_str(body),
-            Envelope::Discovery {
-                what: Discovery::Initialize,
-                ..
-            }
-        ));
-        let body = r#"{"jsonrpc":"2.0","id":2,"method":"tasks/result","params":{"taskId":"t"}}"#;
-        let Envelope::TaskQuery(query) = read_str(body) else {
-            panic!("not a task query")
-        };
-        assert!(query.asks == TaskAsk::Result && query.task_id == "t" && query.id == 2);
-        let body = r#"{"jsonrpc":"2.0","id":3,"method":"tasks/cancel","params":{"taskId":"t"}}"#;
-        let Envelope::TaskQuery(query) = read_str(body) else {
-            panic!("not a task request")
-        };
-        assert_eq!(query.asks, TaskAsk::Cancel);
-    }
-}
+mod tests;
