@@ -1,5 +1,6 @@
 //! The embedded store: a byte-bounded table for settled intents, a plain map for running ones.
 
+mod builder;
 mod kept;
 mod operator;
 mod seen;
@@ -14,6 +15,7 @@ use std::time::Duration;
 // let them lapse.
 use tokio::time::Instant as LeaseClock;
 
+pub use self::builder::MemoryStoreBuilder;
 use self::kept::Kept;
 use self::seen::SeenCalls;
 use self::table::{Cause, Table};
@@ -107,57 +109,6 @@ fn record_weight(record: &Record) -> u32 {
     u32::try_from(record.weight() + 32).unwrap_or(u32::MAX)
 }
 
-/// Builds a [`MemoryStore`].
-#[derive(Debug, Clone)]
-#[must_use = "a builder does nothing until it builds"]
-pub struct MemoryStoreBuilder {
-    max_bytes: u64,
-    max_bytes_per_scope: Option<u64>,
-    min_retention: Duration,
-}
-
-impl MemoryStoreBuilder {
-    /// The byte budget of kept records (default 64 MiB).
-    pub fn max_bytes(mut self, max_bytes: u64) -> Self {
-        self.max_bytes = max_bytes;
-        self
-    }
-
-    /// The most that one share (the principal where the layer has one, else the scope) may
-    /// hold of the budget (default a quarter of it); past it, that share's own oldest records
-    /// are evicted first (counted in [`MemoryStore::evictions`]).
-    pub fn max_bytes_per_scope(mut self, max_bytes: u64) -> Self {
-        self.max_bytes_per_scope = Some(max_bytes);
-        self
-    }
-
-    /// How long a kept record is never dropped to make room for another share's (default 15
-    /// minutes, the window in which agents retry; at most the record's retention). Past the
-    /// budget with nothing else to drop, new intents are refused until records pass it or
-    /// expire. `Duration::ZERO` lets any record go for room, least useful first.
-    pub fn min_retention(mut self, min_retention: Duration) -> Self {
-        self.min_retention = min_retention;
-        self
-    }
-
-    /// Builds the store.
-    pub fn build(self) -> MemoryStore {
-        let per_share = self
-            .max_bytes_per_scope
-            .unwrap_or(self.max_bytes / DEFAULT_SHARE_DIVISOR);
-        let table = Table::new(self.max_bytes, per_share, self.min_retention);
-        MemoryStore {
-            inner: Arc::new(Inner {
-                running: Mutex::new(HashMap::with_hasher(KeyHasher::new())),
-                settled: Mutex::new(table),
-                evictions: AtomicU64::new(0),
-                metrics: MemoryStoreMetrics::new(),
-                seen: SeenCalls::new(),
-            }),
-        }
-    }
-}
-
 impl Default for MemoryStore {
     fn default() -> Self {
         Self::new()
@@ -172,11 +123,7 @@ impl MemoryStore {
 
     /// Starts a builder.
     pub fn builder() -> MemoryStoreBuilder {
-        MemoryStoreBuilder {
-            max_bytes: DEFAULT_MAX_BYTES,
-            max_bytes_per_scope: None,
-            min_retention: DEFAULT_MIN_RETENTION,
-        }
+        MemoryStoreBuilder::new()
     }
 
     /// How many unexpired completed records were evicted for room: their own share's, past its
