@@ -292,6 +292,81 @@ async fn one_scope_whose_calls_all_fail_cannot_evict_another_scopes_records() {
     assert_eq!(counts.get("status"), 1200);
 }
 
+/// A flood of new callers into a memory store of 1 MiB: a victim's kept call, then `callers`
+/// new sessions each calling `path` once with `body`. Returns the answers the flood got; the
+/// victim's repeat must be replayed, its action run once.
+async fn victim_outlives_new_callers(
+    callers: usize,
+    path: &str,
+    body: &str,
+) -> (Vec<support::Answer>, Counts) {
+    let store = tower_idempotency::store::MemoryStore::builder()
+        .max_bytes(1 << 20)
+        .build();
+    let (client, counts) = start(IdempotencyLayer::with_store(store.clone())).await;
+    let payment = r#"{"id":7}"#;
+    let first = client.post("/tools/intent", "victim", payment).await;
+    assert_eq!(first.status, StatusCode::OK);
+    let mut answers = Vec::with_capacity(callers);
+    for n in 0..callers {
+        answers.push(client.post(path, &format!("caller-{n}"), body).await);
+    }
+    let again = client.post("/tools/intent", "victim", payment).await;
+    assert!(again.replayed(), "the victim's record was kept: {again:?}");
+    assert_eq!(counts.get("intent:7"), 1, "the victim's action ran once");
+    assert_eq!(store.evictions(), 0, "no kept record was evicted");
+    (answers, counts)
+}
+
+#[tokio::test]
+async fn new_callers_past_the_memory_budget_are_refused_and_never_evict_a_kept_record() {
+    // 2 000 new sessions of about 2 KiB each: four times the budget.
+    let body = r#"{"bytes":2000}"#;
+    let (answers, counts) = victim_outlives_new_callers(2000, "/tools/big", body).await;
+    let refused: Vec<_> = answers
+        .iter()
+        .filter(|answer| answer.status != StatusCode::OK)
+        .collect();
+    assert!(
+        refused.len() > 1000,
+        "the budget holds about 450 of them: {} refused",
+        refused.len()
+    );
+    for answer in &refused {
+        assert_eq!(answer.status, StatusCode::SERVICE_UNAVAILABLE, "{answer:?}");
+        let told = answer.json();
+        assert_eq!(told["outcome"], "not_executed", "{told}");
+        assert_eq!(told["retryable"], true, "{told}");
+        assert!(answer.header("retry-after").is_some(), "{answer:?}");
+        let detail = told["detail"].as_str().unwrap_or_default();
+        assert!(
+            detail.starts_with(
+                "This action was not executed: the idempotency store is full, so its outcome \
+                 could not be kept."
+            ),
+            "{told}"
+        );
+    }
+    assert_eq!(
+        counts.get("big"),
+        answers.len() - refused.len(),
+        "a refused call ran nothing"
+    );
+}
+
+#[tokio::test]
+async fn failure_records_of_new_callers_never_push_out_a_kept_record() {
+    // Each 401 leaves a failure record: 3 000 of them weigh more than the whole budget.
+    let (answers, counts) = victim_outlives_new_callers(3000, "/tools/status/401", "{}").await;
+    assert!(
+        answers
+            .iter()
+            .all(|answer| answer.status == StatusCode::UNAUTHORIZED),
+        "failure records make room for each other: none is refused"
+    );
+    assert_eq!(counts.get("status"), 3000);
+}
+
 #[tokio::test]
 async fn a_scope_header_sent_more_than_once_is_refused_and_nothing_runs() {
     // A gateway in front that appends its own value would let the client's first one win:

@@ -4,7 +4,7 @@ mod support;
 
 use std::time::Duration;
 
-use metrics_util::debugging::DebuggingRecorder;
+use metrics_util::debugging::{DebugValue, DebuggingRecorder};
 use support::recorded::{counter, gauge, histogram};
 use support::{start, start_in_memory, tools, Client, Counts};
 use tower_idempotency::IdempotencyLayer;
@@ -153,10 +153,12 @@ async fn evictions_are_counted_by_their_cause() {
     let recorder = DebuggingRecorder::new();
     let snapshotter = recorder.snapshotter();
     let _local = metrics::set_default_local_recorder(&recorder);
-    // Room for a few records in all, and for fewer of any one session's.
+    // Room for a few records in all, and for fewer of any one session's; every record may go
+    // for room once kept.
     let store = tower_idempotency::store::MemoryStore::builder()
         .max_bytes(8 * 1024)
         .max_bytes_per_scope(3 * 1024)
+        .min_retention(Duration::ZERO)
         .build();
     let layer = IdempotencyLayer::with_store(store.clone());
     let (client, _) = start(layer).await;
@@ -193,6 +195,47 @@ async fn evictions_are_counted_by_their_cause() {
     let over_budget = store.evictions() - over_share;
     assert!(over_budget > 0, "the budget was passed");
     assert_eq!(evicted_since(), (0, over_budget));
+}
+
+#[tokio::test]
+async fn new_intents_a_full_store_refuses_are_counted_apart_from_store_errors() {
+    let recorder = DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    let _local = metrics::set_default_local_recorder(&recorder);
+    // Every record is kept for its minimum retention: a few sessions fill the budget.
+    let store = tower_idempotency::store::MemoryStore::builder()
+        .max_bytes(8 * 1024)
+        .build();
+    let (client, counts) = start(IdempotencyLayer::with_store(store)).await;
+    let registered = snapshotter.snapshot().into_vec();
+    let full = registered
+        .iter()
+        .find(|(key, ..)| key.key().name() == "idempotency_store_full_total");
+    assert!(
+        matches!(full, Some((.., DebugValue::Counter(0)))),
+        "registered at zero with the layer: {full:?}"
+    );
+    let mut refused = 0;
+    for n in 0..24 {
+        let answer = client.post("/tools/raw", &format!("s{n}"), "{}").await;
+        refused += u64::from(answer.status == 503);
+    }
+    assert!(refused > 0, "the budget was passed");
+    assert_eq!(counts.get("raw"), 24 - refused as usize);
+    let snapshot = snapshotter.snapshot().into_vec();
+    assert_eq!(
+        counter(&snapshot, "idempotency_store_full_total", &[]),
+        refused
+    );
+    assert_eq!(
+        counter(
+            &snapshot,
+            "idempotency_not_executed_total",
+            &[("reason", "store-full")]
+        ),
+        refused
+    );
+    assert_eq!(counter(&snapshot, "idempotency_store_errors_total", &[]), 0);
 }
 
 #[tokio::test]

@@ -14,7 +14,8 @@
 //!             ▼  the leader
 //!           2. a place among the detached executions ──────── none: what the store holds
 //!             ▼                                                 answers, else TooBusy
-//!           3. claim in the store ─────────────────────────── error: StoreUnavailable, or
+//!           3. claim in the store ─────────────────────────── full: StoreFull
+//!             │                                                 error: StoreUnavailable, or
 //!             ▼                                                 run unprotected (fail_open)
 //!           4. completed ──────────────────────────────────── Replayed
 //!              running elsewhere: poll the store ─────────── its outcome, or InProgress

@@ -104,6 +104,9 @@ pub(crate) enum Refusal {
     KeyReused { running: bool },
     /// The store could not answer the claim, and the layer fails closed.
     StoreUnavailable,
+    /// The store is full: it had no room for this new intent's outcome without dropping one
+    /// it keeps.
+    StoreFull,
     /// Too many executions run at once.
     TooBusy,
 }
@@ -130,6 +133,7 @@ impl Refusal {
             Self::Unkeyable(_) => "unkeyable",
             Self::KeyReused { .. } => "key-reused",
             Self::StoreUnavailable => "store-unavailable",
+            Self::StoreFull => "store-full",
             Self::TooBusy => "too-busy",
         }
     }

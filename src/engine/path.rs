@@ -185,6 +185,12 @@ where
     let started_at_ms = lead.started_at_ms();
     let claimed = match claim(engine, intent, token, started_at_ms).await {
         Ok(claimed) => claimed,
+        // Fail closed whatever the setting: the store answered, and took nothing. (Counted
+        // and logged by the store's observer.)
+        Err(error) if error.is_full() => {
+            drop(reservation);
+            return decided(Outcome::NotExecuted(Refusal::StoreFull));
+        }
         Err(error) => {
             tracing::warn!(%error, "the store could not answer a claim");
             give_back(engine, &intent.key, token);

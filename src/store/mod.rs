@@ -164,26 +164,52 @@ pub enum Fence {
     Lost,
 }
 
-/// The store could not answer.
+/// The store could not answer, or refused a new intent because it is full.
 #[derive(Debug)]
-pub struct StoreError(Box<dyn std::error::Error + Send + Sync>);
+pub struct StoreError {
+    cause: Box<dyn std::error::Error + Send + Sync>,
+    full: bool,
+}
 
 impl StoreError {
     /// Wraps the cause of a failed store operation.
     pub fn new(cause: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
-        Self(cause.into())
+        Self {
+            cause: cause.into(),
+            full: false,
+        }
+    }
+
+    /// A claim refused because the store is full: it has no room for the new intent's outcome
+    /// without dropping one it keeps, and it took nothing (no lease to give back). The layer
+    /// answers 503, nothing executed, whether it fails open or closed: the store answered,
+    /// and running the action would leave nothing to recognise its repeat by.
+    pub fn full(cause: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
+        Self {
+            cause: cause.into(),
+            full: true,
+        }
+    }
+
+    /// Whether the store refused a claim because it is full ([`StoreError::full`]).
+    pub fn is_full(&self) -> bool {
+        self.full
     }
 }
 
 impl fmt::Display for StoreError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "idempotency store error: {}", self.0)
+        if self.full {
+            write!(f, "idempotency store full: {}", self.cause)
+        } else {
+            write!(f, "idempotency store error: {}", self.cause)
+        }
     }
 }
 
 impl std::error::Error for StoreError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        Some(&*self.0)
+        Some(&*self.cause)
     }
 }
 
@@ -196,7 +222,8 @@ pub trait Store: Send + Sync + 'static {
     /// its record.
     ///
     /// A failed attempt's tombstone does not block a claim; a running entry under the same
-    /// token does not either (the claim is repeated).
+    /// token does not either (the claim is repeated). A store that has no room for a new
+    /// intent's outcome may refuse it with [`StoreError::full`], taking nothing.
     fn claim(
         &self,
         key: &IntentKey,

@@ -14,7 +14,7 @@ use futures_util::FutureExt;
 
 use super::{Claim, ClaimRequest, Entry, Fence, OwnerToken, Record, Store, StoreError, Tombstone};
 use crate::key::IntentKey;
-use crate::telemetry::{Stopwatch, StoreCallMetrics};
+use crate::telemetry::{Stopwatch, StoreCallMetrics, StoreFull};
 
 /// The metric handles of every kind of store call, registered once per store.
 pub(crate) struct StoreMetrics {
@@ -25,6 +25,8 @@ pub(crate) struct StoreMetrics {
     abandon: StoreCallMetrics,
     get: StoreCallMetrics,
     count_call: StoreCallMetrics,
+    /// Claims refused because the store was full.
+    full: StoreFull,
 }
 
 impl Default for StoreMetrics {
@@ -37,6 +39,7 @@ impl Default for StoreMetrics {
             abandon: StoreCallMetrics::new("abandon"),
             get: StoreCallMetrics::new("get"),
             count_call: StoreCallMetrics::new("count_call"),
+            full: StoreFull::new(),
         }
     }
 }
@@ -87,15 +90,22 @@ impl<St> Observed<St> {
                 "the store did not answer within {timeout:?}"
             ))),
         };
-        metrics.record(started.elapsed(), result.is_ok());
+        // A store that is full answered: its refusal is not a failure of the call.
+        let answered = result.as_ref().map_or_else(StoreError::is_full, |_| true);
+        metrics.record(started.elapsed(), answered);
         result
     }
 }
 
 impl<St: Store> Store for Observed<St> {
     async fn claim(&self, key: &IntentKey, request: &ClaimRequest) -> Result<Claim, StoreError> {
-        self.measured(&self.metrics.claim, self.store.claim(key, request))
-            .await
+        let claimed = self
+            .measured(&self.metrics.claim, self.store.claim(key, request))
+            .await;
+        if let Some(full) = claimed.as_ref().err().filter(|error| error.is_full()) {
+            self.metrics.full.refused(full);
+        }
+        claimed
     }
 
     async fn complete(

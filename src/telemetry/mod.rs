@@ -154,6 +154,37 @@ impl StoreCallMetrics {
     }
 }
 
+/// New intents a store refused because it was full, registered with a layer's store-call
+/// series: the store answered, so these are not store errors.
+pub(crate) struct StoreFull {
+    refused: Counter,
+    count: AtomicU64,
+}
+
+impl StoreFull {
+    pub(crate) fn new() -> Self {
+        Self {
+            refused: counter!("idempotency_store_full_total"),
+            count: AtomicU64::new(0),
+        }
+    }
+
+    /// Counts one refusal (`idempotency_store_full_total`) and logs it at the 1st, 2nd, 4th,
+    /// 8th...: loud, never a flood, since a flood is what fills a store.
+    pub(crate) fn refused(&self, why: &impl std::fmt::Display) {
+        self.refused.increment(1);
+        let count = self.count.fetch_add(1, Ordering::Relaxed) + 1;
+        if count.is_power_of_two() {
+            tracing::warn!(
+                refused = count,
+                "{why}: a new intent was refused and nothing ran (503, retryable); the store \
+                 keeps every record it holds for its minimum retention, so its budget is too \
+                 small for the callers it serves"
+            );
+        }
+    }
+}
+
 /// The memory store's series, registered once, when the store is built, as a layer's store-call
 /// series are when it is: at the budget every first execution sets the gauge and counts an
 /// eviction, and a `gauge!` or `counter!` at each call looks its series up again in the

@@ -17,6 +17,7 @@ pub(crate) fn refusal(refusal: &Refusal, settings: &Settings, key: Option<&Inten
         Refusal::Unkeyable(why) => unkeyable(why),
         Refusal::KeyReused { running } => named(key_reused(*running), key),
         Refusal::StoreUnavailable => named(store_unavailable(), key).retry_after(1),
+        Refusal::StoreFull => named(store_full(), key).retry_after(STORE_FULL_RETRY_S),
         Refusal::TooBusy => named(too_busy(), key).retry_after(1),
     }
 }
@@ -205,6 +206,26 @@ fn store_unavailable() -> Told {
          could not be protected against running twice. It is safe to call again with the same \
          arguments in 1 s."
             .to_owned(),
+    )
+}
+
+/// How long a caller refused by a full store is asked to wait: room comes back as records
+/// pass their minimum retention or expire, in minutes rather than seconds.
+const STORE_FULL_RETRY_S: u64 = 30;
+
+/// The store had no room for a new intent's outcome, and refused it rather than drop a record
+/// it keeps.
+fn store_full() -> Told {
+    Told::new(
+        "store-full",
+        "Idempotency store full",
+        "not_executed",
+        true,
+        format!(
+            "This action was not executed: the idempotency store is full, so its outcome could \
+             not be kept. Nothing ran; it is safe to call again with the same arguments in \
+             {STORE_FULL_RETRY_S} s."
+        ),
     )
 }
 

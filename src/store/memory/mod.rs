@@ -1,5 +1,6 @@
 //! The embedded store: a byte-bounded table for settled intents, a plain map for running ones.
 
+mod builder;
 mod kept;
 mod operator;
 mod seen;
@@ -14,6 +15,7 @@ use std::time::Duration;
 // let them lapse.
 use tokio::time::Instant as LeaseClock;
 
+pub use self::builder::MemoryStoreBuilder;
 use self::kept::Kept;
 use self::seen::SeenCalls;
 use self::table::{Cause, Table};
@@ -30,20 +32,31 @@ use crate::telemetry::MemoryStoreMetrics;
 pub(crate) const DEFAULT_MAX_BYTES: u64 = 64 * 1024 * 1024;
 /// By default one share (a principal, else a scope) holds at most this part of the budget.
 const DEFAULT_SHARE_DIVISOR: u64 = 4;
+/// By default a kept record is never dropped for another share for 15 minutes: the window in
+/// which agents retry.
+pub(crate) const DEFAULT_MIN_RETENTION: Duration = Duration::from_secs(15 * 60);
 
 /// An in-process store: no server, one process.
 ///
 /// Completed records and failure tombstones live in a table weighed in bytes, each with its
-/// own expiry, evicting the least recently used: a fresh record is never refused for an older
-/// one (which would let a duplicate run), unless it alone weighs more than the whole budget.
-/// Running executions live in a map that is never evicted. Evicting an unexpired record is
-/// counted ([`MemoryStore::evictions`]) and logged: it means the budget is too small.
+/// own expiry. Running executions live in a map that is never evicted.
 ///
 /// One share (the principal where the layer has one, else the scope) holds at most a part of
 /// the budget, a quarter by default ([`MemoryStoreBuilder::max_bytes_per_scope`]): a caller
-/// that floods new intents, or calls that fail, evicts its own oldest records, never
-/// another's. The bound holds per principal: where the scope is a header the client chooses
-/// (the default `x-session-id`), a client that changes it gets a new share each time.
+/// that floods new intents, or calls that fail, evicts its own oldest records first.
+///
+/// When the whole budget is full, failure records go first (a repeat runs again whether they
+/// are kept or not), then the largest share's oldest records. A kept record younger than
+/// [`MemoryStoreBuilder::min_retention`] (15 minutes by default) is never dropped for another
+/// share, however many new callers come: where the client chooses its scope (the default
+/// `x-session-id`), a flood of new sessions would otherwise push out every other caller's
+/// records. When nothing may be dropped, a new intent is refused at its claim
+/// ([`StoreError::is_full`]): the layer answers 503, nothing executed, as Redis with
+/// `noeviction` does. An outcome that arrives while the store is full is still kept (its
+/// action ran: without its record a repeat would run it again), so the budget may be
+/// overshot by the records of what was running when it filled up, no more. Evicting an
+/// unexpired kept record is counted ([`MemoryStore::evictions`]) and logged: it means the
+/// budget is too small.
 ///
 /// Clones share the same state.
 ///
@@ -96,47 +109,6 @@ fn record_weight(record: &Record) -> u32 {
     u32::try_from(record.weight() + 32).unwrap_or(u32::MAX)
 }
 
-/// Builds a [`MemoryStore`].
-#[derive(Debug, Clone)]
-#[must_use = "a builder does nothing until it builds"]
-pub struct MemoryStoreBuilder {
-    max_bytes: u64,
-    max_bytes_per_scope: Option<u64>,
-}
-
-impl MemoryStoreBuilder {
-    /// The byte budget of kept records (default 64 MiB).
-    pub fn max_bytes(mut self, max_bytes: u64) -> Self {
-        self.max_bytes = max_bytes;
-        self
-    }
-
-    /// The most that one share (the principal where the layer has one, else the scope) may
-    /// hold of the budget (default a quarter of it); past it, that share's own oldest records
-    /// are evicted first (counted in [`MemoryStore::evictions`]).
-    pub fn max_bytes_per_scope(mut self, max_bytes: u64) -> Self {
-        self.max_bytes_per_scope = Some(max_bytes);
-        self
-    }
-
-    /// Builds the store.
-    pub fn build(self) -> MemoryStore {
-        let per_share = self
-            .max_bytes_per_scope
-            .unwrap_or(self.max_bytes / DEFAULT_SHARE_DIVISOR);
-        let table = Table::new(self.max_bytes, per_share);
-        MemoryStore {
-            inner: Arc::new(Inner {
-                running: Mutex::new(HashMap::with_hasher(KeyHasher::new())),
-                settled: Mutex::new(table),
-                evictions: AtomicU64::new(0),
-                metrics: MemoryStoreMetrics::new(),
-                seen: SeenCalls::new(),
-            }),
-        }
-    }
-}
-
 impl Default for MemoryStore {
     fn default() -> Self {
         Self::new()
@@ -151,13 +123,11 @@ impl MemoryStore {
 
     /// Starts a builder.
     pub fn builder() -> MemoryStoreBuilder {
-        MemoryStoreBuilder {
-            max_bytes: DEFAULT_MAX_BYTES,
-            max_bytes_per_scope: None,
-        }
+        MemoryStoreBuilder::new()
     }
 
-    /// How many unexpired completed records were evicted to stay within the byte budget.
+    /// How many unexpired completed records were evicted for room: their own share's, past its
+    /// part, or past `min_retention` for the whole budget.
     pub fn evictions(&self) -> u64 {
         self.inner.evictions.load(Ordering::Relaxed)
     }
@@ -289,12 +259,26 @@ impl Store for MemoryStore {
                 return Ok(Claim::Running(lease.info));
             }
         }
-        if let Some(Entry::Completed(record)) = self.settled_entry(key, || now) {
+        let mut table = self.settled_table();
+        if let Some(Settled::Completed(kept)) = table.get(key, || now) {
+            let record = kept.record();
+            drop(table);
             if let hash_map::Entry::Occupied(lapsed) = held {
                 lapsed.remove();
             }
             return Ok(Claim::Completed(record));
         }
+        // A claim repeated under the token that holds the lease (its first answer was lost)
+        // was let in already.
+        let repeated =
+            matches!(&held, hash_map::Entry::Occupied(lease) if lease.get().token == request.token);
+        if !repeated && !table.has_room(request.share, now) {
+            return Err(StoreError::full(
+                "the memory store's byte budget is full of records it keeps for their \
+                 `min_retention`",
+            ));
+        }
+        drop(table);
         let token = request.token;
         let lease = Lease {
             token,

@@ -1,11 +1,18 @@
-//! The memory store's kept records and tombstones: one map, one least-recently-used order, and
-//! for each share the order its values were kept in, under one lock.
+//! The memory store's kept records and tombstones: one map, and for each share the order its
+//! values were kept in, under one lock.
 //!
 //! Written by hand rather than with a cache crate: a value counts against its share of the
-//! budget as well as against the whole, and a share past its part gives up its own oldest
-//! values first. Kept in a concurrent cache with a per-share index beside it, every insert of a
-//! flood did its work twice (two tables, and an eviction through the second), the largest part
-//! of a first execution's cost. Here an insert updates one map and three linked lists.
+//! budget as well as against the whole, and what may be dropped for room depends on whose it
+//! is and how old (a cache crate evicts by its own order alone). Kept in a concurrent cache
+//! with a per-share index beside it, every insert of a flood did its work twice (two tables,
+//! and an eviction through the second), the largest part of a first execution's cost. Here an
+//! insert updates one map, a few linked lists and the shares' heap.
+//!
+//! Room is made in this order ([`room`]): a share past its part gives up its own oldest values;
+//! then, while the whole is over the budget, failure records (tombstones) go, least recently
+//! used first, then the largest share's oldest kept record. A kept record younger than
+//! `min_retention` is never dropped for another share: when nothing may go, the store refuses
+//! new intents ([`Table::has_room`]) rather than let a repeat of a kept call run again.
 //!
 //! Values expire eagerly: those kept for the same time (one retention, the failure time) expire
 //! in the order they were kept, so each such time has a list, and every insert first drops what
@@ -19,6 +26,7 @@ use smallvec::SmallVec;
 use tokio::time::Instant;
 
 use self::index::Index;
+use self::largest::Largest;
 use super::Settled;
 use crate::key::{IntentKey, KeyHasher, ScopeHash};
 
@@ -44,15 +52,16 @@ pub(super) struct Evicted {
     pub(super) cause: Cause,
 }
 
-/// One kept value and its places in the three orders, in two cache lines: the first holds
-/// what an insert and an eviction touch on a value's neighbours (the key, the links, the
-/// accounts), the second what they touch on the value itself. Under a flood at the budget
-/// every insert evicts the oldest value and relinks the next oldest, all of it memory the
-/// cache has let go: the fewer lines they span, the fewer misses a first execution waits on.
+/// One kept value and its places in its orders, in two cache lines: the first holds what an
+/// insert and an eviction touch on a value's neighbours (the key, the links, the accounts),
+/// the second what they touch on the value itself. Under a flood at the budget every insert
+/// evicts an old value and relinks the next oldest, all of it memory the cache has let go:
+/// the fewer lines they span, the fewer misses a first execution waits on.
 #[repr(C, align(64))]
 struct Node {
     key: IntentKey,
-    /// Towards the more recently used, and the less.
+    /// Towards the more recently used failure record, and the less; a kept record is in no
+    /// such order.
     newer: u32,
     older: u32,
     /// The same within the share, by when the value was kept.
@@ -65,7 +74,8 @@ struct Node {
     /// Its share's place in `Table::shares`.
     share: u32,
     expires: Instant,
-    /// How long it is kept, in nanoseconds: the lifetime it is listed in.
+    /// How long it is kept, in nanoseconds (at most [`crate::clock::FARTHEST`]): the lifetime
+    /// it is listed in, and, from `expires`, when it was kept.
     ttl: u64,
     /// `None` once the node is free.
     value: Option<Settled>,
@@ -78,6 +88,8 @@ struct Share {
     oldest: u32,
     bytes: u64,
     live: usize,
+    /// Its place in `Table::largest`.
+    heap_at: u32,
 }
 
 /// The values kept for one length of time, newest and oldest: they expire oldest first.
@@ -92,11 +104,14 @@ struct Lifetime {
 pub(super) struct Table {
     max_bytes: u64,
     per_share: u64,
+    /// How long a kept record is never dropped for another share.
+    min_retention: Duration,
     /// Each value's node, found by its key's hash: eight bytes a value, where a map of keys
     /// held 36; the key is read from the node.
     index: Index,
     nodes: Vec<Node>,
     free: Vec<u32>,
+    /// The failure records, most and least recently used: the first to go for room.
     newest: u32,
     oldest: u32,
     /// Each share's place in `shares`, found once per insert; a node names its share by that
@@ -104,6 +119,8 @@ pub(super) struct Table {
     share_places: HashMap<ScopeHash, u32, KeyHasher>,
     shares: Vec<Share>,
     free_shares: Vec<u32>,
+    /// The shares by what they hold, largest first.
+    largest: Largest,
     /// One per length of time values are kept for: under a layer, as many as its settings
     /// name (retentions and the failure time), a handful. Every insert visits each of them for
     /// what has expired anyway, so a vector searched in order costs no more than that, and
@@ -113,15 +130,12 @@ pub(super) struct Table {
 }
 
 impl Table {
-    pub(super) fn new(max_bytes: u64, per_share: u64) -> Self {
-        Self::with_index(max_bytes, per_share, Index::new())
-    }
-
-    fn with_index(max_bytes: u64, per_share: u64, index: Index) -> Self {
+    pub(super) fn new(max_bytes: u64, per_share: u64, min_retention: Duration) -> Self {
         Self {
             max_bytes,
             per_share,
-            index,
+            min_retention,
+            index: Index::new(),
             nodes: Vec::new(),
             free: Vec::new(),
             newest: NIL,
@@ -129,14 +143,15 @@ impl Table {
             share_places: HashMap::with_hasher(KeyHasher::new()),
             shares: Vec::new(),
             free_shares: Vec::new(),
+            largest: Largest::default(),
             lifetimes: Vec::new(),
             bytes: 0,
         }
     }
 
-    /// Drops every value, keeping the budget and the share's part.
+    /// Drops every value, keeping the budget, the share's part and the retention it promises.
     pub(super) fn clear(&mut self) {
-        *self = Self::with_index(self.max_bytes, self.per_share, Index::new());
+        *self = Self::new(self.max_bytes, self.per_share, self.min_retention);
     }
 
     /// Bytes charged to the values held.
@@ -144,8 +159,9 @@ impl Table {
         self.bytes
     }
 
-    /// The value of `key` if it has not expired, marked as just used; an expired one is
-    /// dropped. Lent in place, so that a reader may keep what it made of it there.
+    /// The value of `key` if it has not expired (a failure record marked as just used); an
+    /// expired one is dropped. Lent in place, so that a reader may keep what it made of it
+    /// there.
     pub(super) fn get(
         &mut self,
         key: &IntentKey,
@@ -157,15 +173,18 @@ impl Table {
             self.unlink(at);
             return None;
         }
-        self.detach(at);
-        self.attach_newest(at);
+        if self.is_failure(at) {
+            self.detach(at);
+            self.attach_newest(at);
+        }
         self.nodes[at as usize].value.as_mut()
     }
 
     /// Keeps `value` for `ttl`, counted against `share`, replacing what `key` held. Returns
     /// the values evicted for room: the share's own oldest first while it is past its part
-    /// (never the value just kept), then the least recently used while the whole is full (the
-    /// value just kept too, last, if it alone weighs more than the whole budget).
+    /// (never the value just kept), then, while the whole is full, what [`room`] lets go. A
+    /// kept record is kept even where nothing may go for it (its action ran: a repeat must
+    /// find it), over the budget, unless it alone weighs more than the whole.
     pub(super) fn insert(
         &mut self,
         key: IntentKey,
@@ -181,7 +200,9 @@ impl Table {
         if let Some(at) = self.find_hashed(hash, &key) {
             self.unlink(at);
         }
+        let ttl = ttl.min(crate::clock::FARTHEST);
         let ttl_ns = u64::try_from(ttl.as_nanos()).unwrap_or(u64::MAX);
+        let failure = matches!(value, Settled::Failed(_));
         let place = self.share_place(share);
         let node = Node {
             key,
@@ -199,26 +220,10 @@ impl Table {
         };
         let at = place_in(&mut self.nodes, &mut self.free, node);
         self.index.insert(hash, at);
-        self.attach_newest(at);
-        let lifetime = match self.lifetimes.iter().position(|l| l.ttl == ttl_ns) {
-            Some(found) => &mut self.lifetimes[found],
-            None => {
-                self.lifetimes.push(Lifetime {
-                    ttl: ttl_ns,
-                    newest: NIL,
-                    oldest: NIL,
-                });
-                self.lifetimes.last_mut().expect("just pushed")
-            }
-        };
-        let previous = lifetime.newest;
-        lifetime.newest = at;
-        if previous == NIL {
-            lifetime.oldest = at;
-        } else {
-            self.nodes[previous as usize].ttl_newer = at;
-            self.nodes[at as usize].ttl_older = previous;
+        if failure {
+            self.attach_newest(at);
         }
+        self.list_in_lifetime(at, ttl_ns);
         let held = &mut self.shares[place as usize];
         let previous = held.newest;
         held.newest = at;
@@ -227,6 +232,7 @@ impl Table {
         }
         held.bytes += u64::from(weight);
         held.live += 1;
+        self.largest.raised(&mut self.shares, place);
         if previous != NIL {
             self.nodes[previous as usize].share_newer = at;
             self.nodes[at as usize].share_older = previous;
@@ -240,9 +246,7 @@ impl Table {
             }
             self.evict(held.oldest, Cause::Share, now, &mut evicted);
         }
-        while self.bytes > self.max_bytes && self.oldest != NIL {
-            self.evict(self.oldest, Cause::Budget, now, &mut evicted);
-        }
+        self.make_room(at, place, now, &mut evicted);
         evicted
     }
 
@@ -287,9 +291,11 @@ impl Table {
             oldest: NIL,
             bytes: 0,
             live: 0,
+            heap_at: 0,
         };
         let place = place_in(&mut self.shares, &mut self.free_shares, share);
         self.share_places.insert(scope, place);
+        self.largest.push(&mut self.shares, place);
         place
     }
 
@@ -304,122 +310,9 @@ impl Table {
         self.index.find(hash, |at| nodes[at as usize].key == *key)
     }
 
-    /// Drops every value that has expired by `now`.
-    fn drop_expired(&mut self, now: Instant) {
-        let mut expired = Vec::new();
-        for lifetime in &self.lifetimes {
-            let mut at = lifetime.oldest;
-            while at != NIL && self.nodes[at as usize].expires <= now {
-                expired.push(at);
-                at = self.nodes[at as usize].ttl_newer;
-            }
-        }
-        for at in expired {
-            self.unlink(at);
-        }
-    }
-
-    /// Drops the node at `at`, reporting it if it had not expired.
-    fn evict(&mut self, at: u32, cause: Cause, now: Instant, evicted: &mut Evictions) {
-        // Taken, not cloned: the record's count is then touched once, where it is let go.
-        let node = &mut self.nodes[at as usize];
-        let (key, live) = (node.key, node.expires > now);
-        if let Some(value) = node.value.take().filter(|_| live) {
-            evicted.push(Evicted { key, value, cause });
-        }
-        self.unlink(at);
-    }
-
-    /// Takes the node at `at` out of the index, both orders and the accounts.
-    fn unlink(&mut self, at: u32) {
-        self.detach(at);
-        let node = &self.nodes[at as usize];
-        let (key, place, weight) = (node.key, node.share, u64::from(node.weight));
-        let (share_newer, share_older) = (node.share_newer, node.share_older);
-        let (ttl, ttl_newer, ttl_older) = (node.ttl, node.ttl_newer, node.ttl_older);
-        if ttl_newer != NIL {
-            self.nodes[ttl_newer as usize].ttl_older = ttl_older;
-        }
-        if ttl_older != NIL {
-            self.nodes[ttl_older as usize].ttl_newer = ttl_newer;
-        }
-        if let Some(found) = self.lifetimes.iter().position(|l| l.ttl == ttl) {
-            let lifetime = &mut self.lifetimes[found];
-            if lifetime.newest == at {
-                lifetime.newest = ttl_older;
-            }
-            if lifetime.oldest == at {
-                lifetime.oldest = ttl_newer;
-            }
-            if lifetime.newest == NIL {
-                self.lifetimes.swap_remove(found);
-            }
-        }
-        if share_newer != NIL {
-            self.nodes[share_newer as usize].share_older = share_older;
-        }
-        if share_older != NIL {
-            self.nodes[share_older as usize].share_newer = share_newer;
-        }
-        let held = &mut self.shares[place as usize];
-        if held.newest == at {
-            held.newest = share_older;
-        }
-        if held.oldest == at {
-            held.oldest = share_newer;
-        }
-        held.bytes -= weight;
-        held.live -= 1;
-        if held.live == 0 {
-            self.share_places.remove(&held.scope);
-            self.free_shares.push(place);
-        }
-        self.bytes -= weight;
-        // Found by its hash and its node: the entry is compared, not the node's key.
-        let hash = self.index.hash(&key);
-        self.index.remove(hash, at);
-        // The slot is reused by a later value; what it held is let go now.
-        let node = &mut self.nodes[at as usize];
-        node.value = None;
-        node.share_newer = NIL;
-        node.share_older = NIL;
-        node.ttl_newer = NIL;
-        node.ttl_older = NIL;
-        self.free.push(at);
-    }
-
-    /// Takes the node at `at` out of the use order.
-    fn detach(&mut self, at: u32) {
-        let (newer, older) = {
-            let node = &self.nodes[at as usize];
-            (node.newer, node.older)
-        };
-        match newer {
-            NIL => self.newest = older,
-            newer => self.nodes[newer as usize].older = older,
-        }
-        match older {
-            NIL => self.oldest = newer,
-            older => self.nodes[older as usize].newer = newer,
-        }
-        let node = &mut self.nodes[at as usize];
-        node.newer = NIL;
-        node.older = NIL;
-    }
-
-    /// Puts the node at `at` first in the use order.
-    fn attach_newest(&mut self, at: u32) {
-        let previous = self.newest;
-        {
-            let node = &mut self.nodes[at as usize];
-            node.older = previous;
-            node.newer = NIL;
-        }
-        match previous {
-            NIL => self.oldest = at,
-            previous => self.nodes[previous as usize].newer = at,
-        }
-        self.newest = at;
+    /// Whether the node at `at` holds a failure record.
+    fn is_failure(&self, at: u32) -> bool {
+        matches!(self.nodes[at as usize].value, Some(Settled::Failed(_)))
     }
 }
 
@@ -442,5 +335,8 @@ fn place_in<T>(items: &mut Vec<T>, free: &mut Vec<u32>, item: T) -> u32 {
 }
 
 mod index;
+mod largest;
+mod links;
+mod room;
 #[cfg(test)]
 mod tests;

@@ -4,7 +4,8 @@ use std::sync::Arc;
 
 use super::*;
 use crate::key::Fingerprint;
-use crate::store::Tombstone;
+use crate::store::memory::kept::Kept;
+use crate::store::{KeptResponse, Record, StoredResponse, Tombstone};
 
 fn key(n: u8) -> IntentKey {
     IntentKey::from_bytes([n; 32])
@@ -22,6 +23,14 @@ fn value() -> Settled {
     Settled::Failed(Arc::new(tombstone))
 }
 
+/// A kept (completed) record.
+fn kept() -> Settled {
+    let response = StoredResponse::new(http::StatusCode::OK, http::HeaderMap::new(), "ok".into());
+    let (scope, fingerprint) = (ScopeHash::of(b"s"), Fingerprint::raw(None, b""));
+    let record = Record::new(scope, fingerprint, 1, 2, 3, KeptResponse::Full(response));
+    Settled::Completed(Kept::new(&record))
+}
+
 const HOUR: Duration = Duration::from_secs(3600);
 
 fn keys(evicted: &[Evicted]) -> Vec<(IntentKey, Cause)> {
@@ -31,7 +40,7 @@ fn keys(evicted: &[Evicted]) -> Vec<(IntentKey, Cause)> {
 #[test]
 fn past_its_part_a_share_drops_its_own_oldest_values_only() {
     let now = Instant::now();
-    let mut table = Table::new(10_000, 300);
+    let mut table = Table::new(10_000, 300, HOUR);
     let (a, b) = (ScopeHash::of(b"a"), ScopeHash::of(b"b"));
     assert!(table.insert(key(1), value(), 100, a, HOUR, now).is_empty());
     for n in 2..=4 {
@@ -57,7 +66,7 @@ fn past_its_part_a_share_drops_its_own_oldest_values_only() {
 #[test]
 fn a_value_kept_again_takes_its_new_place_in_its_share() {
     let now = Instant::now();
-    let mut table = Table::new(10_000, 200);
+    let mut table = Table::new(10_000, 200, HOUR);
     let a = ScopeHash::of(b"a");
     assert!(table.insert(key(1), value(), 100, a, HOUR, now).is_empty());
     assert!(table.insert(key(2), value(), 100, a, HOUR, now).is_empty());
@@ -71,7 +80,7 @@ fn a_value_kept_again_takes_its_new_place_in_its_share() {
 #[test]
 fn a_value_larger_than_the_part_is_kept_alone() {
     let now = Instant::now();
-    let mut table = Table::new(10_000, 100);
+    let mut table = Table::new(10_000, 100, HOUR);
     let a = ScopeHash::of(b"a");
     assert!(table.insert(key(1), value(), 50, a, HOUR, now).is_empty());
     let evicted = table.insert(key(2), value(), 500, a, HOUR, now);
@@ -82,7 +91,7 @@ fn a_value_larger_than_the_part_is_kept_alone() {
 #[test]
 fn the_whole_budget_drops_the_least_recently_used_and_expired_values_silently() {
     let now = Instant::now();
-    let mut table = Table::new(300, 1_000);
+    let mut table = Table::new(300, 1_000, HOUR);
     let scope = |n: u8| ScopeHash::of(&[n]);
     assert!(table
         .insert(key(1), value(), 100, scope(1), HOUR, now)
@@ -111,7 +120,7 @@ fn the_whole_budget_drops_the_least_recently_used_and_expired_values_silently() 
 #[test]
 fn expired_values_free_their_budget_before_a_live_one_is_evicted() {
     let now = Instant::now();
-    let mut table = Table::new(300, 1_000);
+    let mut table = Table::new(300, 1_000, HOUR);
     let scope = |n: u8| ScopeHash::of(&[n]);
     let brief = Duration::from_secs(1);
     assert!(table
@@ -135,9 +144,72 @@ fn expired_values_free_their_budget_before_a_live_one_is_evicted() {
 }
 
 #[test]
+fn over_the_budget_failure_records_go_first_then_the_largest_shares_oldest_record() {
+    let start = Instant::now();
+    let mut table = Table::new(1_000, 1_000, Duration::from_secs(10));
+    let scope = |n: u8| ScopeHash::of(&[n]);
+    // The oldest record is the lone share's; the largest share kept its records after it.
+    assert!(table
+        .insert(key(1), kept(), 200, scope(1), HOUR, start)
+        .is_empty());
+    for n in 2..=4 {
+        assert!(table
+            .insert(key(n), kept(), 200, scope(2), HOUR, start)
+            .is_empty());
+    }
+    assert!(table
+        .insert(key(5), value(), 100, scope(3), HOUR, start)
+        .is_empty());
+    // Past the minimum retention, everything may go: the failure record first, though newest.
+    let later = start + Duration::from_secs(11);
+    let evicted = table.insert(key(6), kept(), 200, scope(4), HOUR, later);
+    assert_eq!(keys(&evicted), vec![(key(5), Cause::Budget)]);
+    // Then the largest share's oldest record, not the oldest record of all.
+    let evicted = table.insert(key(7), kept(), 200, scope(4), HOUR, later);
+    assert_eq!(keys(&evicted), vec![(key(2), Cause::Budget)]);
+    assert!(table.get(&key(1), || later).is_some());
+    assert_eq!(table.bytes(), 1_000);
+}
+
+#[test]
+fn a_young_kept_record_is_never_dropped_for_another_share() {
+    let start = Instant::now();
+    let mut table = Table::new(1_000, 1_000, Duration::from_secs(10));
+    let scope = |n: u8| ScopeHash::of(&[n]);
+    for n in 1..=4 {
+        assert!(table
+            .insert(key(n), kept(), 250, scope(n), HOUR, start)
+            .is_empty());
+    }
+    assert!(
+        !table.has_room(scope(9), start),
+        "a new share finds no room"
+    );
+    assert!(table.has_room(scope(1), start), "a share may drop its own");
+    // A failure record that finds no room is not kept, and pushes out no kept record.
+    let evicted = table.insert(key(5), value(), 100, scope(5), HOUR, start);
+    assert_eq!(keys(&evicted), vec![(key(5), Cause::Budget)]);
+    // A record whose action ran is kept all the same, over the budget.
+    let evicted = table.insert(key(6), kept(), 100, scope(6), HOUR, start);
+    assert!(evicted.is_empty(), "{:?}", keys(&evicted));
+    assert_eq!(table.bytes(), 1_100);
+    // A share that holds records drops its own oldest, young as it is.
+    let evicted = table.insert(key(7), kept(), 100, scope(6), HOUR, start);
+    assert_eq!(keys(&evicted), vec![(key(6), Cause::Budget)]);
+    for n in 1..=4 {
+        assert!(table.get(&key(n), || start).is_some(), "record {n} kept");
+    }
+    // Past the minimum retention the oldest go again, and new shares find room.
+    let later = start + Duration::from_secs(10);
+    assert!(table.has_room(scope(9), later));
+    let evicted = table.insert(key(8), kept(), 100, scope(8), HOUR, later);
+    assert_eq!(keys(&evicted), vec![(key(1), Cause::Budget)]);
+}
+
+#[test]
 fn an_expired_value_is_gone_when_read() {
     let now = Instant::now();
-    let mut table = Table::new(1_000, 1_000);
+    let mut table = Table::new(1_000, 1_000, HOUR);
     let a = ScopeHash::of(b"a");
     table.insert(key(1), value(), 100, a, Duration::from_secs(1), now);
     assert!(table.get(&key(1), || now).is_some());
@@ -163,6 +235,7 @@ enum Step {
         tail: u16,
         share: u8,
         weight: u32,
+        kept: bool,
     },
     Get {
         head: u8,
@@ -177,8 +250,10 @@ enum Step {
 fn step() -> impl proptest::strategy::Strategy<Value = Step> {
     use proptest::prelude::*;
     prop_oneof![
-        4 => (0..4u8, 0..600u16, 0..3u8, 1..200u32)
-            .prop_map(|(head, tail, share, weight)| Step::Insert { head, tail, share, weight }),
+        4 => (0..4u8, 0..600u16, 0..6u8, 1..200u32, any::<bool>())
+            .prop_map(|(head, tail, share, weight, kept)| {
+                Step::Insert { head, tail, share, weight, kept }
+            }),
         2 => (0..4u8, 0..600u16).prop_map(|(head, tail)| Step::Get { head, tail }),
         1 => (0..4u8, 0..600u16).prop_map(|(head, tail)| Step::Remove { head, tail }),
     ]
@@ -186,25 +261,29 @@ fn step() -> impl proptest::strategy::Strategy<Value = Step> {
 
 proptest::proptest! {
     /// Whatever the inserts, reads and removals, the table holds exactly the values kept and
-    /// neither replaced, removed nor reported evicted, charges exactly their weights, and
-    /// stays within its budget: its index never loses, keeps or confuses a value, however
-    /// many keys meet in its probes and however often it grows.
+    /// neither replaced, removed nor reported evicted (never a kept record as it is kept), charges exactly their weights, and
+    /// stays within its budget (no record is kept for a minimum time here): its index never
+    /// loses, keeps or confuses a value, however many keys meet in its probes and however
+    /// often it grows, and its heap always names the largest share.
     #[test]
     fn the_table_holds_what_was_kept_and_not_reported_gone(
         steps in proptest::collection::vec(step(), 1..1500),
     ) {
         let now = Instant::now();
         let (budget, part) = (20_000, 12_000);
-        let mut table = Table::new(budget, part);
+        let mut table = Table::new(budget, part, Duration::ZERO);
         let mut held: HashMap<IntentKey, u64> = HashMap::new();
         for step in steps {
             match step {
-                Step::Insert { head, tail, share, weight } => {
+                Step::Insert { head, tail, share, weight, kept: is_kept } => {
                     let key = key_of(head, tail);
                     let share = ScopeHash::of(&[share]);
                     held.insert(key, u64::from(weight));
-                    for gone in table.insert(key, value(), weight, share, HOUR, now) {
-                        proptest::prop_assert_ne!(gone.key, key, "the value just kept");
+                    let value = if is_kept { kept() } else { value() };
+                    for gone in table.insert(key, value, weight, share, HOUR, now) {
+                        // A failure record finds no room where only kept ones could go.
+                        let just_kept = gone.key == key;
+                        proptest::prop_assert!(!(just_kept && is_kept), "the record just kept");
                         proptest::prop_assert!(held.remove(&gone.key).is_some());
                     }
                 }
@@ -221,6 +300,9 @@ proptest::proptest! {
             }
             proptest::prop_assert_eq!(table.bytes(), held.values().sum::<u64>());
             proptest::prop_assert!(table.bytes() <= budget);
+            let largest = table.share_places.values().map(|&at| table.shares[at as usize].bytes);
+            let top = table.largest.top().map(|at| table.shares[at as usize].bytes);
+            proptest::prop_assert_eq!(top, largest.max());
         }
         for (key, _) in held {
             proptest::prop_assert!(table.get(&key, || now).is_some());
