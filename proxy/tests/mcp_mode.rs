@@ -360,6 +360,47 @@ async fn a_tool_the_server_lists_as_read_only_passes_through_and_runs_each_time(
     assert_eq!(support::stats(&upstream.url()).await["search"], 2);
 }
 
+/// A `send_email` call of `id`, through the proxy at `proxy` in `session`: its first text.
+async fn email(proxy: &str, session: &str, id: u32) -> String {
+    let call = format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"send_email","arguments":{{"to":"a@example.com","subject":"s","body":"b"}}}}}}"#
+    );
+    let (_, answer) = rpc(proxy, Some(session), &call).await;
+    let content = answer["result"]["content"].as_array().cloned();
+    let last = content.and_then(|c| c.last().cloned()).unwrap_or_default();
+    last["text"].as_str().unwrap_or_default().to_owned()
+}
+
+#[tokio::test]
+async fn a_tool_the_proxy_is_told_to_pass_runs_each_time_by_flag_or_by_file() {
+    if sdk().is_none() {
+        return;
+    }
+    let (upstream, proxy) = behind_proxy(&["--pass-tool", "send_email"]);
+    let session = raw_session(&proxy.url).await;
+    assert_ne!(
+        email(&proxy.url, &session, 1).await,
+        email(&proxy.url, &session, 2).await
+    );
+    assert_eq!(support::stats(&upstream.url()).await["send_email"], 2);
+
+    let file = "[[tools]]\nname = \"send_email\"\nmode = \"pass\"\n\n\
+                [[tools]]\nname = \"generate_report\"\ndeadline = \"0s\"\n";
+    let (proxy, _file) = support::proxy_with_config(
+        &upstream.url(),
+        &format!("{file}\n[[routes]]\nprefix = \"/mcp\"\nmode = \"mcp\"\n"),
+    );
+    let session = raw_session(&proxy.url).await;
+    email(&proxy.url, &session, 3).await;
+    email(&proxy.url, &session, 4).await;
+    assert_eq!(support::stats(&upstream.url()).await["send_email"], 4);
+    // A tool of its own deadline: zero answers "in progress" at once.
+    let report = r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"generate_report","arguments":{"topic":"q4","seconds":0.5}}}"#;
+    let (_, told) = rpc(&proxy.url, Some(&session), report).await;
+    let said = told["result"]["content"].to_string();
+    assert!(said.contains("still running"), "{told}");
+}
+
 #[tokio::test]
 async fn an_mcp_call_without_a_session_is_forwarded_unprotected_where_missing_scopes_pass() {
     let upstream = Upstream::tools(0);
