@@ -105,7 +105,10 @@ mod tests {
         for round in 1..=3 {
             let counted = keys.iter().filter(|key| seen.count(key, window) == round);
             // A few may share a slot and start again: never counted higher than they came.
-            assert!(counted.count() >= 990, "round {round}");
+            // The slots are picked by a hash seeded per process: 1 000 keys in 262 144 slots
+            // meet in about two pairs, each pair costing both its keys their count; 15 pairs
+            // (30 keys) come by chance less than once in a hundred million runs.
+            assert!(counted.count() >= 970, "round {round}");
         }
     }
 }
