@@ -53,6 +53,10 @@ pub struct Cli {
     /// has no session); `scope.mcp_shared` in the file.
     #[arg(long)]
     pub mcp_shared_scope: bool,
+    /// An MCP tool whose calls pass through unprotected, whatever the server declares (a tool
+    /// that is safe to repeat); repeatable; `mode = "pass"` in a `[[tools]]` entry.
+    #[arg(long, value_name = "NAME")]
+    pub pass_tool: Vec<String>,
     /// Observe mode on every protected and MCP route: calls are keyed and their repeats
     /// counted, and every call is passed on untouched (nothing refused, replayed or
     /// coalesced); `observe = true` per route, or in `[defaults]`, in the file.

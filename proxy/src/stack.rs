@@ -6,11 +6,12 @@ use std::convert::Infallible;
 use http::{HeaderName, Request, Response};
 use tower::util::BoxCloneSyncService;
 use tower::{Layer, ServiceBuilder, ServiceExt};
+use tower_idempotency::mcp::McpIdempotencyLayer;
 use tower_idempotency::store::Store;
 use tower_idempotency::{DetachedExecutions, IdempotencyLayer};
 
 use crate::body::{boxed, Inbound, Outbound};
-use crate::config::{Config, KeySource, MissingScope, Mode, Route};
+use crate::config::{Config, KeySource, MissingScope, Mode, Route, ToolMode};
 use crate::routes::{Handler, Routes};
 use crate::upstream::Pool;
 
@@ -60,7 +61,7 @@ pub fn build<St: Store>(config: &Config, store: St) -> Built<St> {
             for pointer in &route.ignore_fields {
                 layer = layer.ignore_argument(pointer);
             }
-            boxed_service(layer, &pool, route)
+            boxed_service(tools(config, layer), &pool, route)
         }
     };
     let fallback = handler(&config.default_route);
@@ -156,6 +157,28 @@ fn mcp_scope<St: Store>(config: &Config, layer: IdempotencyLayer<St>) -> Idempot
         None => layer.credential_headers(config.scope.credential_headers.iter().cloned()),
     };
     when_missing(config, layer)
+}
+
+/// Every MCP route's settings of the tools the configuration names.
+fn tools<St>(config: &Config, mut layer: McpIdempotencyLayer<St>) -> McpIdempotencyLayer<St> {
+    for tool in &config.tools {
+        let name = tool.name.as_str();
+        layer = match tool.mode {
+            Some(ToolMode::Pass) => layer.pass_through_tool(name),
+            Some(ToolMode::Protect) => layer.protect_tool(name),
+            None => layer,
+        };
+        if let Some(deadline) = tool.deadline {
+            layer = layer.deadline_for_tool(name, deadline);
+        }
+        if let Some(retention) = tool.retention {
+            layer = layer.retention_for_tool(name, retention);
+        }
+        for pointer in &tool.ignore_arguments {
+            layer = layer.ignore_argument_of_tool(name, pointer);
+        }
+    }
+    layer
 }
 
 /// What every route does with a request that has no scope.

@@ -113,6 +113,19 @@ impl JsonPointer {
     }
 }
 
+impl JsonPointer {
+    /// Whether the value the pointer names is the string `expected`.
+    pub(crate) fn names_string(&self, tree: &Tree<'_>, expected: &str) -> bool {
+        let place = self
+            .tokens
+            .iter()
+            .try_fold(ROOT, |place, token| child(tree, place, token));
+        place.is_some_and(
+            |place| matches!(tree.node(place), Node::String(text) if text.as_str() == expected),
+        )
+    }
+}
+
 /// Leaves out of `tree` what each of `ignored` names, then each of `emptied` that names an
 /// object left empty: an emptied object counts as absent.
 pub(crate) fn leave_out(tree: &mut Tree<'_>, ignored: &[JsonPointer], emptied: &[JsonPointer]) {

@@ -258,6 +258,32 @@ impl<St> McpIdempotencyLayer<St> {
             .set(|settings| settings.fingerprint.ignored.push(within));
         self
     }
+
+    /// Leaves an argument out of the key of this tool's calls alone, such as `/request_id`
+    /// of a tool that takes one: a JSON Pointer into its `params.arguments`. Calls of other
+    /// tools keep it.
+    ///
+    /// ```
+    /// use tower_idempotency::IdempotencyLayer;
+    ///
+    /// let layer = IdempotencyLayer::new()
+    ///     .mcp()
+    ///     .ignore_argument_of_tool("send_email", "/request_id");
+    /// # let _ = layer;
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// If `pointer` is not a JSON Pointer (RFC 6901).
+    pub fn ignore_argument_of_tool(mut self, name: &str, pointer: &str) -> Self {
+        let _: JsonPointer = parse_pointer(pointer);
+        let within = parse_pointer(&format!("/params/arguments{pointer}"));
+        let rule = (parse_pointer("/params/name"), name.to_owned(), within);
+        self.layer = self
+            .layer
+            .set(|settings| settings.fingerprint.ignored_in_tool.push(rule));
+        self
+    }
 }
 
 impl<S, St> Layer<S> for McpIdempotencyLayer<St> {

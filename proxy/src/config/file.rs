@@ -25,6 +25,8 @@ pub struct File {
     /// The settings of every path no route names.
     pub defaults: RouteTable,
     pub routes: Vec<Spanned<RouteTable>>,
+    /// The settings of one MCP tool, on every MCP route.
+    pub tools: Vec<Spanned<ToolTable>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -129,6 +131,28 @@ pub struct RouteTable {
     pub key_field: Option<Pointer>,
     /// Keyed and counted, never enforced (observe mode).
     pub observe: Option<bool>,
+}
+
+/// One MCP tool's settings, as written.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ToolTable {
+    pub name: Option<String>,
+    pub mode: Option<ToolMode>,
+    pub deadline: Option<Dur>,
+    pub retention: Option<Dur>,
+    /// JSON Pointers into the tool's arguments left out of its calls' key.
+    pub ignore_arguments: Vec<Pointer>,
+}
+
+/// How one MCP tool's calls are handled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ToolMode {
+    /// Run once per intent, whatever the server declares.
+    Protect,
+    /// Forwarded as they are, whatever the server declares.
+    Pass,
 }
 
 /// How a route's requests are handled.

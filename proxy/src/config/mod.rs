@@ -5,6 +5,7 @@ mod proxies;
 mod route;
 mod store;
 mod tls;
+mod tools;
 mod values;
 
 use std::fmt;
@@ -14,7 +15,8 @@ use std::time::Duration;
 
 use http::{HeaderName, Uri};
 
-pub use file::{HostHeader, LogFormat, MissingScope, Mode};
+pub use file::{HostHeader, LogFormat, MissingScope, Mode, ToolMode};
+pub use tools::Tool;
 
 use crate::cli::Cli;
 use file::{File, RouteTable};
@@ -52,6 +54,8 @@ pub struct Config {
     pub routes: Vec<Route>,
     /// For every path no route names.
     pub default_route: Route,
+    /// The MCP tools with settings of their own, on every MCP route.
+    pub tools: Vec<Tool>,
 }
 
 #[derive(Debug, Clone)]
@@ -253,6 +257,7 @@ fn resolve(
         missing: file.scope.missing.unwrap_or(MissingScope::Refuse),
         mcp_shared: cli.mcp_shared_scope || file.scope.mcp_shared.unwrap_or(false),
     };
+    let tools = tools::tools(file.tools, &cli.pass_tool, where_)?;
     let limits = Limits {
         body: file.limits.body,
         response: file.limits.response,
@@ -347,6 +352,7 @@ fn resolve(
         limits,
         routes,
         default_route,
+        tools,
     })
 }
 
