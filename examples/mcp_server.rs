@@ -6,8 +6,9 @@
 //! ```
 //!
 //! Tools: `send_email` (`to`, `subject`, `body`, optional `delay_ms`), `generate_report`
-//! (`topic`, `seconds`) and `search` (`q`, optional `delay_ms`; annotated read-only, so never
-//! stored). `GET /stats` counts the executions of each tool in this process, and the calls
+//! (`topic`, `seconds`), `regional_send` (`to`, `region`: its schema asks 2026-07-28 clients to
+//! repeat the region in an `Mcp-Param-Region` header) and `search` (`q`, optional `delay_ms`;
+//! annotated read-only, so never stored). `GET /stats` counts the executions of each tool in this process, and the calls
 //! that the server saw cancelled (`cancelled`): `send_email` and `search` honour a client's
 //! `notifications/cancelled` while they wait, as servers that support cancellation do, and
 //! answer it with the error some SDK servers send ("Request cancelled").
@@ -69,6 +70,7 @@ use tower_layer::Layer;
 struct Stats {
     send_email: AtomicU64,
     generate_report: AtomicU64,
+    regional_send: AtomicU64,
     search: AtomicU64,
     cancelled: AtomicU64,
 }
@@ -94,6 +96,14 @@ struct Report {
     /// How long the report takes, in seconds.
     #[serde(default)]
     seconds: f64,
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+struct Regional {
+    to: String,
+    /// Where the e-mail leaves from, repeated in the `Mcp-Param-Region` header.
+    #[schemars(extend("x-mcp-header" = "Region"))]
+    region: String,
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -135,6 +145,12 @@ impl Tools {
             tokio::time::sleep(Duration::from_secs_f64(report.seconds)).await;
         }
         format!("Report #{n} on {:?} is ready.", report.topic)
+    }
+
+    #[tool(description = "Send an e-mail from a region. Sending twice sends two e-mails.")]
+    async fn regional_send(&self, Parameters(sent): Parameters<Regional>) -> String {
+        let n = bump(&self.stats.regional_send);
+        format!("Sent e-mail #{n} to {} from {}.", sent.to, sent.region)
     }
 
     #[tool(
@@ -233,6 +249,7 @@ async fn serve<St: Store>(addr: SocketAddr, layer: Option<IdempotencyLayer<St>>)
             let stats = Json::<Value>(json!({
                 "send_email": read(&counts.send_email),
                 "generate_report": read(&counts.generate_report),
+                "regional_send": read(&counts.regional_send),
                 "search": read(&counts.search),
                 "cancelled": read(&counts.cancelled),
             }));

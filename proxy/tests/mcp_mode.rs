@@ -505,8 +505,8 @@ async fn a_header_mismatch_the_server_finds_is_released_so_the_corrected_call_ru
         "name": "regional_send", "arguments": {"to": "ada@example.com", "region": "eu"},
         "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
                   "io.modelcontextprotocol/clientCapabilities": {}}}});
-    // The tool's schema asks for the region in a header too, which the server checks (the
-    // layer does not): refused with -32020, nothing run, and the key released.
+    // The tool's schema asks for the region in a header too, which the server checks:
+    // refused with -32020, nothing run, and the key released.
     let (status, refused) = stateless_call(&proxy.url, "t", &call, &[]).await;
     assert_eq!(status, 400, "{refused}");
     assert_eq!(refused["error"]["code"], -32020, "{refused}");
@@ -518,6 +518,21 @@ async fn a_header_mismatch_the_server_finds_is_released_so_the_corrected_call_ru
     let (_, replayed) = stateless_call(&proxy.url, "t", &call, &region).await;
     let text = replayed["result"]["content"].to_string();
     assert!(text.contains("This exact call already ran"), "{replayed}");
+    assert!(text.contains("(regional_1)"), "{replayed}");
+    // The same arguments with a header the server would refuse: refused as the server
+    // refuses it, never answered with the kept result.
+    for wrong in ["us", "=?base64?ZXU?=", "=?base64?ZX!U?="] {
+        let header = [("mcp-param-region", wrong)];
+        let (status, refused) = stateless_call(&proxy.url, "t", &call, &header).await;
+        assert_eq!(status, 400, "{wrong}: {refused}");
+        assert_eq!(refused["error"]["code"], -32020, "{wrong}: {refused}");
+    }
+    let (status, refused) = stateless_call(&proxy.url, "t", &call, &[]).await;
+    assert_eq!(status, 400, "no header: {refused}");
+    assert_eq!(refused["error"]["code"], -32020, "no header: {refused}");
+    let encoded = [("mcp-param-region", "=?base64?ZXU=?=")];
+    let (_, replayed) = stateless_call(&proxy.url, "t", &call, &encoded).await;
+    let text = replayed["result"]["content"].to_string();
     assert!(text.contains("(regional_1)"), "{replayed}");
     assert_eq!(support::stats(&upstream.url()).await["regional_send"], 1);
 }

@@ -219,15 +219,8 @@ pub(crate) fn unservable(id: &Value, why: &Unservable) -> Value {
                 json!({ "supported": supported, "requested": requested }),
             )
         }
-        Unservable::Mismatch(header) => (
-            era::HEADER_MISMATCH,
-            format!(
-                "Header mismatch: the {header} header is missing or does not match the \
-                 request body. Nothing was executed; send the call again with matching \
-                 headers, which is safe."
-            ),
-            json!({ "outcome": "not_executed", "retryable": true }),
-        ),
+        Unservable::Mismatch(header) => mismatch(header),
+        Unservable::Param(header) => mismatch(header),
         Unservable::MissingMeta(member) => (
             INVALID_PARAMS,
             format!(
@@ -238,6 +231,19 @@ pub(crate) fn unservable(id: &Value, why: &Unservable) -> Value {
         ),
     };
     error(id, code, &message, Some(data))
+}
+
+/// The parts of the protocol's `HeaderMismatch` error for `header`.
+fn mismatch(header: &str) -> (i64, String, Value) {
+    (
+        era::HEADER_MISMATCH,
+        format!(
+            "Header mismatch: the {header} header is missing or does not match the \
+             request body. Nothing was executed; send the call again with matching \
+             headers, which is safe."
+        ),
+        json!({ "outcome": "not_executed", "retryable": true }),
+    )
 }
 
 /// The JSON-RPC message a stored answer holds, if it holds one.

@@ -55,8 +55,11 @@ pub(crate) enum Era {
 pub(crate) enum Unservable {
     /// A protocol version this layer does not know.
     Version(String),
-    /// A routing header missing, or not what the body says: which.
+    /// A routing header missing, sent twice, or not what the body says: which.
     Mismatch(&'static str),
+    /// An `Mcp-Param-*` header the tool declares that does not say what its argument says
+    /// (missing, sent twice, unreadable, or another value): its name.
+    Param(String),
     /// A stateless-era request without the `_meta` members the protocol requires.
     MissingMeta(&'static str),
 }
@@ -131,6 +134,11 @@ pub(crate) fn check_routing(
     name: Option<&str>,
     meta: &RequestMeta,
 ) -> Result<(), Unservable> {
+    for routing in [VERSION_HEADER, METHOD_HEADER, NAME_HEADER] {
+        if headers.get_all(routing).iter().nth(1).is_some() {
+            return Err(Unservable::Mismatch(routing));
+        }
+    }
     if meta.version.is_none() {
         return Err(Unservable::MissingMeta(META_VERSION));
     }
@@ -155,8 +163,9 @@ pub(crate) fn check_routing(
     Ok(())
 }
 
-/// A routing header's value: as it is, or, written `=?base64?…?=`, the UTF-8 it encodes.
-fn decode_header_value(value: &str) -> Option<String> {
+/// A routing header's value: as it is, or, written `=?base64?…?=`, the UTF-8 it encodes
+/// (canonical base64 only: padded, nothing outside its alphabet, no stray bits).
+pub(crate) fn decode_header_value(value: &str) -> Option<String> {
     let Some(encoded) = value
         .strip_prefix("=?base64?")
         .and_then(|rest| rest.strip_suffix("?="))

@@ -2,10 +2,11 @@
 //! (`readOnlyHint: true` in a `tools/list` answer passes a tool through), else protected.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{PoisonError, RwLock};
+use std::sync::{Arc, PoisonError, RwLock};
 
 use serde_json::{Map, Value};
 
+use super::param_headers::{self, ParamHeader};
 use crate::settings::Timing;
 
 /// What the configuration says of one tool.
@@ -25,6 +26,8 @@ pub(crate) struct ToolPolicy {
     /// Tools the last `tools/list` answer seen listed without an `outputSchema`: a result
     /// that is not an error need not match one.
     listed_unstructured: RwLock<HashSet<String>>,
+    /// The `Mcp-Param-*` headers each tool declared in the last listing seen of it.
+    param_headers: RwLock<HashMap<String, Arc<[ParamHeader]>>>,
 }
 
 impl Clone for ToolPolicy {
@@ -34,6 +37,12 @@ impl Clone for ToolPolicy {
             declared_read_only: RwLock::new(self.read_only_snapshot()),
             listed_unstructured: RwLock::new(
                 self.listed_unstructured
+                    .read()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .clone(),
+            ),
+            param_headers: RwLock::new(
+                self.param_headers
                     .read()
                     .unwrap_or_else(PoisonError::into_inner)
                     .clone(),
@@ -75,6 +84,24 @@ impl ToolPolicy {
             .contains(tool)
     }
 
+    /// The `Mcp-Param-*` headers `tool` declares, if a listing of it was seen.
+    pub(crate) fn param_headers(&self, tool: &str) -> Option<Arc<[ParamHeader]>> {
+        self.param_headers
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(tool)
+            .cloned()
+    }
+
+    /// Notes that the server's listing does not name `tool`: like the server, the layer
+    /// checks no `Mcp-Param-*` header of it, until a listing names it.
+    pub(crate) fn learn_unlisted(&self, tool: &str) {
+        self.param_headers
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(tool.to_owned(), Arc::from([]));
+    }
+
     /// The deadline and retention configured for `tool`.
     pub(crate) fn timing(&self, tool: &str) -> Timing {
         self.configured
@@ -84,8 +111,8 @@ impl ToolPolicy {
     }
 
     /// Learns the annotations of a `tools/list` result: each listed tool is read-only or
-    /// not, and has an output schema or not, as it now declares. A paginated listing only
-    /// updates the tools it lists.
+    /// not, has an output schema or not, and declares `Mcp-Param-*` headers, as it now
+    /// declares. A paginated listing only updates the tools it lists.
     pub(crate) fn learn(&self, result: &Map<String, Value>) {
         let Some(tools) = result.get("tools").and_then(Value::as_array) else {
             return;
@@ -96,6 +123,10 @@ impl ToolPolicy {
             .unwrap_or_else(PoisonError::into_inner);
         let mut unstructured = self
             .listed_unstructured
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        let mut params = self
+            .param_headers
             .write()
             .unwrap_or_else(PoisonError::into_inner);
         for tool in tools {
@@ -119,6 +150,8 @@ impl ToolPolicy {
             } else {
                 unstructured.insert(name.to_owned());
             }
+            let schema = tool.get("inputSchema").unwrap_or(&Value::Null);
+            params.insert(name.to_owned(), param_headers::declared(schema).into());
         }
     }
 }

@@ -20,6 +20,7 @@ use crate::dialect::Tool;
 use crate::store::Store;
 
 use super::endpoint::{Answered, Endpoint};
+use super::schema_lookup::{self, Verdict};
 use super::{call, discovery, task_query};
 
 /// One POST to the endpoint: a tool call is protected, a task query answered, a discovery
@@ -51,6 +52,31 @@ where
                 Ok(era) => era,
                 Err(why) => return Ok(unservable(&endpoint, &parts, &call.id, &why)),
             };
+            if era == Era::Stateless {
+                let verdict =
+                    schema_lookup::check_call(&endpoint, &mut inner, &parts, &bytes, &call.name)
+                        .await;
+                match verdict {
+                    Verdict::Agrees => {}
+                    Verdict::Refused(header) => {
+                        let why = Unservable::Param(header);
+                        return Ok(unservable(&endpoint, &parts, &call.id, &why));
+                    }
+                    // Only the server can check this call: it is passed on, unprotected.
+                    Verdict::Unknown => {
+                        tracing::warn!(
+                            tool = %call.name,
+                            "an MCP call's Mcp-Param headers could not be checked against the \
+                             tool's schema; passed on to the server unprotected"
+                        );
+                        let ready = futures_util::future::poll_fn(|cx| inner.poll_ready(cx));
+                        ready.await?;
+                        return forward(&endpoint, inner, parts, bytes, Some(call.id)).await;
+                    }
+                }
+                let ready = futures_util::future::poll_fn(|cx| inner.poll_ready(cx));
+                ready.await?;
+            }
             endpoint.forwarded.protected(&parts.headers, &call.id);
             call::call_tool(&endpoint, inner, parts, bytes, call, form, era).await
         }
@@ -138,7 +164,7 @@ fn unservable<St: Store, B>(
 ) -> Response<ResponseBody<B>> {
     let reason = match why {
         Unservable::Version(_) => "mcp-version",
-        Unservable::Mismatch(_) => "mcp-header-mismatch",
+        Unservable::Mismatch(_) | Unservable::Param(_) => "mcp-header-mismatch",
         Unservable::MissingMeta(_) => "mcp-envelope",
     };
     let error = answers::unservable(id, why);

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http::request::Parts;
-use http::{header, HeaderName, HeaderValue, Method, Request, Response};
+use http::{header, HeaderMap, HeaderName, HeaderValue, Method, Request, Response};
 use serde_json::Value;
 
 use super::era::{METHOD_HEADER, NAME_HEADER};
@@ -51,6 +51,28 @@ const NOT_RESENT: [&str; 15] = [
     "if-range",
 ];
 
+/// The headers of a call that a request the layer sends on the call's behalf keeps: its
+/// session, credentials and version, without those of its body, routing, conditions and hop.
+pub(crate) fn resent_headers(parts: &Parts) -> HeaderMap {
+    let mut headers = parts.headers.clone();
+    // What the call's `Connection` header names is of its hop too.
+    let named: Vec<HeaderName> = parts
+        .headers
+        .get_all(header::CONNECTION)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(','))
+        .filter_map(|name| name.trim().parse().ok())
+        .collect();
+    for name in named {
+        headers.remove(name);
+    }
+    for name in NOT_RESENT.into_iter().chain([METHOD_HEADER, NAME_HEADER]) {
+        headers.remove(name);
+    }
+    headers
+}
+
 /// What resuming one call's stream sends: the call's request without its body, with its
 /// session, credentials, version and extensions.
 #[derive(Debug)]
@@ -60,22 +82,7 @@ pub(crate) struct Resumption {
 
 impl Resumption {
     pub(crate) fn of(parts: &Parts) -> Self {
-        let mut headers = parts.headers.clone();
-        // What the call's `Connection` header names is of its hop too.
-        let named: Vec<HeaderName> = parts
-            .headers
-            .get_all(header::CONNECTION)
-            .iter()
-            .filter_map(|value| value.to_str().ok())
-            .flat_map(|value| value.split(','))
-            .filter_map(|name| name.trim().parse().ok())
-            .collect();
-        for name in named {
-            headers.remove(name);
-        }
-        for name in NOT_RESENT.into_iter().chain([METHOD_HEADER, NAME_HEADER]) {
-            headers.remove(name);
-        }
+        let mut headers = resent_headers(parts);
         headers.insert(
             header::ACCEPT,
             HeaderValue::from_static("text/event-stream"),
