@@ -407,3 +407,20 @@ async fn an_answer_that_says_a_repeat_will_not_run_says_for_how_long() {
         "{ran}"
     );
 }
+
+#[tokio::test]
+async fn no_answer_says_session_where_the_scope_is_a_principal() {
+    let layer = IdempotencyLayer::new().scope_header("x-user".parse().unwrap());
+    let (client, _) = start(layer).await;
+    let refused = client.post("/tools/echo", "s", "{}").await;
+    assert_eq!(refused.status, StatusCode::BAD_REQUEST);
+    let status = client.get("/_idempotency/missing", None).await;
+    let url = format!("/_idempotency/{}", "0".repeat(64));
+    let unknown = (client.http.get(format!("{}{url}", client.base))).header("x-user", "ann");
+    let unknown = client.send(unknown).await;
+    for answer in [&refused, &status, &unknown] {
+        let text = answer.json().to_string();
+        assert!(!text.to_lowercase().contains("session"), "{text}");
+    }
+    assert!(detail(&refused).contains("x-user"), "{}", refused.json());
+}
