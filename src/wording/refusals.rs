@@ -123,7 +123,7 @@ fn repeated_scope(name: &str) -> Told {
 fn missing_scope(what: &str) -> Told {
     Told::new(
         "missing-scope",
-        "Missing session scope",
+        "Missing caller",
         "not_executed",
         false,
         format!(

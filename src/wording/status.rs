@@ -24,8 +24,8 @@ pub(crate) fn status_not_found(key: &IntentKey) -> Told {
         "Intent not found",
         "not_found",
         false,
-        "No record of this action is visible to this session: it may never have run, its \
-         record may have expired, or it belongs to another session, so whether it ran cannot \
+        "No record of this action is visible to this caller: it may never have run, its \
+         record may have expired, or it belongs to another caller, so whether it ran cannot \
          be told from here. If it may have run, check its effect before calling again."
             .to_owned(),
     )
@@ -49,7 +49,7 @@ pub(crate) fn status_malformed() -> Told {
 pub(crate) fn status_missing_scope(what: &str) -> Told {
     Told::new(
         "missing-scope",
-        "Missing session scope",
+        "Missing caller",
         "not_found",
         false,
         format!(
