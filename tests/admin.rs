@@ -11,14 +11,42 @@ use tower_idempotency::IdempotencyLayer;
 
 const TOKEN: &str = "a-long-random-token-of-the-apps";
 
+/// The test tools behind `layer`, with its admin operations mounted under `/admin`.
+fn mounted(layer: IdempotencyLayer) -> (Client, Counts) {
+    let counts = Counts::default();
+    let app = tools(counts.clone())
+        .layer(layer.clone())
+        .nest_service("/admin", layer.admin().service(TOKEN));
+    (Client::in_memory(app), counts)
+}
+
 async fn admin(client: &Client, path: &str, token: Option<&str>, body: Option<&str>) -> Answer {
-    let url = format!("{}/admin{path}", client.base);
-    let mut request = match body {
-        Some(body) => (client.http.post(url))
-            .header("content-type", "application/json")
-            .body(body.to_owned()),
-        None => client.http.get(url),
+    let method = match body {
+        Some(_) => axum::http::Method::POST,
+        None => axum::http::Method::GET,
     };
+    admin_request(client, method, path, token, body).await
+}
+
+/// An admin request with the token and `method`, carrying `body` as JSON.
+async fn admin_with(client: &Client, method: &str, path: &str, body: &str) -> Answer {
+    let method = axum::http::Method::from_bytes(method.as_bytes()).unwrap();
+    admin_request(client, method, path, Some(TOKEN), Some(body)).await
+}
+
+/// An admin request with `method`, carrying `token` and a JSON `body` where there are some.
+async fn admin_request(
+    client: &Client,
+    method: axum::http::Method,
+    path: &str,
+    token: Option<&str>,
+    body: Option<&str>,
+) -> Answer {
+    let url = format!("{}/admin{path}", client.base);
+    let mut request = client.http.request(method, url);
+    if let Some(body) = body {
+        request = (request.header("content-type", "application/json")).body(body.to_owned());
+    }
     if let Some(token) = token {
         request = request.bearer_auth(token);
     }
@@ -27,12 +55,7 @@ async fn admin(client: &Client, path: &str, token: Option<&str>, body: Option<&s
 
 #[tokio::test]
 async fn an_app_mounts_the_admin_operations_behind_its_token() {
-    let counts = Counts::default();
-    let layer = IdempotencyLayer::new();
-    let app = tools(counts.clone())
-        .layer(layer.clone())
-        .nest_service("/admin", layer.admin().service(TOKEN));
-    let client = Client::in_memory(app);
+    let (client, counts) = mounted(IdempotencyLayer::new());
     let first = client.post("/tools/echo", "s", r#"{"a":1}"#).await;
     assert_eq!(first.status, StatusCode::CREATED);
 
@@ -73,12 +96,8 @@ async fn an_app_mounts_the_admin_operations_behind_its_token() {
 
 #[tokio::test(start_paused = true)]
 async fn an_execution_abandoned_at_its_bound_is_listed_unknown_and_released_runs_once_more() {
-    let counts = Counts::default();
-    let layer = IdempotencyLayer::new().max_execution(std::time::Duration::from_millis(100));
-    let app = tools(counts.clone())
-        .layer(layer.clone())
-        .nest_service("/admin", layer.admin().service(TOKEN));
-    let client = Client::in_memory(app);
+    let (client, counts) =
+        mounted(IdempotencyLayer::new().max_execution(std::time::Duration::from_millis(100)));
     let slow = r#"{"delay_ms":1000}"#;
     let abandoned = client.post("/tools/echo", "s", slow).await;
     assert_eq!(abandoned.status, StatusCode::GATEWAY_TIMEOUT);
@@ -105,25 +124,9 @@ async fn an_execution_abandoned_at_its_bound_is_listed_unknown_and_released_runs
     );
 }
 
-/// An admin request with `method`, carrying `body` as JSON where there is one.
-async fn admin_with(client: &Client, method: &str, path: &str, body: &str) -> Answer {
-    let url = format!("{}/admin{path}", client.base);
-    let method = axum::http::Method::from_bytes(method.as_bytes()).unwrap();
-    let request = (client.http.request(method, url))
-        .bearer_auth(TOKEN)
-        .header("content-type", "application/json")
-        .body(body.to_owned());
-    client.send(request).await
-}
-
 #[tokio::test]
 async fn resolving_a_known_outcome_is_refused_and_the_record_is_left_as_it_was() {
-    let counts = Counts::default();
-    let layer = IdempotencyLayer::new();
-    let app = tools(counts.clone())
-        .layer(layer.clone())
-        .nest_service("/admin", layer.admin().service(TOKEN));
-    let client = Client::in_memory(app);
+    let (client, counts) = mounted(IdempotencyLayer::new());
     let paid = client.post("/tools/echo", "s", r#"{"pay":10}"#).await;
     assert_eq!(paid.status, StatusCode::CREATED);
     let resolve = format!("/records/{}/resolve", paid.intent());
@@ -152,12 +155,7 @@ async fn resolving_a_known_outcome_is_refused_and_the_record_is_left_as_it_was()
 
 #[tokio::test]
 async fn a_known_outcome_is_removed_only_on_purpose_naming_its_intent() {
-    let counts = Counts::default();
-    let layer = IdempotencyLayer::new();
-    let app = tools(counts.clone())
-        .layer(layer.clone())
-        .nest_service("/admin", layer.admin().service(TOKEN));
-    let client = Client::in_memory(app);
+    let (client, counts) = mounted(IdempotencyLayer::new());
     let paid = client.post("/tools/echo", "s", r#"{"pay":10}"#).await;
     let record = format!("/records/{}", paid.intent());
     let unconfirmed = admin_with(&client, "DELETE", &record, "{}").await;
@@ -180,12 +178,7 @@ async fn a_known_outcome_is_removed_only_on_purpose_naming_its_intent() {
 
 #[tokio::test]
 async fn a_purge_of_a_credential_removes_its_records_and_failures_in_every_session() {
-    let counts = Counts::default();
-    let layer = IdempotencyLayer::new();
-    let app = tools(counts.clone())
-        .layer(layer.clone())
-        .nest_service("/admin", layer.admin().service(TOKEN));
-    let client = Client::in_memory(app);
+    let (client, counts) = mounted(IdempotencyLayer::new());
     let call = |token: &'static str, session: &'static str, path: &'static str| {
         let client = &client;
         async move {
