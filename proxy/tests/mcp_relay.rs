@@ -37,6 +37,15 @@ fn a_question_the_tool_asks_is_asked_again_of_the_retry_which_answers_it_and_the
     let attempts = report["attempts"].as_u64().unwrap();
     assert!(attempts >= 2, "the first attempt timed out: {report}");
     assert_eq!(report["texts"][0], "timeout", "{report}");
+    // The question waited on the user: the retry is never told "in progress" meanwhile.
+    let texts = report["texts"].as_array().unwrap();
+    assert!(
+        texts.iter().all(|text| !text
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("This action is already running")),
+        "held back: {report}"
+    );
     let answered = format!("yes-{}", asks.len());
     let text = report["final_text"].as_str().unwrap_or_default();
     assert!(
