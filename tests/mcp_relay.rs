@@ -31,11 +31,17 @@ struct Server {
 }
 
 const QUESTION: &str = r#"{"jsonrpc":"2.0","id":"q-1","method":"elicitation/create","params":{"message":"Which word?","requestedSchema":{"type":"object","properties":{"word":{"type":"string"}}}}}"#;
-const PROGRESS: &str = r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"p","progress":1}}"#;
+
+/// A progress notification for the call whose token is `token`.
+fn progress(token: &Value, progress: u64) -> String {
+    json!({"jsonrpc": "2.0", "method": "notifications/progress",
+        "params": {"progressToken": token, "progress": progress}})
+    .to_string()
+}
 
 /// A server whose tool `confirm` sends a progress notification, then asks its client for a
-/// word (`q-1`) and answers with it once the client's response has come; other POSTs are
-/// kept (responses) and accepted.
+/// word (`q-1`), and once the client's response has come sends progress again and answers
+/// with the word; other POSTs are kept (responses) and accepted.
 async fn server(State(server): State<Server>, body: Bytes) -> Response {
     let message: Value = serde_json::from_slice(&body).unwrap();
     if message.get("method").is_none() {
@@ -48,10 +54,11 @@ async fn server(State(server): State<Server>, body: Bytes) -> Response {
     }
     let n = server.counts.bump("confirm");
     let id = message["id"].clone();
+    let token = message["params"]["_meta"]["progressToken"].clone();
     let (events, stream) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(8);
     tokio::spawn(async move {
         let event = |data: &str| Ok(Bytes::from(format!("event: message\ndata: {data}\n\n")));
-        events.send(event(PROGRESS)).await.unwrap();
+        events.send(event(&progress(&token, 1))).await.unwrap();
         events.send(event(QUESTION)).await.unwrap();
         // The tool waits for its word, whoever listens to its stream.
         let answer = loop {
@@ -61,6 +68,7 @@ async fn server(State(server): State<Server>, body: Bytes) -> Response {
             }
             answered.await;
         };
+        events.send(event(&progress(&token, 2))).await.ok();
         let word = answer["result"]["content"]["word"]
             .as_str()
             .unwrap_or("none");
@@ -104,9 +112,11 @@ async fn send(base: &str, accept: &str, body: String) -> reqwest::Response {
 
 const BOTH: &str = "application/json, text/event-stream";
 
+/// The call, with the progress token `p{id}`.
 fn call(id: u64) -> String {
     json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
-        "params": {"name": "confirm", "arguments": {"to": "a@example.com"}}})
+        "params": {"name": "confirm", "arguments": {"to": "a@example.com"},
+            "_meta": {"progressToken": format!("p{id}")}}})
     .to_string()
 }
 
@@ -147,7 +157,10 @@ async fn a_question_reaches_its_caller_as_it_comes_its_answer_the_server_and_the
     assert!(response.headers().contains_key("idempotency-intent"));
     let mut read = String::new();
     let asked = read_until(&mut response, &mut read, |m| m.len() >= 2).await;
-    assert_eq!(asked[0]["method"], "notifications/progress", "{read}");
+    assert_eq!(
+        asked[0],
+        serde_json::from_str::<Value>(&progress(&json!("p1"), 1)).unwrap()
+    );
     assert_eq!(
         asked[1],
         serde_json::from_str::<Value>(QUESTION).unwrap(),
@@ -179,7 +192,8 @@ async fn a_question_reaches_its_caller_as_it_comes_its_answer_the_server_and_the
 }
 
 #[tokio::test]
-async fn a_caller_that_takes_over_from_one_that_closed_its_stream_is_asked_again() {
+async fn a_caller_that_takes_over_from_one_that_closed_its_stream_is_asked_again_and_given_progress_under_its_own_token(
+) {
     let (base, server) = start(Duration::from_secs(5)).await;
     let mut first = send(&base, BOTH, call(1)).await;
     let mut read = String::new();
@@ -200,6 +214,11 @@ async fn a_caller_that_takes_over_from_one_that_closed_its_stream_is_asked_again
         m.iter().any(|m| m.get("result").is_some())
     })
     .await;
+    assert_eq!(
+        messages[1],
+        serde_json::from_str::<Value>(&progress(&json!("p2"), 2)).unwrap(),
+        "progress from then on, with the retry's own token: {read}"
+    );
     let last = messages.last().unwrap();
     assert_eq!(last["id"], 2, "{read}");
     let content = last["result"]["content"].as_array().unwrap();
