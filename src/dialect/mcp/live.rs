@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http::{header, HeaderValue, Response};
+use serde_json::Value;
 use sse_stream::Sse;
 use tokio::sync::oneshot;
 use tracing::Instrument;
@@ -16,6 +17,7 @@ use super::endpoint::{Answered, Endpoint};
 use super::envelope::ToolCall;
 use super::era::Era;
 use super::message::{is_event_stream, Form};
+use super::progress;
 use super::relay::Attending;
 use super::render::Rendering;
 use super::tool::ServerAnswer;
@@ -90,13 +92,14 @@ where
     E: Send + 'static,
 {
     let mut running = running.instrument(live.span.clone());
+    let token = live.call.meta.progress_token.clone();
     let mut attached = Some(attached);
     let mut attachment = None;
     let mut attending = None;
     let first = loop {
         tokio::select! {
             biased;
-            event = next(&mut attachment) => match event {
+            event = next(&mut attachment, token.as_ref()) => match event {
                 Some(event) => break event,
                 None => attachment = None,
             },
@@ -121,6 +124,7 @@ where
         attachment,
         _attending: attending,
         first: Some(first),
+        token,
     };
     let chunks = futures_util::stream::unfold(Some(streaming), |streaming| async move {
         let mut streaming = streaming?;
@@ -131,7 +135,7 @@ where
             tokio::select! {
                 // What was relayed before the answer goes before it.
                 biased;
-                event = next(&mut streaming.attachment) => match event {
+                event = next(&mut streaming.attachment, streaming.token.as_ref()) => match event {
                     Some(event) => return Some((event, Some(streaming))),
                     None => streaming.attachment = None,
                 },
@@ -163,12 +167,20 @@ struct Streaming<St, R> {
     /// Kept while the stream is, so that the client's cancellation of the call finds it.
     _attending: Option<Attending>,
     first: Option<Bytes>,
+    /// The caller's progress token.
+    token: Option<Value>,
 }
 
-/// The next event handed to the caller; never, without an attachment.
-async fn next(attachment: &mut Option<Attachment>) -> Option<Bytes> {
-    match attachment {
-        Some(attachment) => attachment.next().await,
-        None => std::future::pending().await,
+/// The next event handed to the caller (progress under its `token`); never, without an
+/// attachment.
+async fn next(attachment: &mut Option<Attachment>, token: Option<&Value>) -> Option<Bytes> {
+    let Some(attachment) = attachment else {
+        return std::future::pending().await;
+    };
+    loop {
+        let event = attachment.next().await?;
+        if let Some(event) = progress::fitted(event, token) {
+            return Some(event);
+        }
     }
 }

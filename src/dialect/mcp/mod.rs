@@ -17,6 +17,7 @@ pub(crate) mod observe;
 mod plain_call;
 pub(crate) mod policy;
 pub(crate) mod post;
+mod progress;
 pub(crate) mod relay;
 mod render;
 mod resume;
