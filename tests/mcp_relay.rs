@@ -247,3 +247,37 @@ async fn a_caller_that_takes_only_json_gets_the_answer_alone() {
     let message: Value = response.json().await.unwrap();
     assert_eq!(message["result"]["content"][0]["text"], "run 1 with red");
 }
+
+#[tokio::test]
+async fn a_question_asked_of_a_caller_that_takes_only_json_is_asked_of_a_retry_that_listens() {
+    let (base, server) = start(Duration::from_secs(5)).await;
+    let first = tokio::spawn({
+        let base = base.clone();
+        async move { send(&base, "application/json", call(1)).await }
+    });
+    while server.counts.get("confirm") == 0 {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // The first caller cannot be asked, and gives up.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    first.abort();
+    let mut retry = send(&base, BOTH, call(2)).await;
+    let mut read = String::new();
+    let asked = read_until(&mut retry, &mut read, |m| !m.is_empty()).await;
+    assert_eq!(
+        asked[0],
+        serde_json::from_str::<Value>(QUESTION).unwrap(),
+        "asked of the retry: {read}"
+    );
+    send(&base, BOTH, answer_word("gold")).await;
+    let messages = read_until(&mut retry, &mut read, |m| {
+        m.iter().any(|m| m.get("result").is_some())
+    })
+    .await;
+    let content = messages.last().unwrap()["result"]["content"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert_eq!(content.last().unwrap()["text"], "run 1 with gold", "{read}");
+    assert_eq!(server.counts.get("confirm"), 1, "ran once");
+}
