@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use http::request::Parts;
+use tokio::sync::oneshot;
 
 use super::elsewhere::{at_capacity, from_the_store, Held};
 use super::execute::{self, Claimed};
@@ -19,7 +20,7 @@ use super::intent::Intent;
 use super::intent::{self, Call};
 use super::outcome::{Outcome, Produced, Refusal};
 use super::recorder::Recorder;
-use super::relay::{Hold, Relay, Relaying};
+use super::relay::{Attachment, Hold, Relay, Relaying};
 use super::{decided, Begun, Decided, Engine, Led, Work};
 use crate::clock::{ms_at, now_ms};
 use crate::key::IntentKey;
@@ -118,6 +119,8 @@ where
     let own = relaying
         .as_ref()
         .map(|relaying| Arc::clone(&relaying.relay));
+    // Where the caller is attached, once it is: the first time round (it stays there).
+    let mut hold = None;
     let outcome = loop {
         // 1. Coalesce in process: the first request of an intent leads, the others wait on it.
         let role = engine
@@ -128,7 +131,10 @@ where
             Role::Leader(_) => own.clone(),
             Role::Follower(slot) => slot.relay.clone(),
         };
-        let hold = relay.and_then(|relay| attach(&relay, intent.key, relaying.take()?));
+        let listener = relaying.take().and_then(|relaying| relaying.attachment);
+        if let (Some(relay), Some(listener)) = (relay, listener) {
+            hold = attach(&relay, intent.key, listener);
+        }
         let lead = match role {
             Role::Leader(lead) => lead,
             Role::Follower(slot) => match follow(&intent, &slot, hold.as_ref()).await {
@@ -141,7 +147,15 @@ where
             },
         };
         // 2. to 5. Claim, and carry out what the store's answer leaves to do.
-        match lead_intent(&engine, &intent, lead, work, transaction.clone(), hold).await {
+        let led = lead_intent(
+            &engine,
+            &intent,
+            lead,
+            work,
+            transaction.clone(),
+            hold.clone(),
+        );
+        match led.await {
             Led::Decided(outcome) => break outcome,
             Led::Again(unrun) => {
                 work = unrun;
@@ -154,12 +168,16 @@ where
 
 /// Attaches the caller to `relay`, the execution of `key`'s, and hands it its attachment;
 /// where it is, for its deadline.
-fn attach(relay: &Arc<Relay>, key: IntentKey, relaying: Relaying) -> Option<Hold> {
+fn attach(
+    relay: &Arc<Relay>,
+    key: IntentKey,
+    listener: oneshot::Sender<Attachment>,
+) -> Option<Hold> {
     let mut attachment = relay.attach();
     attachment.intent = Some(key);
     let hold = attachment.hold();
     // A caller that has gone has no use for it.
-    relaying.attachment.send(attachment).ok()?;
+    listener.send(attachment).ok()?;
     Some(hold)
 }
 

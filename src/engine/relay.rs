@@ -76,11 +76,11 @@ pub(crate) struct Attachment {
 }
 
 /// What a dialect hands the engine to relay one call: the relay its work writes to if it
-/// runs the execution, and where the engine hands back the caller's attachment (to this
-/// relay, or to that of the execution it joins).
+/// runs the execution, and, for a caller that listens, where the engine hands back its
+/// attachment (to this relay, or to that of the execution it joins).
 pub(crate) struct Relaying {
     pub(crate) relay: Arc<Relay>,
-    pub(crate) attachment: oneshot::Sender<Attachment>,
+    pub(crate) attachment: Option<oneshot::Sender<Attachment>>,
 }
 
 impl std::fmt::Debug for Relaying {

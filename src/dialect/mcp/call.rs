@@ -113,15 +113,16 @@ where
     };
     let limit = settings.response_limit;
     let id = call.id.clone();
-    // Relayed where the caller takes an event stream, and is not answered with a task at once.
-    let relayed = (!as_task && message::accepts(&parts.headers, "text/event-stream"))
-        .then(|| relayed(endpoint, &parts, &call));
+    // Relayed unless the layer answers with a task at once: to this caller where it takes an
+    // event stream, and to a later one that does.
+    let listens = message::accepts(&parts.headers, "text/event-stream");
+    let relayed = (!as_task).then(|| relayed(endpoint, &parts, &call, listens));
     let (relaying, outlet, attached) = match relayed {
         Some(Relayed {
             relaying,
             outlet,
             attached,
-        }) => (Some(relaying), Some(outlet), Some(attached)),
+        }) => (Some(relaying), Some(outlet), attached),
         None => (None, None, None),
     };
     let names_extension = call.meta.tasks_extension;
@@ -174,17 +175,24 @@ where
 }
 
 /// What relaying one call takes: the relay its execution writes to should it run it, where
-/// the stream's messages go, and where the caller's attachment comes back, with the call's
-/// slot for its cancellation.
+/// the stream's messages go, and, for a caller that `listens`, where its attachment comes
+/// back, with the call's slot for its cancellation.
 struct Relayed {
     relaying: Relaying,
     outlet: Outlet,
-    attached: (oneshot::Receiver<Attachment>, u128),
+    attached: Option<(oneshot::Receiver<Attachment>, u128)>,
 }
 
-fn relayed<St>(endpoint: &Endpoint<St>, parts: &Parts, call: &ToolCall) -> Relayed {
+fn relayed<St>(endpoint: &Endpoint<St>, parts: &Parts, call: &ToolCall, listens: bool) -> Relayed {
     let relay = Arc::new(Relay::default());
-    let (attachment, attached) = oneshot::channel();
+    let (attachment, attached) = match listens {
+        true => {
+            let (attachment, attached) = oneshot::channel();
+            let slot = cancellation::slot(&parts.headers, &call.id);
+            (Some(attachment), Some((attached, slot)))
+        }
+        false => (None, None),
+    };
     let outlet = Outlet {
         relay: Arc::clone(&relay),
         relays: endpoint.relays.clone(),
@@ -193,6 +201,6 @@ fn relayed<St>(endpoint: &Endpoint<St>, parts: &Parts, call: &ToolCall) -> Relay
     Relayed {
         relaying: Relaying { relay, attachment },
         outlet,
-        attached: (attached, cancellation::slot(&parts.headers, &call.id)),
+        attached,
     }
 }
