@@ -36,8 +36,13 @@ pin_project! {
         Full { #[pin] body: Full<Bytes> },
         // The kept head of a response too large to store, then the rest as it streams.
         Chained { head: Option<Bytes>, tail: Pin<Box<B>> },
+        // Bytes the layer writes as they come: events relayed, then an answer.
+        Streamed { chunks: Chunks },
     }
 }
+
+/// Bytes the layer writes as they come.
+type Chunks = futures_util::stream::BoxStream<'static, Bytes>;
 
 impl<B> ResponseBody<B> {
     pub(crate) fn inner(body: B) -> Self {
@@ -62,6 +67,14 @@ impl<B> ResponseBody<B> {
                 head: (!head.is_empty()).then_some(head),
                 tail,
             },
+            held: None,
+        }
+    }
+
+    /// A body of `chunks` as they come, each sent as soon as it is there.
+    pub(crate) fn streamed(chunks: Chunks) -> Self {
+        Self {
+            kind: Kind::Streamed { chunks },
             held: None,
         }
     }
@@ -92,6 +105,8 @@ where
                 Some(head) => Poll::Ready(Some(Ok(Frame::data(head)))),
                 None => tail.as_mut().poll_frame(cx),
             },
+            KindProj::Streamed { chunks } => futures_util::Stream::poll_next(chunks.as_mut(), cx)
+                .map(|chunk| chunk.map(|chunk| Ok(Frame::data(chunk)))),
         };
         if matches!(polled, Poll::Ready(None | Some(Err(_)))) {
             *this.held = None;
@@ -104,6 +119,7 @@ where
             Kind::Inner { body } => body.is_end_stream(),
             Kind::Full { body } => body.is_end_stream(),
             Kind::Chained { head, tail } => head.is_none() && tail.is_end_stream(),
+            Kind::Streamed { .. } => false,
         }
     }
 
@@ -121,6 +137,7 @@ where
                 }
                 hint
             }
+            Kind::Streamed { .. } => SizeHint::new(),
         }
     }
 }

@@ -16,6 +16,7 @@ use super::inflight::{Lead, Settled};
 use super::intent::Intent;
 use super::outcome::{Failure, Outcome};
 use super::recorder::{FirstOutcome, Owned, Plan, Recorder, Write};
+use super::relay::{self, Hold};
 use super::transactional::{self, Settling};
 use super::{Engine, Work};
 use crate::store::{Fence, OwnerToken, Store, StoreError, Transactional};
@@ -190,24 +191,32 @@ pub(super) async fn first_answer<A, E>(
     started: Started<A, E>,
     intent: &Intent,
     started_at_ms: u64,
+    hold: Option<Hold>,
 ) -> Result<Outcome<A>, E> {
     match answer_now(started, intent, started_at_ms) {
         Ok(answered) => answered,
-        Err(answer) => wait_for_answer(answer, intent, started_at_ms).await,
+        Err(answer) => wait_for_answer(answer, intent, started_at_ms, hold).await,
     }
 }
 
-/// Waits for the first answer of a running execution until the caller's deadline.
+/// Waits for the first answer of a running execution until the caller's deadline, held back
+/// while the execution waits on this caller (`hold`).
 async fn wait_for_answer<A, E>(
     answer: oneshot::Receiver<FirstOutcome<A, E>>,
     intent: &Intent,
     started_at_ms: u64,
+    hold: Option<Hold>,
 ) -> Result<Outcome<A>, E> {
-    let waiting = Box::pin(tokio::time::timeout_at(intent.deadline, answer));
+    let waiting = Box::pin(async move {
+        tokio::select! {
+            answered = answer => Some(answered),
+            () = relay::past(intent.deadline, hold.as_ref()) => None,
+        }
+    });
     match waiting.await {
-        Ok(Ok(answered)) => answered,
-        Ok(Err(_)) => Ok(dropped_midway()),
-        Err(_) => Ok(in_progress(started_at_ms)),
+        Some(Ok(answered)) => answered,
+        Some(Err(_)) => Ok(dropped_midway()),
+        None => Ok(in_progress(started_at_ms)),
     }
 }
 

@@ -9,6 +9,7 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use super::outcome::{Failure, Outcome};
+use super::relay::{self, Hold, Relay};
 use crate::key::{Fingerprint, IntentKey, KeyHasher};
 use crate::store::{Record, StoredResponse};
 
@@ -83,6 +84,8 @@ pub(crate) struct Slot {
     joined: AtomicBool,
     state: Mutex<State>,
     changed: Notify,
+    /// What the execution says before its answer, for the callers that follow it live.
+    pub(crate) relay: Option<Arc<Relay>>,
 }
 
 /// Who a request is, for its intent.
@@ -102,12 +105,13 @@ pub(crate) struct Lead {
 }
 
 impl Inflight {
-    /// Joins the intent's slot, or opens it and leads.
+    /// Joins the intent's slot, or opens it and leads, with `relay` for its execution.
     pub(crate) fn join(
         self: &Arc<Self>,
         key: IntentKey,
         fingerprint: Fingerprint,
         now_ms: u64,
+        relay: Option<&Arc<Relay>>,
     ) -> Role {
         let mut slots = self.slots.lock().unwrap_or_else(PoisonError::into_inner);
         // One lookup, whichever way it goes.
@@ -126,6 +130,7 @@ impl Inflight {
             joined: AtomicBool::new(false),
             state: Mutex::new(State::Running),
             changed: Notify::new(),
+            relay: relay.cloned(),
         });
         vacant.insert(Arc::clone(&slot));
         Role::Leader(Lead {
@@ -151,10 +156,13 @@ impl Slot {
         self.started_at_ms.load(Ordering::Relaxed)
     }
 
-    /// Waits for the outcome until `deadline`.
-    pub(crate) async fn wait_until(&self, deadline: Instant) -> Waited {
+    /// Waits for the outcome until `deadline`, held back while the execution waits on this
+    /// caller (`hold`).
+    pub(crate) async fn wait_until(&self, deadline: Instant, hold: Option<&Hold>) -> Waited {
         let changed = self.changed.notified();
         tokio::pin!(changed);
+        let past = relay::past(deadline, hold);
+        tokio::pin!(past);
         loop {
             // Registered before the state is read, so that a change made in between still
             // wakes this waiter.
@@ -164,11 +172,9 @@ impl Slot {
                 State::Settled(settled) => return Waited::Settled(settled.clone()),
                 State::Redo => return Waited::Redo,
             }
-            if tokio::time::timeout_at(deadline, changed.as_mut())
-                .await
-                .is_err()
-            {
-                return Waited::Deadline;
+            tokio::select! {
+                () = changed.as_mut() => {}
+                () = past.as_mut() => return Waited::Deadline,
             }
             changed.set(self.changed.notified());
         }
@@ -249,15 +255,15 @@ mod tests {
     async fn followers_get_the_leaders_outcome() {
         let inflight = Arc::new(Inflight::default());
         let key = IntentKey::from_bytes([1; 32]);
-        let Role::Leader(lead) = inflight.join(key, fingerprint(), 5) else {
+        let Role::Leader(lead) = inflight.join(key, fingerprint(), 5, None) else {
             panic!("first must lead")
         };
-        let Role::Follower(slot) = inflight.join(key, fingerprint(), 6) else {
+        let Role::Follower(slot) = inflight.join(key, fingerprint(), 6, None) else {
             panic!("second must follow")
         };
         assert_eq!(slot.started_at_ms(), 5);
         let waiter = tokio::spawn(async move {
-            slot.wait_until(Instant::now() + Duration::from_secs(5))
+            slot.wait_until(Instant::now() + Duration::from_secs(5), None)
                 .await
         });
         lead.settle(Settled::Failed {
@@ -276,7 +282,7 @@ mod tests {
     fn a_slot_nobody_joined_is_closed_without_waking_anyone() {
         let inflight = Arc::new(Inflight::default());
         let key = IntentKey::from_bytes([4; 32]);
-        let Role::Leader(lead) = inflight.join(key, fingerprint(), 0) else {
+        let Role::Leader(lead) = inflight.join(key, fingerprint(), 0, None) else {
             panic!("first must lead")
         };
         let slot = Arc::clone(&lead.slot);
@@ -294,17 +300,17 @@ mod tests {
     async fn a_dropped_lead_tells_followers_to_start_over() {
         let inflight = Arc::new(Inflight::default());
         let key = IntentKey::from_bytes([2; 32]);
-        let lead = inflight.join(key, fingerprint(), 0);
-        let Role::Follower(slot) = inflight.join(key, fingerprint(), 0) else {
+        let lead = inflight.join(key, fingerprint(), 0, None);
+        let Role::Follower(slot) = inflight.join(key, fingerprint(), 0, None) else {
             panic!("second must follow")
         };
         drop(lead);
         let outcome = slot
-            .wait_until(Instant::now() + Duration::from_secs(5))
+            .wait_until(Instant::now() + Duration::from_secs(5), None)
             .await;
         assert!(matches!(outcome, Waited::Redo));
         assert!(matches!(
-            inflight.join(key, fingerprint(), 0),
+            inflight.join(key, fingerprint(), 0, None),
             Role::Leader(_)
         ));
     }
@@ -313,12 +319,12 @@ mod tests {
     async fn waiting_ends_at_the_deadline() {
         let inflight = Arc::new(Inflight::default());
         let key = IntentKey::from_bytes([3; 32]);
-        let _lead = inflight.join(key, fingerprint(), 0);
-        let Role::Follower(slot) = inflight.join(key, fingerprint(), 0) else {
+        let _lead = inflight.join(key, fingerprint(), 0, None);
+        let Role::Follower(slot) = inflight.join(key, fingerprint(), 0, None) else {
             panic!("second must follow")
         };
         let outcome = slot
-            .wait_until(Instant::now() + Duration::from_millis(20))
+            .wait_until(Instant::now() + Duration::from_millis(20), None)
             .await;
         assert!(matches!(outcome, Waited::Deadline));
     }

@@ -20,11 +20,13 @@ use crate::telemetry::Op;
 
 /// What a dialect tells the engine of one call besides its request: the protocol it came in,
 /// kept with its record, and its own deadline and retention where the dialect knows the
-/// operation better than its path does.
-#[derive(Debug, Clone, Copy, Default)]
+/// operation better than its path does; and, where the dialect relays what an execution
+/// says before its answer, the relay.
+#[derive(Debug, Default)]
 pub(crate) struct Call {
     pub(crate) dialect: Dialect,
     pub(crate) timing: Timing,
+    pub(crate) relaying: Option<super::relay::Relaying>,
 }
 
 /// One protected request's intent, as the execution and the answers need it.
@@ -72,7 +74,9 @@ pub(crate) fn derive(
     op: &Op,
     call: Call,
 ) -> Result<Intent, Refusal> {
-    let Call { dialect, timing } = call;
+    let Call {
+        dialect, timing, ..
+    } = call;
     let header_value = settings
         .key_header
         .as_ref()

@@ -51,6 +51,7 @@ mod outcome;
 pub(crate) mod path;
 mod recent;
 mod recorder;
+pub(crate) mod relay;
 mod runtime;
 #[cfg(test)]
 mod tests;

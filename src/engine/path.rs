@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use http::request::Parts;
+use tokio::sync::oneshot;
 
 use super::elsewhere::{at_capacity, from_the_store, Held};
 use super::execute::{self, Claimed};
@@ -19,6 +20,7 @@ use super::intent::Intent;
 use super::intent::{self, Call};
 use super::outcome::{Outcome, Produced, Refusal};
 use super::recorder::Recorder;
+use super::relay::{Attachment, Hold, Relay, Relaying};
 use super::{decided, Begun, Decided, Engine, Led, Work};
 use crate::clock::{ms_at, now_ms};
 use crate::key::IntentKey;
@@ -46,7 +48,7 @@ impl<St: Store> Engine<St> {
         body: Bytes,
         scope: &Scope,
         op: &Op,
-        call: Call,
+        mut call: Call,
         work: impl FnOnce(Parts, Bytes) -> F,
     ) -> Begun<A, Running<A, E>>
     where
@@ -54,6 +56,7 @@ impl<St: Store> Engine<St> {
         A: Send + 'static,
         E: Send + 'static,
     {
+        let relaying = call.relaying.take();
         let intent = match intent::derive(
             &self.settings,
             &self.runtime.recent,
@@ -86,7 +89,7 @@ impl<St: Store> Engine<St> {
                     .map(|transactions| transactions.attach(&mut parts.extensions));
                 // The work is boxed once, here, and the execution reuses the box.
                 let work = Box::pin(work(parts, body));
-                let running = run(Arc::clone(self), intent, work, transaction);
+                let running = run(Arc::clone(self), intent, work, transaction, relaying);
                 return Begun::Running(Box::pin(running));
             }
         };
@@ -95,12 +98,14 @@ impl<St: Store> Engine<St> {
 }
 
 /// Runs `work` once for `intent`, or answers this caller from the execution that does; in
-/// `transaction` where the layer is transactional.
+/// `transaction` where the layer is transactional. With `relaying`, the caller is attached to
+/// the relay of the execution it leads or joins in this process.
 pub(crate) async fn run<St, A, E, F>(
     engine: Arc<Engine<St>>,
     intent: Intent,
     mut work: F,
     transaction: Option<Arc<dyn Transactional>>,
+    mut relaying: Option<Relaying>,
 ) -> Result<(Intent, Outcome<A>), E>
 where
     St: Store,
@@ -110,15 +115,29 @@ where
 {
     // The intent was derived a moment ago: its time is the execution's start if it leads now.
     let mut now = ms_at(intent.arrived);
+    // The relay the work writes to, should this caller lead.
+    let own = relaying
+        .as_ref()
+        .map(|relaying| Arc::clone(&relaying.relay));
+    // Where the caller is attached, once it is: the first time round (it stays there).
+    let mut hold = None;
     let outcome = loop {
         // 1. Coalesce in process: the first request of an intent leads, the others wait on it.
-        let lead = match engine
+        let role = engine
             .runtime
             .inflight
-            .join(intent.key, intent.fingerprint, now)
-        {
+            .join(intent.key, intent.fingerprint, now, own.as_ref());
+        let relay = match &role {
+            Role::Leader(_) => own.clone(),
+            Role::Follower(slot) => slot.relay.clone(),
+        };
+        let listener = relaying.take().and_then(|relaying| relaying.attachment);
+        if let (Some(relay), Some(listener)) = (relay, listener) {
+            hold = attach(&relay, intent.key, listener);
+        }
+        let lead = match role {
             Role::Leader(lead) => lead,
-            Role::Follower(slot) => match follow(&intent, &slot).await {
+            Role::Follower(slot) => match follow(&intent, &slot, hold.as_ref()).await {
                 Some(outcome) => break Ok(outcome),
                 // The leader stopped before an outcome: from the top.
                 None => {
@@ -128,7 +147,15 @@ where
             },
         };
         // 2. to 5. Claim, and carry out what the store's answer leaves to do.
-        match lead_intent(&engine, &intent, lead, work, transaction.clone()).await {
+        let led = lead_intent(
+            &engine,
+            &intent,
+            lead,
+            work,
+            transaction.clone(),
+            hold.clone(),
+        );
+        match led.await {
             Led::Decided(outcome) => break outcome,
             Led::Again(unrun) => {
                 work = unrun;
@@ -139,14 +166,30 @@ where
     outcome.map(|outcome| (intent, outcome))
 }
 
+/// Attaches the caller to `relay`, the execution of `key`'s, and hands it its attachment;
+/// where it is, for its deadline.
+fn attach(
+    relay: &Arc<Relay>,
+    key: IntentKey,
+    listener: oneshot::Sender<Attachment>,
+) -> Option<Hold> {
+    let mut attachment = relay.attach();
+    attachment.intent = Some(key);
+    let hold = attachment.hold();
+    // A caller that has gone has no use for it.
+    listener.send(attachment).ok()?;
+    Some(hold)
+}
+
 /// A duplicate in this process: the leader's outcome, "in progress" at this caller's
-/// deadline, or `None` if the leader stopped before an outcome.
-async fn follow<A>(intent: &Intent, slot: &Slot) -> Option<Outcome<A>> {
+/// deadline (held back while the execution waits on it), or `None` if the leader stopped
+/// before an outcome.
+async fn follow<A>(intent: &Intent, slot: &Slot, hold: Option<&Hold>) -> Option<Outcome<A>> {
     if intent.reuses_key_for(&slot.fingerprint) {
         return Some(Outcome::key_reused(true));
     }
     telemetry::coalesced(&intent.op);
-    match slot.wait_until(intent.deadline).await {
+    match slot.wait_until(intent.deadline, hold).await {
         Waited::Redo => None,
         Waited::Settled(settled) => Some(settled.into()),
         Waited::Deadline => Some(Outcome::InProgress {
@@ -164,6 +207,7 @@ async fn lead_intent<St, A, E, F>(
     lead: Lead,
     work: F,
     transaction: Option<Arc<dyn Transactional>>,
+    hold: Option<Hold>,
 ) -> Led<A, E, F>
 where
     St: Store,
@@ -237,7 +281,8 @@ where
                 transaction,
             };
             let started = execute::start(engine, work, intent, claimed);
-            Led::Decided(execute::first_answer(started, intent, started_at_ms).await)
+            let answer = execute::first_answer(started, intent, started_at_ms, hold);
+            Led::Decided(answer.await)
         }
     }
 }

@@ -298,6 +298,7 @@ impl<S, St> Layer<S> for McpIdempotencyLayer<St> {
             engine: Arc::new(engine),
             policy: Arc::clone(&self.policy),
             forwarded: self.forwarded.clone(),
+            relays: Default::default(),
             tasks: self.tasks,
             replay_notice: self.replay_notice,
         };

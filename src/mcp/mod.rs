@@ -74,8 +74,10 @@
 //! `tools/call`, a `tools/call` without an id or without `params.name` is refused with a
 //! JSON-RPC error, nothing executed.
 //!
-//! Tools that ask the client something in the middle of a call (sampling, elicitation) need
-//! the server's stream to reach the client: pass them through.
+//! What the server says during a protected call on its event stream (progress, log messages,
+//! its own requests such as an elicitation) is relayed to the caller as it comes, and a
+//! request of the server's still waiting for its answer is asked again of a retry that takes
+//! over from a caller that gave up; only the answer is kept (see `docs/mcp.md`).
 //!
 //! With [`McpIdempotencyLayer::tasks`], a call still running at its deadline is answered with
 //! a task for a 2026-07-28 client that names the tasks extension (`io.modelcontextprotocol/tasks`)

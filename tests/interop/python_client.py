@@ -29,16 +29,25 @@ Scenarios:
                     client with `--other-header`, or a second session in the handshake
                     era): it runs once for each, and a repeat by the second is a replay.
   one_call          one send_email; reports its text and the protocol spoken.
+  elicit_retry      confirm_send, whose tool asks its user for a word (elicitation), called
+                    with the SDK's 1.5 s timeout by a user who answers 2.5 s after first
+                    seeing the question, in the prompt of the attempt still waiting (a prompt
+                    of an attempt given up is left unanswered); retried until answered.
+  progress_order    slow_progress (six progress notifications over 3 s) called with a
+                    progress callback, and 0.7 s later the same call again in the same
+                    session (a duplicate) with its own; reports when each notification came.
 """
 
 import argparse
 import asyncio
 import json
 import sys
+import time
 import traceback
 import urllib.request
 import uuid
 
+import mcp_types
 from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
@@ -67,14 +76,15 @@ def texts_of(result):
 class Caller:
     """One SDK `Client` with its own headers, opened for the scenario."""
 
-    def __init__(self, url, mode, headers):
-        self.url, self.mode, self.headers = url, mode, headers
+    def __init__(self, url, mode, headers, user=None):
+        self.url, self.mode, self.headers, self.user = url, mode, headers, user
 
     async def __aenter__(self):
         self.http = create_mcp_http_client(headers=self.headers)
         await self.http.__aenter__()
         transport = streamable_http_client(self.url, http_client=self.http)
-        self.client = Client(transport, mode=self.mode)
+        callback = self.user.elicit if self.user is not None else None
+        self.client = Client(transport, mode=self.mode, elicitation_callback=callback)
         await self.client.__aenter__()
         log(f"protocol {self.client.protocol_version}")
         return self
@@ -89,12 +99,14 @@ class Caller:
     def protocol(self):
         return self.client.protocol_version
 
-    async def call(self, name, args, timeout=None):
+    async def call(self, name, args, timeout=None, progress=None):
         """One tools/call: (text, result). On failure the text says what was raised:
         "timeout", "error CODE: ..." for an MCP error, "raised TYPE: ..." for anything else
         (a result the SDK rejected)."""
         try:
-            result = await self.client.call_tool(name, args, read_timeout_seconds=timeout)
+            result = await self.client.call_tool(
+                name, args, read_timeout_seconds=timeout, progress_callback=progress
+            )
         except MCPError as e:
             if e.code == REQUEST_TIMEOUT:
                 return "timeout", None
@@ -183,7 +195,68 @@ async def one_call(caller, other, url, suffix):
     }
 
 
+class User:
+    """A user who answers a tool's question `after` seconds after first seeing it, in the
+    prompt shown last (the attempt still waiting); an earlier prompt is left unanswered."""
+
+    def __init__(self, after):
+        self.after, self.asks, self.started = after, [], time.monotonic()
+
+    async def elicit(self, context, params):
+        self.asks.append({"id": context.request_id, "at": round(time.monotonic() - self.started, 3)})
+        number = len(self.asks)
+        log(f"asked ({number}): {params.message}")
+        answer_at = self.started + self.asks[0]["at"] + self.after
+        await asyncio.sleep(max(0.0, answer_at - time.monotonic()))
+        if number != len(self.asks):
+            await asyncio.Event().wait()  # a prompt the user never answers
+        return mcp_types.ElicitResult(action="accept", content={"word": f"yes-{number}"})
+
+
+def in_progress(result):
+    return result is not None and (result.structured_content or {}).get("outcome") == "in_progress"
+
+
+async def elicit_retry(caller, other, url, suffix):
+    args = {"to": f"confirm-{suffix}@example.com"}
+    texts, final = [], None
+    for attempt in range(12):
+        if attempt:
+            await asyncio.sleep(0.1)
+        text, result = await caller.call("confirm_send", args, timeout=1.5)
+        log(f"attempt {attempt + 1}: {text}")
+        texts.append(text)
+        if result is not None and not in_progress(result):
+            final = text
+            break
+    return {"attempts": len(texts), "texts": texts, "final_text": final, "asks": caller.user.asks,
+            "stats": stats(url)}
+
+
+async def progress_order(caller, other, url, suffix):
+    args = {"topic": f"progress-{suffix}"}
+    started = time.monotonic()
+    seen = {"first": [], "duplicate": []}
+
+    def recorder(who):
+        async def record(progress, total, message):
+            seen[who].append({"progress": progress, "at": round(time.monotonic() - started, 3)})
+        return record
+
+    async def duplicate():
+        await asyncio.sleep(0.7)
+        return await caller.call("slow_progress", args, timeout=30.0, progress=recorder("duplicate"))
+
+    first, second = await asyncio.gather(
+        caller.call("slow_progress", args, timeout=30.0, progress=recorder("first")), duplicate()
+    )
+    return {"texts": [first[0], second[0]], "progress": seen,
+            "answered_at": round(time.monotonic() - started, 3), "stats": stats(url)}
+
+
 SCENARIOS = {
+    "elicit_retry": elicit_retry,
+    "progress_order": progress_order,
     "timeout_retry": timeout_retry,
     "fresh_id_replay": fresh_id_replay,
     "slow_in_progress": slow_in_progress,
@@ -202,7 +275,8 @@ async def run(args, report):
     headers = headers_of(args.header)
     # Without --other-header the second caller differs by its session alone (handshake era).
     other = Caller(args.url, args.mode, headers_of(args.other_header) or headers)
-    async with Caller(args.url, args.mode, headers) as caller:
+    user = User(after=2.5) if args.scenario == "elicit_retry" else None
+    async with Caller(args.url, args.mode, headers, user) as caller:
         before = stats(args.url)
         observed = await SCENARIOS[args.scenario](caller, other, args.url, suffix)
         report.update(observed, stats_before=before, protocol_version=caller.protocol)

@@ -10,8 +10,11 @@ cancelled first; generate_report(topic, seconds) counts after `seconds`; search(
 read-only; regional_send(to, region) names its region in an `Mcp-Param-Region` header too
 (2026-07-28), which the server checks; polled_send(to, delay_ms) closes its event stream after a priming event (the
 SDK's `close_sse_stream`, SEP-1699: handshake-era clients resume it with GET and
-`Last-Event-ID`), then sends (counts) after `delay_ms`. GET /stats gives the counts per
-tool, and "cancelled": how many running calls a cancellation reached.
+`Last-Event-ID`), then sends (counts) after `delay_ms`; confirm_send(to) asks its user for a
+word (the SDK's `ctx.elicit`, a request on the call's event stream) and sends (counts) with
+it; slow_progress(topic) reports progress every half second, six times, then counts.
+GET /stats gives the counts per tool, "cancelled": how many running calls a cancellation
+reached, and "confirmed_with": the words confirm_send was given.
 
 The server keeps its events in memory so that a stream can be resumed, and primes each
 handshake-era stream with an event id and a 200 ms retry.
@@ -26,13 +29,14 @@ import uvicorn
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.streamable_http import EventMessage, EventStore
 from mcp_types import ToolAnnotations
-from pydantic import Field
+from pydantic import BaseModel, Field
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 server = MCPServer("python-tools")
 COUNTS = {"send_email": 0, "generate_report": 0, "search": 0, "polled_send": 0,
-          "regional_send": 0, "cancelled": 0}
+          "regional_send": 0, "cancelled": 0, "confirm_send": 0, "slow_progress": 0,
+          "confirmed_with": []}
 
 
 class MemoryEventStore(EventStore):
@@ -98,6 +102,31 @@ async def regional_send(
     """Sends an e-mail from a region that 2026-07-28 clients also name in a header."""
     COUNTS["regional_send"] += 1
     return f"sent to {to} from {region} (regional_{COUNTS['regional_send']})"
+
+
+class Confirmation(BaseModel):
+    word: str
+
+
+@server.tool()
+async def confirm_send(to: str, ctx: Context) -> str:
+    """Sends an e-mail once its user confirms it with a word."""
+    answer = await ctx.elicit(f"Send the e-mail to {to}? Type a word to confirm.", Confirmation)
+    if answer.action != "accept":
+        return f"not sent to {to}: {answer.action}"
+    COUNTS["confirm_send"] += 1
+    COUNTS["confirmed_with"].append(answer.data.word)
+    return f"sent to {to} with {answer.data.word} (confirmed_{COUNTS['confirm_send']})"
+
+
+@server.tool()
+async def slow_progress(topic: str, ctx: Context) -> str:
+    """Writes a report in six steps of half a second, reporting each."""
+    for step in range(1, 7):
+        await asyncio.sleep(0.5)
+        await ctx.report_progress(step, 6, f"step {step}")
+    COUNTS["slow_progress"] += 1
+    return f"report on {topic} (progress_{COUNTS['slow_progress']})"
 
 
 @server.tool(annotations=ToolAnnotations(readOnlyHint=True))

@@ -1,24 +1,31 @@
 //! A protected `tools/call`: keyed by its scope, tool and arguments, run once by the engine,
 //! answered in JSON-RPC terms.
 
+use std::sync::Arc;
 use std::time::Duration;
+
+use tokio::sync::oneshot;
 
 use bytes::Bytes;
 use http::request::Parts;
 use http::{header, Request, Response};
 use tracing::Instrument;
 
+use super::cancellation;
 use super::endpoint::{Answered, Endpoint};
 use super::envelope::ToolCall;
 use super::era::Era;
-use super::message::Form;
+use super::live::{self, Live};
+use super::message::{self, Form};
 use super::plain_call;
+use super::relay::{self, Outlet};
 use super::render::Rendering;
 use super::resume::{self, Resumption};
 use crate::body::ResponseBody;
 use crate::body::{Bufferable, Keepable};
 use crate::dialect::{decided, finish, Tool};
-use crate::engine::{self, Decided, Scoped};
+use crate::engine::relay::{Attachment, Relay, Relaying};
+use crate::engine::{self, Begun, Decided, Scoped};
 use crate::store::{Dialect, Store};
 use crate::telemetry::{self, Op};
 
@@ -43,9 +50,10 @@ pub(super) fn op_of<St: Store>(endpoint: &Endpoint<St>, parts: &Parts, call: &To
 }
 
 /// A protected tool call, run once per intent; run as a task where one is asked for and
-/// tasks are served.
+/// tasks are served. A caller that takes an event stream is handed what the server says
+/// before the answer as it comes ([`live`]).
 pub(crate) async fn call_tool<St: Store, S, B, ResBody>(
-    endpoint: &Endpoint<St>,
+    endpoint: &Arc<Endpoint<St>>,
     mut inner: S,
     mut parts: Parts,
     mut bytes: Bytes,
@@ -105,6 +113,18 @@ where
     };
     let limit = settings.response_limit;
     let id = call.id.clone();
+    // Relayed unless the layer answers with a task at once: to this caller where it takes an
+    // event stream, and to a later one that does.
+    let listens = message::accepts(&parts.headers, "text/event-stream");
+    let relayed = (!as_task).then(|| relayed(endpoint, &parts, &call, listens));
+    let (relaying, outlet, attached) = match relayed {
+        Some(Relayed {
+            relaying,
+            outlet,
+            attached,
+        }) => (Some(relaying), Some(outlet), attached),
+        None => (None, None, None),
+    };
     let names_extension = call.meta.tasks_extension;
     let work = move |mut parts: Parts, mut bytes: Bytes| async move {
         // Only the layer makes a task of a protected call.
@@ -118,13 +138,69 @@ where
         let response = inner
             .call(Request::from_parts(parts, B::from(bytes)))
             .await?;
-        Ok(resume::read_resuming(&mut inner, response, &id, limit, resumption).await)
+        let outlet = outlet.as_ref();
+        Ok(resume::read_resuming(&mut inner, response, &id, limit, resumption, outlet).await)
     };
-    let call = engine::Call {
+    let offers_task = rendering.offers_task;
+    let retention = rendering.retention;
+    let engine_call = engine::Call {
         dialect: Dialect::Mcp,
         timing,
+        relaying,
     };
-    let begun = span.in_scope(|| endpoint.engine.begin(parts, bytes, &scope, &op, call, work));
+    let begun = span.in_scope(|| {
+        endpoint
+            .engine
+            .begin(parts, bytes, &scope, &op, engine_call, work)
+    });
+    let begun = match (begun, attached) {
+        (Begun::Running(running), Some((attached, slot))) => {
+            let live = Live {
+                endpoint: Arc::clone(endpoint),
+                call,
+                era,
+                form,
+                offers_task,
+                retention,
+                op,
+                span,
+                started,
+            };
+            return live::answer(live, slot, running, attached).await;
+        }
+        (begun, _) => begun,
+    };
     let decided = decided(begun, &span).await;
     finish(&rendering, &op, &span, started, decided)
+}
+
+/// What relaying one call takes: the relay its execution writes to should it run it, where
+/// the stream's messages go, and, for a caller that `listens`, where its attachment comes
+/// back, with the call's slot for its cancellation.
+struct Relayed {
+    relaying: Relaying,
+    outlet: Outlet,
+    attached: Option<(oneshot::Receiver<Attachment>, u128)>,
+}
+
+fn relayed<St>(endpoint: &Endpoint<St>, parts: &Parts, call: &ToolCall, listens: bool) -> Relayed {
+    let relay = Arc::new(Relay::default());
+    let (attachment, attached) = match listens {
+        true => {
+            let (attachment, attached) = oneshot::channel();
+            let slot = cancellation::slot(&parts.headers, &call.id);
+            (Some(attachment), Some((attached, slot)))
+        }
+        false => (None, None),
+    };
+    let outlet = Outlet {
+        relay: Arc::clone(&relay),
+        relays: endpoint.relays.clone(),
+        session: relay::session_of(&parts.headers),
+    };
+    Relayed {
+        relaying: Relaying { relay, attachment },
+        outlet,
+        attached,
+    }
 }

@@ -106,7 +106,7 @@ impl ForwardedRequests {
 
 /// The session, the credential and the id, hashed: a remembered id costs 16 bytes, whatever
 /// the client sent.
-fn slot(headers: &HeaderMap, id: &Value) -> u128 {
+pub(crate) fn slot(headers: &HeaderMap, id: &Value) -> u128 {
     let part = |name| headers.get(name).map_or(&b""[..], |value| value.as_bytes());
     let mut hasher = Sha256::new();
     put_framed(&mut hasher, part(MCP_SESSION_HEADER));

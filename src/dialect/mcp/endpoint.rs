@@ -7,6 +7,7 @@ use http::Response;
 
 use super::cancellation::ForwardedRequests;
 use super::policy::ToolPolicy;
+use super::relay::Relays;
 use crate::body::ResponseBody;
 use crate::engine::Engine;
 
@@ -17,6 +18,9 @@ pub(crate) struct Endpoint<St> {
     pub(crate) engine: Arc<Engine<St>>,
     pub(crate) policy: Arc<ToolPolicy>,
     pub(crate) forwarded: ForwardedRequests,
+    /// The questions relayed to callers and the callers attached, for their answers and
+    /// cancellations.
+    pub(crate) relays: Relays,
     pub(crate) tasks: bool,
     pub(crate) replay_notice: bool,
 }

@@ -188,6 +188,8 @@ pub(crate) struct RequestMeta {
     pub(crate) has_capabilities: bool,
     /// Whether those capabilities name the tasks extension.
     pub(crate) tasks_extension: bool,
+    /// `progressToken`: where the caller wants progress, if it does.
+    pub(crate) progress_token: Option<Value>,
 }
 
 /// The tasks extension's name, in capabilities.
@@ -210,6 +212,10 @@ impl RequestMeta {
                 .and_then(|c| c.get("extensions"))
                 .and_then(|e| e.get(TASKS_EXTENSION))
                 .is_some(),
+            progress_token: meta
+                .get("progressToken")
+                .filter(|token| token.is_string() || token.is_number())
+                .cloned(),
         }
     }
 }
@@ -282,6 +288,7 @@ mod tests {
             version: Some("2026-07-28".to_owned()),
             has_capabilities: true,
             tasks_extension: false,
+            progress_token: None,
         }
     }
 

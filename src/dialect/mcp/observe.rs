@@ -89,6 +89,7 @@ fn count<St: Store>(
     let call = Call {
         dialect: Dialect::Mcp,
         timing: endpoint.policy.timing(&call.name),
+        relaying: None,
     };
     engine.observe(parts, scope.as_ref(), Some(bytes), &op, call);
     op

@@ -118,6 +118,10 @@ where
                 .as_ref()
                 .is_some_and(|id| endpoint.forwarded.passes_on(&parts.headers, id));
             if !passes_on {
+                if let Some(id) = &request_id {
+                    // The caller gave up on the call: what the server says goes to a retry.
+                    endpoint.relays.cancelled(&parts.headers, id);
+                }
                 crate::telemetry::cancellation_absorbed();
                 return Ok(accepted());
             }
@@ -126,7 +130,11 @@ where
         Envelope::ToolCall(ToolCall { id, .. }) | Envelope::TaskQuery(TaskQuery { id, .. }) => {
             forward(&endpoint, inner, parts, bytes, Some(id)).await
         }
-        Envelope::Other { id } => forward(&endpoint, inner, parts, bytes, id).await,
+        Envelope::Other { id } => {
+            // The client's answer to a question the server asked it on a relayed call.
+            endpoint.relays.answered(&parts.headers, &bytes);
+            forward(&endpoint, inner, parts, bytes, id).await
+        }
     }
 }
 

@@ -51,6 +51,13 @@ impl<St, B> crate::dialect::Dialect<B> for Rendering<'_, St> {
     type Answer = ServerAnswer;
 
     fn render(&self, decided: Decided<ServerAnswer>) -> Response<ResponseBody<B>> {
+        self.written(decided).map(ResponseBody::full)
+    }
+}
+
+impl<St> Rendering<'_, St> {
+    /// The engine's decision as the response the caller gets, its body written.
+    pub(crate) fn written(&self, decided: Decided<ServerAnswer>) -> Response<Bytes> {
         let form = self.form;
         let (key, said) = match decided {
             Decided::Refused(refusal) => (None, self.refused(&refusal, None)),
@@ -63,11 +70,10 @@ impl<St, B> crate::dialect::Dialect<B> for Rendering<'_, St> {
             }
             Said::Verbatim(response) => response,
         };
-        let response = match key {
+        match key {
             Some(key) => with_intent(response, &key),
             None => response,
-        };
-        response.map(ResponseBody::full)
+        }
     }
 }
 

@@ -16,6 +16,7 @@ use serde_json::Value;
 
 use super::era::{METHOD_HEADER, NAME_HEADER};
 use super::message::{is_event_stream, Primed};
+use super::relay::Outlet;
 use super::tool::{self, Read, ServerAnswer};
 use crate::body::{Bufferable, Keepable};
 use crate::dialect::Tool;
@@ -114,6 +115,7 @@ pub(crate) async fn read_resuming<S, B, ResBody>(
     id: &Value,
     limit: usize,
     resumption: Option<Resumption>,
+    outlet: Option<&Outlet>,
 ) -> Produced<ServerAnswer>
 where
     S: Tool<B, ResBody>,
@@ -124,7 +126,7 @@ where
     let mut in_a_row = 0;
     loop {
         let resumed_from = primed.last_event_id.clone();
-        let status = match tool::read(response, id, limit, &mut primed).await {
+        let status = match tool::read(response, id, limit, &mut primed, outlet).await {
             Read::Answered(produced) => return produced,
             Read::Resumable { status } => status,
         };
@@ -238,8 +240,15 @@ mod tests {
     #[tokio::test]
     async fn the_stream_is_resumed_with_a_get_that_keeps_the_session_and_credentials() {
         let (mut inner, seen) = server(vec![sse(ANSWER)]);
-        let produced =
-            read_resuming(&mut inner, sse(PRIMED), &json!(7), 1 << 20, Some(call())).await;
+        let produced = read_resuming(
+            &mut inner,
+            sse(PRIMED),
+            &json!(7),
+            1 << 20,
+            Some(call()),
+            None,
+        )
+        .await;
         assert!(matches!(
             judged(produced),
             Judged::Verdict(crate::classify::Verdict::Keep)
@@ -267,8 +276,15 @@ mod tests {
     #[tokio::test]
     async fn a_resumed_stream_that_breaks_off_or_ends_without_a_new_id_is_resumed_again() {
         let (mut inner, seen) = server(vec![sse(": still working\n\n"), sse(ANSWER)]);
-        let produced =
-            read_resuming(&mut inner, sse(PRIMED), &json!(7), 1 << 20, Some(call())).await;
+        let produced = read_resuming(
+            &mut inner,
+            sse(PRIMED),
+            &json!(7),
+            1 << 20,
+            Some(call()),
+            None,
+        )
+        .await;
         assert!(matches!(
             judged(produced),
             Judged::Verdict(crate::classify::Verdict::Keep)
@@ -288,18 +304,32 @@ mod tests {
         let mut refused = Response::new(Full::new(Bytes::new()));
         *refused.status_mut() = http::StatusCode::METHOD_NOT_ALLOWED;
         let (mut inner, _) = server(vec![refused]);
-        let produced =
-            read_resuming(&mut inner, sse(PRIMED), &json!(7), 1 << 20, Some(call())).await;
+        let produced = read_resuming(
+            &mut inner,
+            sse(PRIMED),
+            &json!(7),
+            1 << 20,
+            Some(call()),
+            None,
+        )
+        .await;
         assert_eq!(judged(produced), Judged::Interrupted);
         // The stateless era has no resumption: no GET is sent.
         let (mut inner, seen) = server(vec![]);
-        let produced = read_resuming(&mut inner, sse(PRIMED), &json!(7), 1 << 20, None).await;
+        let produced = read_resuming(&mut inner, sse(PRIMED), &json!(7), 1 << 20, None, None).await;
         assert_eq!(judged(produced), Judged::Interrupted);
         assert!(seen.lock().unwrap().is_empty());
         // A server that primes and closes forever, never moving on: bounded.
         let (mut inner, seen) = server((0..20).map(|_| sse(PRIMED)).collect());
-        let produced =
-            read_resuming(&mut inner, sse(PRIMED), &json!(7), 1 << 20, Some(call())).await;
+        let produced = read_resuming(
+            &mut inner,
+            sse(PRIMED),
+            &json!(7),
+            1 << 20,
+            Some(call()),
+            None,
+        )
+        .await;
         assert_eq!(judged(produced), Judged::Interrupted);
         assert_eq!(seen.lock().unwrap().len(), MOST_RESUMPTIONS as usize);
     }

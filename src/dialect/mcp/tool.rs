@@ -11,6 +11,7 @@ use serde_json::{json, Value};
 use super::answers;
 use super::judge::{said, Said};
 use super::message::{read_answer_from, Primed, Unreadable};
+use super::relay::Outlet;
 use crate::body::BoxError;
 use crate::classify::Verdict;
 use crate::engine::{Answered, Judged, Produced};
@@ -53,6 +54,7 @@ pub(crate) async fn read<B>(
     id: &Value,
     limit: usize,
     primed: &mut Primed,
+    outlet: Option<&Outlet>,
 ) -> Read
 where
     B: Body<Data = Bytes> + Send,
@@ -104,7 +106,7 @@ where
         }));
     }
     let ceiling = limit.saturating_mul(16).max(16 << 20);
-    let read = read_answer_from(&parts.headers, body, id, ceiling, primed).await;
+    let read = read_answer_from(&parts.headers, body, id, ceiling, primed, outlet).await;
     let (verdict, message) = match read {
         Ok(answer) => match said(&answer) {
             Said::Kept => (Verdict::Keep, answer),
@@ -245,7 +247,7 @@ mod tests {
 
     /// What the layer reads of `response` as the answer to the call `id`.
     async fn answered(response: Response<Full<Bytes>>, id: u64) -> Answered<ServerAnswer> {
-        match read(response, &json!(id), 1024, &mut Primed::default()).await {
+        match read(response, &json!(id), 1024, &mut Primed::default(), None).await {
             Read::Answered(Produced::Answered(answered)) => answered,
             _ => panic!("an answer"),
         }
@@ -279,7 +281,7 @@ mod tests {
             .extensions_mut()
             .insert(crate::classify::Interrupted);
         let Read::Answered(Produced::Answered(answered)) =
-            read(response, &json!(7), 1024, &mut Primed::default()).await
+            read(response, &json!(7), 1024, &mut Primed::default(), None).await
         else {
             panic!("an answer stands in for the lost one");
         };
@@ -309,7 +311,7 @@ mod tests {
             HeaderValue::from_static("text/event-stream"),
         );
         let Read::Answered(Produced::Answered(answered)) =
-            read(response, &json!(3), 1024, &mut Primed::default()).await
+            read(response, &json!(3), 1024, &mut Primed::default(), None).await
         else {
             panic!("an answer");
         };

@@ -10,6 +10,7 @@ use http_body_util::{BodyExt, LengthLimitError, Limited};
 use serde_json::Value;
 use sse_stream::{Sse, SseStream};
 
+use super::relay::Outlet;
 use crate::body::BoxError;
 use crate::classify::is_interrupted;
 
@@ -24,15 +25,7 @@ impl Form {
     /// JSON when the request accepts it (Streamable HTTP clients accept both), else an SSE
     /// stream of one event when that is all it accepts.
     pub(crate) fn of(headers: &HeaderMap) -> Self {
-        let accepts = |wanted: &str| {
-            headers
-                .get_all(header::ACCEPT)
-                .iter()
-                .filter_map(|v| v.to_str().ok())
-                .flat_map(|v| v.split(','))
-                .map(|range| range.split(';').next().unwrap_or("").trim())
-                .any(|range| range.eq_ignore_ascii_case(wanted))
-        };
+        let accepts = |wanted: &str| accepts(headers, wanted);
         let any = headers.get(header::ACCEPT).is_none()
             || accepts("*/*")
             || accepts("application/*")
@@ -43,6 +36,17 @@ impl Form {
             Self::Json
         }
     }
+}
+
+/// Whether the request's `Accept` names the media range `wanted` itself.
+pub(crate) fn accepts(headers: &HeaderMap, wanted: &str) -> bool {
+    headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(|range| range.split(';').next().unwrap_or("").trim())
+        .any(|range| range.eq_ignore_ascii_case(wanted))
 }
 
 /// Whether a response's body is an SSE stream.
@@ -187,8 +191,8 @@ pub(crate) struct Primed {
 }
 
 /// Reads the answer to the request `id` from a response body, up to `limit` bytes (for a
-/// stream, per event). An SSE stream is read only up to that answer: progress notifications
-/// before it are dropped, and a stream the server keeps open afterwards is let go.
+/// stream, per event). An SSE stream is read only up to that answer: the messages before it
+/// are dropped, and a stream the server keeps open afterwards is let go.
 pub(crate) async fn read_answer<B>(
     headers: &HeaderMap,
     body: B,
@@ -199,25 +203,28 @@ where
     B: Body<Data = Bytes> + Send,
     B::Error: Into<BoxError>,
 {
-    read_answer_from(headers, body, id, limit, &mut Primed::default()).await
+    read_answer_from(headers, body, id, limit, &mut Primed::default(), None).await
 }
 
 /// [`read_answer`], for a stream that may resume an earlier one: `primed` holds where the
-/// stream stood before, and learns the event ids and waits this one gives.
+/// stream stood before, and learns the event ids and waits this one gives. The messages
+/// before the answer go to `outlet` where there is one, as they come.
 pub(crate) async fn read_answer_from<B>(
     headers: &HeaderMap,
     body: B,
     id: &Value,
     limit: usize,
     primed: &mut Primed,
+    outlet: Option<&Outlet>,
 ) -> Result<Value, Unreadable>
 where
     B: Body<Data = Bytes> + Send,
     B::Error: Into<BoxError>,
 {
     if is_event_stream(headers) {
-        // Events are read one at a time and those before the answer dropped, so the stream as
-        // a whole may run as long as the tool does; what the reader holds is bounded per event.
+        // Events are read one at a time and those before the answer relayed or dropped, so the
+        // stream as a whole may run as long as the tool does; what the reader holds is bounded
+        // per event.
         let mut unfinished = Unfinished::default();
         let chunks = body.into_data_stream().map(move |chunk| {
             let chunk = chunk.map_err(|error| BodyError(error.into()))?;
@@ -255,6 +262,9 @@ where
             if let Ok(message) = serde_json::from_str::<Value>(&data) {
                 if is_answer_to(&message, id) {
                     return Ok(message);
+                }
+                if let Some(outlet) = outlet {
+                    outlet.pass(&message, &data);
                 }
             }
         }
@@ -294,153 +304,4 @@ pub(crate) fn write(message: &Value, form: Form, mut headers: HeaderMap) -> Resp
 }
 
 #[cfg(test)]
-mod tests {
-    use std::convert::Infallible;
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    use std::sync::Arc;
-
-    use super::*;
-    use http_body::Frame;
-    use http_body_util::{Full, StreamBody};
-    use serde_json::json;
-
-    fn headers(content_type: &str) -> HeaderMap {
-        let mut headers = HeaderMap::new();
-        headers.insert(header::CONTENT_TYPE, content_type.parse().unwrap());
-        headers
-    }
-
-    fn accept(value: &str) -> HeaderMap {
-        let mut headers = HeaderMap::new();
-        headers.insert(header::ACCEPT, value.parse().unwrap());
-        headers
-    }
-
-    #[tokio::test]
-    async fn the_answer_is_found_after_priming_and_progress_events() {
-        let stream = "data: \nid: 0\nretry: 3000\n\n\
-            data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{}}\n\n\
-            data: {\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{\"content\":[]}}\nid: 1/0\n\n";
-        let body = Full::new(Bytes::from(stream));
-        let found = read_answer(&headers("text/event-stream"), body, &json!(7), 1 << 20)
-            .await
-            .unwrap();
-        assert_eq!(
-            found,
-            json!({"jsonrpc":"2.0","id":7,"result":{"content":[]}})
-        );
-    }
-
-    #[tokio::test]
-    async fn a_stream_that_ends_after_a_priming_event_names_where_to_resume() {
-        let stream = "id: s1-0\nretry: 250\ndata: \n\n";
-        let body = Full::new(Bytes::from(stream));
-        let mut primed = Primed::default();
-        let sse = headers("text/event-stream");
-        let found = read_answer_from(&sse, body, &json!(7), 1 << 20, &mut primed).await;
-        assert_eq!(found, Err(Unreadable::Ended));
-        let expected = Primed {
-            last_event_id: Some("s1-0".to_owned()),
-            retry: Some(std::time::Duration::from_millis(250)),
-        };
-        assert_eq!(primed, expected);
-        // A resumed stream that gives no new id keeps where the call stood.
-        let body = Full::new(Bytes::from(": just a comment\n\n"));
-        let found = read_answer_from(&sse, body, &json!(7), 1 << 20, &mut primed).await;
-        assert_eq!(found, Err(Unreadable::Ended));
-        assert_eq!(primed, expected);
-    }
-
-    #[tokio::test]
-    async fn an_answer_to_another_id_is_not_taken() {
-        let body = Full::new(Bytes::from(r#"{"jsonrpc":"2.0","id":8,"result":{}}"#));
-        let found = read_answer(&headers("application/json"), body, &json!(7), 1 << 20).await;
-        assert!(found.is_err());
-        let stream = "data: {\"jsonrpc\":\"2.0\",\"id\":8,\"result\":{}}\n\n";
-        let body = Full::new(Bytes::from(stream));
-        let found = read_answer(&headers("text/event-stream"), body, &json!(7), 1 << 20).await;
-        assert!(found.is_err());
-    }
-
-    /// An event stream of `chunk`, repeated without end, counting the bytes read of it.
-    fn endless(
-        chunk: &'static str,
-        read: Arc<AtomicUsize>,
-    ) -> impl Body<Data = Bytes, Error = Infallible> + Send {
-        let frames = futures_util::stream::repeat_with(move || {
-            read.fetch_add(chunk.len(), Ordering::Relaxed);
-            Ok::<_, Infallible>(Frame::data(Bytes::from_static(chunk.as_bytes())))
-        });
-        StreamBody::new(frames)
-    }
-
-    #[tokio::test]
-    async fn a_tool_that_streams_notifications_past_the_bound_is_read_to_its_answer() {
-        // Four times the bound and more of notifications, each within it, then the answer: the
-        // notifications are dropped as they come, so the stream is read on to the answer.
-        let note = "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\"}\n\n";
-        let answer = "data: {\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{\"content\":[]}}\n\n";
-        let stream = format!("{}{answer}", note.repeat(64));
-        let body = Full::new(Bytes::from(stream));
-        let found = read_answer(
-            &headers("text/event-stream"),
-            body,
-            &json!(7),
-            4 * note.len(),
-        )
-        .await
-        .unwrap();
-        assert_eq!(found["result"], json!({"content": []}));
-    }
-
-    #[tokio::test]
-    async fn one_event_that_never_ends_is_read_no_further_than_the_bound() {
-        let read = Arc::new(AtomicUsize::new(0));
-        let chunk = "data: 0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
-        let body = endless(chunk, Arc::clone(&read));
-        let bound = 64 * chunk.len();
-        let found = read_answer(&headers("text/event-stream"), body, &json!(7), bound).await;
-        assert_eq!(found, Err(Unreadable::TooLarge));
-        let read = read.load(Ordering::Relaxed);
-        assert!(
-            read <= bound + chunk.len(),
-            "{read} bytes read, bound {bound}"
-        );
-    }
-
-    #[test]
-    fn an_event_ends_at_a_blank_line_whichever_line_ends_it_uses() {
-        let mut unfinished = Unfinished::default();
-        assert_eq!(unfinished.take(b"data: a\r\n\r\ndata: bc"), 8);
-        assert_eq!(unfinished.take(b"\n"), 9);
-        assert_eq!(unfinished.take(b"\ndata: d\n"), 8);
-        assert_eq!(unfinished.take(b"\n"), 0);
-    }
-
-    #[test]
-    fn json_is_written_unless_only_an_event_stream_is_accepted() {
-        assert_eq!(Form::of(&HeaderMap::new()), Form::Json);
-        assert_eq!(
-            Form::of(&accept("application/json, text/event-stream")),
-            Form::Json
-        );
-        assert_eq!(Form::of(&accept("text/event-stream")), Form::EventStream);
-        assert_eq!(
-            Form::of(&accept("text/event-stream;q=1")),
-            Form::EventStream
-        );
-    }
-
-    #[test]
-    fn an_event_stream_answer_is_one_message_event() {
-        let message = json!({"jsonrpc":"2.0","id":1,"result":{}});
-        let response = write(&message, Form::EventStream, HeaderMap::new());
-        assert_eq!(
-            response.headers()[header::CONTENT_TYPE],
-            "text/event-stream"
-        );
-        let text = std::str::from_utf8(response.body()).unwrap();
-        assert!(text.starts_with("event: message\ndata: {"), "{text}");
-        assert!(text.ends_with("\n\n"), "{text}");
-    }
-}
+mod tests;
