@@ -178,7 +178,7 @@ async fn a_known_outcome_is_removed_only_on_purpose_naming_its_intent() {
 
 #[tokio::test]
 async fn a_purge_of_a_credential_removes_its_records_and_failures_in_every_session() {
-    let (client, counts) = mounted(IdempotencyLayer::new());
+    let (client, _) = mounted(IdempotencyLayer::new());
     let call = |token: &'static str, session: &'static str, path: &'static str| {
         let client = &client;
         async move {
