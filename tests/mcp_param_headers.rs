@@ -6,8 +6,16 @@
 
 mod support;
 
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::post as route_post;
+use axum::{Json, Router};
 use serde_json::{json, Value};
 use support::gateway::{start_example, Gateway};
+use support::{serve, Client, Counts};
+use tower_idempotency::IdempotencyLayer;
 
 const VERSION: &str = "2026-07-28";
 
@@ -23,11 +31,10 @@ async fn stats(server: &Gateway) -> Value {
 
 /// One POST of `message` with the routing headers a 2026-07-28 client sends for it, and
 /// `extra`; the HTTP status and the answer.
-async fn post(server: &Gateway, message: &Value, extra: &[(&str, &str)]) -> (u16, Value) {
-    let mut request = server
-        .client
+async fn post(client: &Client, message: &Value, extra: &[(&str, &str)]) -> (u16, Value) {
+    let mut request = client
         .http
-        .post(&server.client.base)
+        .post(&client.base)
         .header("content-type", "application/json")
         .header("accept", "application/json, text/event-stream")
         .header("mcp-protocol-version", VERSION)
@@ -97,22 +104,35 @@ async fn a_param_header_that_disagrees_with_its_argument_is_refused_and_never_an
 ) {
     let server = start();
     // No `tools/list` went through the layer: it learns the tool's headers by itself.
-    let (status, ran) = post(&server, &regional(1, "eu"), &[("mcp-param-region", "eu")]).await;
+    let (status, ran) = post(
+        &server.client,
+        &regional(1, "eu"),
+        &[("mcp-param-region", "eu")],
+    )
+    .await;
     assert_eq!(status, 200, "{ran}");
     assert!(text(&ran).starts_with("Sent e-mail #1"), "{ran}");
     for (id, (what, value)) in (2..).zip(WRONG) {
-        let sent = post(&server, &regional(id, "eu"), &[("mcp-param-region", value)]).await;
+        let sent = post(
+            &server.client,
+            &regional(id, "eu"),
+            &[("mcp-param-region", value)],
+        )
+        .await;
         assert_mismatch(what, sent);
     }
-    assert_mismatch("no header", post(&server, &regional(8, "eu"), &[]).await);
+    assert_mismatch(
+        "no header",
+        post(&server.client, &regional(8, "eu"), &[]).await,
+    );
     let twice = [("mcp-param-region", "eu"), ("mcp-param-region", "eu")];
     assert_mismatch(
         "two headers",
-        post(&server, &regional(9, "eu"), &twice).await,
+        post(&server.client, &regional(9, "eu"), &twice).await,
     );
     // The same value, base64-encoded as a client may send any value: the kept result.
     let encoded = [("mcp-param-region", "=?base64?ZXU=?=")];
-    let (status, replay) = post(&server, &regional(10, "eu"), &encoded).await;
+    let (status, replay) = post(&server.client, &regional(10, "eu"), &encoded).await;
     assert_eq!(status, 200, "{replay}");
     assert!(
         text(&replay).starts_with("This exact call already ran"),
@@ -129,7 +149,7 @@ async fn a_param_header_that_disagrees_with_its_argument_is_refused_and_never_an
 #[tokio::test]
 async fn a_param_header_is_checked_on_a_first_call_too_and_one_no_tool_declares_is_left_alone() {
     let server = start();
-    let (status, listed) = post(&server, &request(1, "tools/list", json!({})), &[]).await;
+    let (status, listed) = post(&server.client, &request(1, "tools/list", json!({})), &[]).await;
     assert_eq!(status, 200, "{listed}");
     let schema = listed["result"]["tools"]
         .as_array()
@@ -146,12 +166,12 @@ async fn a_param_header_is_checked_on_a_first_call_too_and_one_no_tool_declares_
     let wrong = [("mcp-param-region", "us")];
     assert_mismatch(
         "first call",
-        post(&server, &regional(2, "eu"), &wrong).await,
+        post(&server.client, &regional(2, "eu"), &wrong).await,
     );
     assert_eq!(stats(&server).await["regional_send"], 0);
     // Header names are told apart case-insensitively; the value is compared as sent.
     let right = [("MCP-PARAM-REGION", "eu")];
-    let (status, ran) = post(&server, &regional(3, "eu"), &right).await;
+    let (status, ran) = post(&server.client, &regional(3, "eu"), &right).await;
     assert_eq!(status, 200, "{ran}");
     assert!(text(&ran).starts_with("Sent e-mail #1"), "{ran}");
     // A header no tool declares is not the server's to check: the replay is given.
@@ -161,10 +181,10 @@ async fn a_param_header_is_checked_on_a_first_call_too_and_one_no_tool_declares_
         "tools/call",
         json!({"name": "send_email", "arguments": email}),
     );
-    let (_, first) = post(&server, &call, &[]).await;
+    let (_, first) = post(&server.client, &call, &[]).await;
     assert!(text(&first).starts_with("Sent e-mail #1"), "{first}");
     let stray = [("mcp-param-region", "=?base64?not base64?=")];
-    let (status, replay) = post(&server, &call, &stray).await;
+    let (status, replay) = post(&server.client, &call, &stray).await;
     assert_eq!(status, 200, "{replay}");
     assert!(
         text(&replay).starts_with("This exact call already ran"),
@@ -172,4 +192,42 @@ async fn a_param_header_is_checked_on_a_first_call_too_and_one_no_tool_declares_
     );
     assert_eq!(stats(&server).await["regional_send"], 1);
     assert_eq!(stats(&server).await["send_email"], 1);
+}
+
+/// A server that will not list its tools (500), and whose tool `pay` counts its calls.
+async fn unlisting(State(counts): State<Counts>, body: Bytes) -> Response {
+    let message: Value = serde_json::from_slice(&body).unwrap();
+    if message["method"] != "tools/call" {
+        return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+    }
+    let n = counts.bump("pay");
+    let content = json!([{"type": "text", "text": format!("paid #{n}")}]);
+    let result = json!({"content": content, "resultType": "complete"});
+    Json(json!({"jsonrpc": "2.0", "id": message["id"], "result": result})).into_response()
+}
+
+#[tokio::test]
+async fn a_call_whose_headers_cannot_be_checked_is_still_protected_and_runs_once() {
+    // The layer cannot learn what the tool declares: only the server can check its headers,
+    // and it does on the call that runs; a repeat never runs the action again for it.
+    let counts = Counts::default();
+    let app = Router::new()
+        .route("/mcp", route_post(unlisting))
+        .with_state(counts.clone())
+        .layer(IdempotencyLayer::new().mcp());
+    let client = Client::new(format!("{}/mcp", serve(app).await));
+    for id in [1, 2] {
+        let call = request(
+            id,
+            "tools/call",
+            json!({"name": "pay", "arguments": {"cents": 10}}),
+        );
+        let (status, answer) = post(&client, &call, &[]).await;
+        assert_eq!(status, 200, "{answer}");
+    }
+    assert_eq!(
+        counts.get("pay"),
+        1,
+        "the repeat is answered, not run again"
+    );
 }
