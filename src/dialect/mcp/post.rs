@@ -62,16 +62,16 @@ where
                         let why = Unservable::Param(header);
                         return Ok(unservable(&endpoint, &parts, &call.id, &why));
                     }
-                    // Only the server can check this call: it is passed on, unprotected.
+                    // Only the server can check this call's headers, which it does on the
+                    // call that runs. The call stays protected: passed on unprotected, each
+                    // retry could run the action again, which is worse than a repeat answered
+                    // with the kept result of the same arguments.
                     Verdict::Unknown => {
                         tracing::warn!(
                             tool = %call.name,
                             "an MCP call's Mcp-Param headers could not be checked against the \
-                             tool's schema; passed on to the server unprotected"
+                             tool's schema; it is protected, and only the server checks them"
                         );
-                        let ready = futures_util::future::poll_fn(|cx| inner.poll_ready(cx));
-                        ready.await?;
-                        return forward(&endpoint, inner, parts, bytes, Some(call.id)).await;
                     }
                 }
                 let ready = futures_util::future::poll_fn(|cx| inner.poll_ready(cx));

@@ -29,7 +29,8 @@ pub(crate) enum Verdict {
     /// The server refuses the call for this header.
     Refused(String),
     /// The layer cannot tell (the server would not list its tools, or an argument the
-    /// layer cannot render as the server does): only the server can check the call.
+    /// layer cannot render as the server does): only the server checks the call, on the
+    /// execution; the call is protected all the same.
     Unknown,
 }
 
