@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # What relaying a protected MCP call's events costs idempotency-proxy: the proxy's CPU time per
 # call (all its threads, kernel included, from `perf stat`) in front of an upstream whose
-# tools/call answers stream PROGRESS progress notifications before the result, with 10 and
-# with 0 of them, in one run, the two taking turns round by round. Every call is a new intent
-# (first executions). The difference bounds the relay's cost from above: it also holds the
-# reading of ten more events, which the layer did before it relayed them.
+# tools/call answers stream progress notifications before the result. Every call is a new
+# intent (a first execution). In one run, the modes taking turns round by round:
 #
-#   bash benches/relay_cpu.sh                 # 5 rounds of 6 s, 16 connections
-#   ROUNDS=3 DURATION=4 bash benches/relay_cpu.sh
+# - `10`: this build, ten notifications a call, relayed to the caller as they come;
+# - `0`: this build, none: the difference is what reading and relaying ten events costs;
+# - `base-10`, with BASE=<commit>: that commit's build, ten notifications a call: with a
+#   commit from before the relay (which read the events and dropped them), the difference to
+#   `10` is what relaying them costs.
+#
+#   bash benches/relay_cpu.sh                      # 5 rounds of 6 s, 16 connections
+#   BASE=30df5f7 ROUNDS=5 bash benches/relay_cpu.sh
 #
 # Needs wrk and perf (apt-get install wrk linux-perf).
 set -euo pipefail
@@ -20,19 +24,31 @@ CONNECTIONS=${CONNECTIONS:-16}
 command -v wrk >/dev/null || { echo "wrk is needed: apt-get install wrk" >&2; exit 1; }
 command -v perf >/dev/null || { echo "perf is needed: apt-get install linux-perf" >&2; exit 1; }
 
-cargo build --release -p tower-idempotency-proxy >&2
-proxy=${CARGO_TARGET_DIR:-target}/release/idempotency-proxy
+target=${CARGO_TARGET_DIR:-$(pwd)/target}
 work=$(mktemp -d)
 pids=()
 cleanup() {
   for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  [ -n "${BASE:-}" ] && git worktree remove --force "$work/base" 2>/dev/null
   rm -rf "$work"
 }
 trap cleanup EXIT
+modes="10 0"
+if [ -n "${BASE:-}" ]; then
+  # Built in a worktree of its own over the same target folder: only the workspace's crates
+  # build again.
+  git worktree add -q --detach "$work/base" "$BASE"
+  (cd "$work/base" && CARGO_TARGET_DIR="$target" cargo build --release -p tower-idempotency-proxy) >&2
+  cp "$target/release/idempotency-proxy" "$work/proxy-base"
+  modes="10 base-10 0"
+fi
+CARGO_TARGET_DIR="$target" cargo build --release -p tower-idempotency-proxy >&2
+cp "$target/release/idempotency-proxy" "$work/proxy-head"
 
-# One round with `progress` notifications a call: "progress req/s cpu_us_per_call".
-run() { # progress
-  local progress=$1 upstream_port proxy_port url proxy_pid rps cpu_ms
+# One round of `mode`: "mode req/s cpu_us_per_call".
+run() { # mode
+  local mode=$1 progress=${1#base-} proxy="$work/proxy-head" upstream_port proxy_port url proxy_pid rps cpu_ms
+  [ "$mode" != "$progress" ] && proxy="$work/proxy-base"
   upstream_port=$(free_port)
   python3 benches/mcp_progress_upstream.py "$upstream_port" "$progress" > "$work/upstream.out" 2>&1 &
   pids+=($!)
@@ -51,7 +67,7 @@ run() { # progress
     | awk '/Requests\/sec/ { print $2 }')
   wait "$stat"
   cpu_ms=$(awk -F, '$3 ~ /task-clock/ { print $1; exit }' "$work/stat")
-  awk -v p="$progress" -v r="$rps" -v c="$cpu_ms" -v d="$DURATION" \
+  awk -v p="$mode" -v r="$rps" -v c="$cpu_ms" -v d="$DURATION" \
     'BEGIN { printf "%s %.0f %.1f\n", p, r, c * 1000 / (r * d) }'
   for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
   pids=()
@@ -60,21 +76,22 @@ run() { # progress
 results="$work/results"
 : > "$results"
 for round in $(seq 1 "$ROUNDS"); do
-  for progress in 10 0; do
-    run "$progress" >> "$results"
+  for mode in $modes; do
+    run "$mode" >> "$results"
   done
   echo "round $round of $ROUNDS done" >&2
 done
 
 median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-printf '| %-22s | %9s | %14s |\n' "progress notifications" "req/s" "CPU µs a call"
-printf '| %-22s | %9s | %14s |\n' --- ---: ---:
-for progress in 10 0; do
-  rps=$(awk -v p="$progress" '$1 == p { print $2 }' "$results" | median)
-  cpu=$(awk -v p="$progress" '$1 == p { print $3 }' "$results" | median)
-  printf '| %-22s | %9.0f | %14.1f |\n' "$progress" "$rps" "$cpu"
+of() { awk -v m="$1" -v f="$2" '$1 == m { print $f }' "$results" | median; }
+printf '| %-8s | %-24s | %9s | %14s |\n' mode "progress notifications" "req/s" "CPU µs a call"
+printf '| %-8s | %-24s | %9s | %14s |\n' --- --- ---: ---:
+for mode in $modes; do
+  printf '| %-8s | %-24s | %9.0f | %14.1f |\n' "$mode" "${mode#base-}" "$(of "$mode" 2)" "$(of "$mode" 3)"
 done
-with=$(awk '$1 == 10 { print $3 }' "$results" | median)
-without=$(awk '$1 == 0 { print $3 }' "$results" | median)
-awk -v a="$with" -v b="$without" \
+awk -v a="$(of 10 3)" -v b="$(of 0 3)" \
   'BEGIN { printf "\nten events read and relayed: %.1f µs a call, %.1f %% of a call with them\n", a - b, (a - b) * 100 / a }'
+if [ -n "${BASE:-}" ]; then
+  awk -v a="$(of 10 3)" -v b="$(of base-10 3)" \
+    'BEGIN { printf "relaying them, against %s: %.1f µs a call, %.1f %% of a call\n", ENVIRON["BASE"], a - b, (a - b) * 100 / a }'
+fi

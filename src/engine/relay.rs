@@ -193,6 +193,11 @@ impl Attachment {
         self.events.recv().await
     }
 
+    /// An event already handed to this caller and not read yet, without waiting.
+    pub(crate) fn ready(&mut self) -> Option<Bytes> {
+        self.events.try_recv().ok()
+    }
+
     /// Where this caller is, for its deadline.
     pub(crate) fn hold(&self) -> Hold {
         Hold {

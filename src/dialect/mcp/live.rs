@@ -171,16 +171,26 @@ struct Streaming<St, R> {
     token: Option<Value>,
 }
 
-/// The next event handed to the caller (progress under its `token`); never, without an
-/// attachment.
+/// The next events handed to the caller (progress under its `token`), with those already
+/// waiting behind the first in the same chunk: a server that wrote them together is relayed
+/// in one write, not one a event; never, without an attachment.
 async fn next(attachment: &mut Option<Attachment>, token: Option<&Value>) -> Option<Bytes> {
     let Some(attachment) = attachment else {
         return std::future::pending().await;
     };
-    loop {
+    let first = loop {
         let event = attachment.next().await?;
         if let Some(event) = progress::fitted(event, token) {
-            return Some(event);
+            break event;
         }
+    };
+    let mut waiting = std::iter::from_fn(|| attachment.ready())
+        .filter_map(|event| progress::fitted(event, token))
+        .peekable();
+    if waiting.peek().is_none() {
+        return Some(first);
     }
+    let mut chunk = bytes::BytesMut::from(&first[..]);
+    waiting.for_each(|event| chunk.extend_from_slice(&event));
+    Some(chunk.freeze())
 }

@@ -60,7 +60,7 @@ impl Outlet {
         if message.get("method").is_none() {
             return;
         }
-        let event = Bytes::from(Sse::default().event("message").data(data.to_owned()));
+        let event = event_of(data);
         match message.get("id") {
             Some(id) => {
                 let id = id.to_string();
@@ -140,6 +140,20 @@ impl Drop for Attending {
     }
 }
 
+/// `data` as one `message` event: a line of data written in one allocation; data of several
+/// lines, a line each.
+fn event_of(data: &str) -> Bytes {
+    if data.contains(['\n', '\r']) {
+        return Bytes::from(Sse::default().event("message").data(data.to_owned()));
+    }
+    const HEAD: &[u8] = b"event: message\ndata: ";
+    let mut event = bytes::BytesMut::with_capacity(HEAD.len() + data.len() + 2);
+    event.extend_from_slice(HEAD);
+    event.extend_from_slice(data.as_bytes());
+    event.extend_from_slice(b"\n\n");
+    event.freeze()
+}
+
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
@@ -147,4 +161,20 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// The session a call's questions are answered in.
 pub(crate) fn session_of(headers: &HeaderMap) -> Option<HeaderValue> {
     headers.get(MCP_SESSION_HEADER).cloned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_event_is_written_as_the_sse_library_writes_it() {
+        for data in [
+            r#"{"jsonrpc":"2.0","method":"notifications/progress"}"#,
+            "{\n\"a\": 1\n}",
+        ] {
+            let library = Bytes::from(Sse::default().event("message").data(data.to_owned()));
+            assert_eq!(event_of(data), library, "{data:?}");
+        }
+    }
 }
