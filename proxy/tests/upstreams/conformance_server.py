@@ -23,7 +23,6 @@ from typing import Annotated, Any
 import uvicorn
 from mcp.server.mcpserver import Context, MCPServer, RequestStateSecurity
 from mcp.server.mcpserver.prompts.base import UserMessage
-from mcp.server.streamable_http import EventMessage, EventStore
 from mcp.shared.exceptions import MCPError
 from mcp.types import (
     MISSING_REQUIRED_CLIENT_CAPABILITY,
@@ -43,6 +42,7 @@ from pydantic import Field
 
 import conformance_asking
 from conformance_asking import field, question
+from event_store import MemoryEventStore
 
 # A 1x1 PNG and a silent WAV: the bytes the content scenarios check for.
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
@@ -56,28 +56,6 @@ server = MCPServer(
     version="1.0.0",
     request_state_security=RequestStateSecurity(keys=[SEAL]),
 )
-
-
-class MemoryEventStore(EventStore):
-    """Every event of every stream, in order, so that a stream can be replayed after an id."""
-
-    def __init__(self):
-        self.events = []  # (event id, stream id, message or None for a priming event)
-
-    async def store_event(self, stream_id, message):
-        event_id = str(len(self.events))
-        self.events.append((event_id, stream_id, message))
-        return event_id
-
-    async def replay_events_after(self, last_event_id, send_callback):
-        at = next((i for i, (e, _, _) in enumerate(self.events) if e == last_event_id), None)
-        if at is None:
-            return None
-        stream = self.events[at][1]
-        for event_id, stream_id, message in self.events[at + 1 :]:
-            if stream_id == stream and message is not None:
-                await send_callback(EventMessage(message, event_id))
-        return stream
 
 
 def text(value: str) -> TextContent:

@@ -27,38 +27,16 @@ from typing import Annotated
 
 import uvicorn
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.streamable_http import EventMessage, EventStore
 from mcp_types import ToolAnnotations
 from pydantic import BaseModel, Field
 from starlette.requests import Request
 from starlette.responses import JSONResponse
+from event_store import MemoryEventStore
 
 server = MCPServer("python-tools")
 COUNTS = {"send_email": 0, "generate_report": 0, "search": 0, "polled_send": 0,
           "regional_send": 0, "cancelled": 0, "confirm_send": 0, "slow_progress": 0,
           "confirmed_with": []}
-
-
-class MemoryEventStore(EventStore):
-    """Every event of every stream, in order, so that a stream can be replayed after an id."""
-
-    def __init__(self):
-        self.events = []  # (event id, stream id, message or None for a priming event)
-
-    async def store_event(self, stream_id, message):
-        event_id = str(len(self.events))
-        self.events.append((event_id, stream_id, message))
-        return event_id
-
-    async def replay_events_after(self, last_event_id, send_callback):
-        at = next((i for i, (e, _, _) in enumerate(self.events) if e == last_event_id), None)
-        if at is None:
-            return None
-        stream = self.events[at][1]
-        for event_id, stream_id, message in self.events[at + 1 :]:
-            if stream_id == stream and message is not None:
-                await send_callback(EventMessage(message, event_id))
-        return stream
 
 
 @server.tool()
