@@ -9,7 +9,7 @@ use http_body::Body;
 use tower_service::Service;
 
 use crate::body::{BoxError, ResponseBody};
-use crate::dialect::http as dialect;
+use crate::dialect::http::{asks_status, observe, protect, respond};
 use crate::dialect::ResponseFuture;
 use crate::engine::Engine;
 use crate::store::{MemoryStore, Store};
@@ -120,8 +120,8 @@ where
         let mut inner = std::mem::replace(&mut self.inner, clone);
         let settings = &self.engine.settings;
         // In observe mode the status path is the service's, as every other path is.
-        if !settings.observe && dialect::asks_status(settings, &request) {
-            return dialect::respond(&self.engine, request);
+        if !settings.observe && asks_status(settings, &request) {
+            return respond(&self.engine, request);
         }
         let path = request.uri().path();
         if is_safe(request.method()) || !settings.paths.is_protected(path) {
@@ -130,13 +130,8 @@ where
         let (parts, body) = request.into_parts();
         if settings.observe {
             let engine = Arc::clone(&self.engine);
-            return ResponseFuture::layered(dialect::observe(engine, inner, parts, body));
+            return ResponseFuture::layered(observe(engine, inner, parts, body));
         }
-        ResponseFuture::layered(dialect::protect(
-            Arc::clone(&self.engine),
-            inner,
-            parts,
-            body,
-        ))
+        ResponseFuture::layered(protect(Arc::clone(&self.engine), inner, parts, body))
     }
 }

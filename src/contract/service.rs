@@ -13,7 +13,7 @@ use super::violation::Violation;
 use crate::body::read_body;
 use crate::body::BoxError;
 use crate::body::ResponseBody;
-use crate::dialect::http as http_dialect;
+use crate::dialect::http::{refused, written};
 use crate::dialect::ResponseFuture;
 use crate::engine::Refusal;
 use crate::telemetry;
@@ -99,7 +99,7 @@ where
             let (parts, body) = request.into_parts();
             let bytes = match read_body(body, &parts.headers, body_limit).await {
                 Ok(bytes) => bytes,
-                Err(unread) => return Ok(http_dialect::refused(&DEFAULTS, &Refusal::from(unread))),
+                Err(unread) => return Ok(refused(&DEFAULTS, &Refusal::from(unread))),
             };
             let violation = match serde_json::from_slice::<serde_json::Value>(&bytes) {
                 Err(_) => Some(Violation::not_json()),
@@ -113,7 +113,7 @@ where
                 telemetry::rejected_by_schema(&contract.label, violation.reason);
                 let told = violation.told(&contract.version);
                 let status = http::StatusCode::UNPROCESSABLE_ENTITY;
-                return Ok(http_dialect::written(status, &told));
+                return Ok(written(status, &told));
             }
             let response = inner
                 .call(Request::from_parts(parts, B::from(bytes)))

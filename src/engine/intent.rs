@@ -15,7 +15,7 @@ use crate::key::{
 };
 use crate::scope::Scope;
 use crate::settings::{Settings, Timing};
-use crate::store::Dialect;
+use crate::store::Protocol;
 use crate::telemetry::Op;
 
 /// What a dialect tells the engine of one call besides its request: the protocol it came in,
@@ -24,7 +24,7 @@ use crate::telemetry::Op;
 /// says before its answer, the relay.
 #[derive(Debug, Default)]
 pub(crate) struct Call {
-    pub(crate) dialect: Dialect,
+    pub(crate) protocol: Protocol,
     pub(crate) timing: Timing,
     pub(crate) relaying: Option<super::relay::Relaying>,
 }
@@ -53,7 +53,7 @@ pub(crate) struct Intent {
     /// How long the execution may run before it is abandoned, if it is bounded.
     pub(crate) max_execution: Option<Duration>,
     /// The protocol the call came in, kept with its record.
-    pub(crate) dialect: Dialect,
+    pub(crate) protocol: Protocol,
 }
 
 impl Intent {
@@ -75,7 +75,7 @@ pub(crate) fn derive(
     call: Call,
 ) -> Result<Intent, Refusal> {
     let Call {
-        dialect, timing, ..
+        protocol, timing, ..
     } = call;
     let header_value = settings
         .key_header
@@ -140,7 +140,7 @@ pub(crate) fn derive(
         asynchronous: deadline.is_zero(),
         retention,
         max_execution: settings.paths.max_execution(path),
-        dialect,
+        protocol,
     })
 }
 

@@ -184,7 +184,7 @@ impl<St: Store> Recorder<'_, St> {
             completed_at_ms,
             expires_at_ms: completed_at_ms.saturating_add(millis(self.retention_of(&response))),
             response,
-            dialect: self.intent.dialect,
+            protocol: self.intent.protocol,
             operation: Some(Arc::clone(self.intent.op.label())),
             share: (self.intent.share != self.intent.scope).then_some(self.intent.share),
             note: None,

@@ -10,7 +10,7 @@ use tower_service::Service;
 
 use crate::body::BoxError;
 use crate::body::ResponseBody;
-use crate::dialect::http as http_dialect;
+use crate::dialect::http::{asks_status, respond};
 use crate::dialect::mcp::endpoint::Endpoint;
 use crate::dialect::mcp::{observe, post};
 use crate::dialect::ResponseFuture;
@@ -89,8 +89,8 @@ where
         let mut inner = std::mem::replace(&mut self.inner, clone);
         let engine = &self.endpoint.engine;
         let observing = engine.settings.observe;
-        if !observing && http_dialect::asks_status(&engine.settings, &request) {
-            return http_dialect::respond(engine, request);
+        if !observing && asks_status(&engine.settings, &request) {
+            return respond(engine, request);
         }
         let protected = engine.settings.paths.is_protected(request.uri().path());
         if request.method() != Method::POST || !protected {

@@ -54,7 +54,7 @@ pub use postgres::{
     PostgresStore, PostgresStoreBuilder, Transaction, TransactionClient, TransactionError,
 };
 pub use record::{
-    Dialect, KeptResponse, Omission, Record, ReleaseCause, RunningInfo, StoredResponse, Tombstone,
+    KeptResponse, Omission, Protocol, Record, ReleaseCause, RunningInfo, StoredResponse, Tombstone,
 };
 #[cfg(feature = "redis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]

@@ -108,7 +108,7 @@ pub struct Record {
     /// What it answered.
     pub response: KeptResponse,
     /// Whose answer it keeps: the protocol the execution was called in.
-    pub dialect: Dialect,
+    pub protocol: Protocol,
     /// The operation it was a call of (the route's label, such as `POST /tools/send_email`),
     /// for an operator's listing; `None` in records written without it.
     pub operation: Option<Arc<str>>,
@@ -123,7 +123,7 @@ pub struct Record {
 /// terms (the HTTP status path shows an MCP call's JSON-RPC answer as the JSON it is).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[non_exhaustive]
-pub enum Dialect {
+pub enum Protocol {
     /// An HTTP response, replayed as it was.
     #[default]
     Http,
@@ -149,7 +149,7 @@ impl KeptResponse {
 impl Record {
     /// The record of an execution of `fingerprint` within `scope` that started and completed
     /// at these times (milliseconds since the Unix epoch) and is kept until `expires_at_ms`,
-    /// with the answer of an HTTP call; see [`Record::dialect`].
+    /// with the answer of an HTTP call; see [`Record::protocol`].
     pub fn new(
         scope: ScopeHash,
         fingerprint: Fingerprint,
@@ -165,7 +165,7 @@ impl Record {
             completed_at_ms,
             expires_at_ms,
             response,
-            dialect: Dialect::Http,
+            protocol: Protocol::Http,
             operation: None,
             share: None,
             note: None,

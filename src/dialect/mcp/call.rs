@@ -26,7 +26,7 @@ use crate::body::{Bufferable, Keepable};
 use crate::dialect::{decided, finish, Tool};
 use crate::engine::relay::{Attachment, Relay, Relaying};
 use crate::engine::{self, Begun, Decided, Scoped};
-use crate::store::{Dialect, Store};
+use crate::store::{Protocol, Store};
 use crate::telemetry::{self, Op};
 
 /// Writes the operation label of a tool call: `tools/call NAME` for names that look like tool
@@ -144,7 +144,7 @@ where
     let offers_task = rendering.offers_task;
     let retention = rendering.retention;
     let engine_call = engine::Call {
-        dialect: Dialect::Mcp,
+        protocol: Protocol::Mcp,
         timing,
         relaying,
     };

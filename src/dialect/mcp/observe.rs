@@ -12,10 +12,10 @@ use super::endpoint::{Answered, Endpoint};
 use super::envelope::{self, Envelope, ToolCall};
 use super::era::Era;
 use crate::body::{peek_body, Bufferable, ResponseBody};
-use crate::dialect::http as http_dialect;
+use crate::dialect::http::refused;
 use crate::dialect::Tool;
 use crate::engine::{Call, Refusal};
-use crate::store::{Dialect, Store};
+use crate::store::{Protocol, Store};
 use crate::telemetry::{self, Op};
 
 /// Passes one POST on, counting the tool call it carries; cancellations, listings and task
@@ -58,7 +58,7 @@ where
     };
     let body = match peeked {
         Ok(peeked) => peeked.body,
-        Err(unread) => return Ok(http_dialect::refused(settings, &Refusal::from(unread))),
+        Err(unread) => return Ok(refused(settings, &Refusal::from(unread))),
     };
     let answered = inner.call(Request::from_parts(parts, body)).await;
     if let Some(op) = op {
@@ -87,7 +87,7 @@ fn count<St: Store>(
         None => engine.runtime.ops.unscoped(),
     };
     let call = Call {
-        dialect: Dialect::Mcp,
+        protocol: Protocol::Mcp,
         timing: endpoint.policy.timing(&call.name),
         relaying: None,
     };

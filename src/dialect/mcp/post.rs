@@ -15,7 +15,7 @@ use super::message::{self, Form};
 use crate::body::read_body;
 use crate::body::ResponseBody;
 use crate::body::{Bufferable, Keepable};
-use crate::dialect::http as http_dialect;
+use crate::dialect::http::refused;
 use crate::dialect::Tool;
 use crate::store::Store;
 
@@ -41,7 +41,7 @@ where
         Ok(bytes) => bytes,
         Err(unread) => {
             let refusal = crate::engine::Refusal::from(unread);
-            return Ok(http_dialect::refused(settings, &refusal));
+            return Ok(refused(settings, &refusal));
         }
     };
     let form = Form::of(&parts.headers);

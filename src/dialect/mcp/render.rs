@@ -19,7 +19,7 @@ use crate::clock::{now_ms, seconds_since};
 use crate::engine::{Decided, Intent, Outcome, Refusal};
 use crate::headers::{age, mark_replayed, with_intent};
 use crate::key::IntentKey;
-use crate::store::{Dialect, KeptResponse, Record, StoredResponse};
+use crate::store::{KeptResponse, Protocol, Record, StoredResponse};
 use crate::wording::{self, Told};
 
 /// What one call is rendered for.
@@ -184,7 +184,7 @@ impl<St> Rendering<'_, St> {
             }
         };
         // A record another protocol wrote holds no JSON-RPC answer to give back.
-        let message = (record.dialect == Dialect::Mcp)
+        let message = (record.protocol == Protocol::Mcp)
             .then(|| stored_message(stored))
             .flatten();
         let Some(message) = message else {

@@ -4,12 +4,13 @@ use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 
 use super::{
-    DecodeError, Stored, COMPLETED, DIALECT, FAILED, NOTE, OPERATION, RUNNING, SHARE, VERSION, WAIT,
+    DecodeError, Stored, COMPLETED, FAILED, NOTE, OPERATION, PROTOCOL, RUNNING, SHARE, VERSION,
+    WAIT,
 };
 use crate::key::{Fingerprint, ScopeHash};
 use crate::store::{
-    Dialect, KeptResponse, Omission, OwnerToken, Record, ReleaseCause, RunningInfo, StoredResponse,
-    Tombstone,
+    KeptResponse, Omission, OwnerToken, Protocol, Record, ReleaseCause, RunningInfo,
+    StoredResponse, Tombstone,
 };
 
 /// Reads fields off a value; `Bytes` so that a stored body is sliced, not copied.
@@ -151,7 +152,7 @@ pub(crate) fn decode(bytes: Bytes) -> Result<Stored, DecodeError> {
                 b'A' => KeptResponse::Abandoned,
                 _ => return Err(DecodeError("response kind")),
             };
-            let mut dialect = Dialect::Http;
+            let mut protocol = Protocol::Http;
             let (mut operation, mut share, mut note) = (None, None, None);
             let text = |value: &[u8]| {
                 std::str::from_utf8(value)
@@ -163,11 +164,11 @@ pub(crate) fn decode(bytes: Bytes) -> Result<Stored, DecodeError> {
                 let length = r.u16()? as usize;
                 let value = r.take(length)?;
                 match tag {
-                    DIALECT => {
-                        dialect = match &value[..] {
-                            b"M" => Dialect::Mcp,
-                            b"H" => Dialect::Http,
-                            _ => return Err(DecodeError("dialect")),
+                    PROTOCOL => {
+                        protocol = match &value[..] {
+                            b"M" => Protocol::Mcp,
+                            b"H" => Protocol::Http,
+                            _ => return Err(DecodeError("protocol")),
                         };
                     }
                     OPERATION => operation = Some(text(&value)?),
@@ -188,7 +189,7 @@ pub(crate) fn decode(bytes: Bytes) -> Result<Stored, DecodeError> {
                 completed_at_ms,
                 expires_at_ms,
                 response,
-                dialect,
+                protocol,
                 operation,
                 share,
                 note,

@@ -9,7 +9,7 @@
 //!          | b'O' status:u16 (over the size cap) | b'S' status:u16 (marked no-store)
 //!          | b'U' status:u16 (not classified) | b'A' (abandoned at its execution bound)
 //!            then extensions, each tag:u8 length:u16 bytes, skipped when unknown:
-//!            b'D' dialect:u8 (b'M' MCP; absent for HTTP), b'N' the operation's label,
+//!            b'D' protocol:u8 (b'M' MCP; absent for HTTP), b'N' the operation's label,
 //!            b'H' share[32] (where it is not the scope), b'T' an operator's note
 //!          | b'R' status:u16 (resolved by an operator as run)
 //! failed     scope[32] fingerprint[33] failed_ms:u64 status:u16 (0 = none) cause:u8
@@ -28,7 +28,7 @@ mod decode;
 mod tests;
 
 use super::{
-    Dialect, KeptResponse, Omission, OwnerToken, Record, ReleaseCause, RunningInfo, Tombstone,
+    KeptResponse, Omission, OwnerToken, Protocol, Record, ReleaseCause, RunningInfo, Tombstone,
 };
 use crate::key::{Fingerprint, ScopeHash};
 
@@ -61,7 +61,7 @@ impl Stored {
 }
 
 /// The extension that names a record's dialect.
-const DIALECT: u8 = b'D';
+const PROTOCOL: u8 = b'D';
 /// The extension of a record's operation label.
 const OPERATION: u8 = b'N';
 /// The extension of a record's share, where it is not its scope.
@@ -153,9 +153,9 @@ pub(crate) fn encode_record(record: &Record) -> Vec<u8> {
         }
         KeptResponse::Abandoned => out.push(b'A'),
     }
-    match record.dialect {
-        Dialect::Http => {}
-        Dialect::Mcp => put_extension(&mut out, DIALECT, b"M"),
+    match record.protocol {
+        Protocol::Http => {}
+        Protocol::Mcp => put_extension(&mut out, PROTOCOL, b"M"),
     }
     if let Some(operation) = &record.operation {
         put_extension(&mut out, OPERATION, bounded(operation).as_bytes());
@@ -184,14 +184,14 @@ fn encoded_record_len(record: &Record) -> usize {
         KeptResponse::Omitted { .. } => 1 + 2,
         KeptResponse::Abandoned => 1,
     };
-    let dialect = match record.dialect {
-        Dialect::Http => 0,
-        Dialect::Mcp => 1 + 2 + 1,
+    let protocol = match record.protocol {
+        Protocol::Http => 0,
+        Protocol::Mcp => 1 + 2 + 1,
     };
     let text =
         |text: &Option<std::sync::Arc<str>>| text.as_ref().map_or(0, |t| 3 + bounded(t).len());
     let share = record.share.map_or(0, |_| 3 + 32);
-    2 + 32 + 33 + 3 * 8 + response + dialect + text(&record.operation) + share + text(&record.note)
+    2 + 32 + 33 + 3 * 8 + response + protocol + text(&record.operation) + share + text(&record.note)
 }
 
 pub(crate) fn encode_tombstone(tombstone: &Tombstone) -> Vec<u8> {

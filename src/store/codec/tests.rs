@@ -27,7 +27,7 @@ fn full_record(status: StatusCode, headers: HeaderMap, body: Bytes) -> Record {
             headers,
             body,
         }),
-        dialect: Dialect::Http,
+        protocol: Protocol::Http,
         operation: None,
         share: None,
         note: None,
@@ -176,7 +176,7 @@ fn responses_not_kept_say_why() {
                 status: StatusCode::OK,
                 why,
             },
-            dialect: Dialect::Http,
+            protocol: Protocol::Http,
             operation: Some(std::sync::Arc::from("POST /tools/send_email")),
             share: Some(ScopeHash::of(b"principal")),
             note: Some(std::sync::Arc::from("sent, checked by hand")),
@@ -219,14 +219,14 @@ fn an_mcp_record_carries_its_dialect_and_an_http_one_is_written_as_before() {
     let mut record = Record::new(scope, fingerprint, 1, 2, 3, KeptResponse::Abandoned);
     let http = encode_record(&record);
     assert_eq!(http.len(), 2 + 32 + 33 + 24 + 1, "no extension for HTTP");
-    record.dialect = Dialect::Mcp;
+    record.protocol = Protocol::Mcp;
     let mcp = encode_record(&record);
     assert_eq!((http.capacity(), mcp.capacity()), (http.len(), mcp.len()));
     assert_eq!(&mcp[..http.len()], &http[..]);
     let Stored::Completed(back) = decode(Bytes::from(mcp)).unwrap() else {
         panic!("a record decodes as a record")
     };
-    assert_eq!(back.dialect, Dialect::Mcp);
+    assert_eq!(back.protocol, Protocol::Mcp);
 }
 
 #[test]
@@ -238,7 +238,7 @@ fn unknown_extensions_are_skipped() {
     let Stored::Completed(back) = decode(Bytes::from(bytes.clone())).unwrap() else {
         panic!("a record decodes as a record")
     };
-    assert_eq!(back.dialect, Dialect::Http);
+    assert_eq!(back.protocol, Protocol::Http);
     bytes.truncate(bytes.len() - 1);
     assert!(
         decode(Bytes::from(bytes)).is_err(),

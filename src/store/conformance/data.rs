@@ -10,7 +10,7 @@ use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use crate::clock::{millis, now_ms};
 use crate::key::{Fingerprint, IntentKey, ScopeHash};
 use crate::store::{
-    Claim, ClaimRequest, Dialect, Entry, KeptResponse, OwnerToken, Record, ReleaseCause,
+    Claim, ClaimRequest, Entry, KeptResponse, OwnerToken, Protocol, Record, ReleaseCause,
     RunningInfo, StoredResponse, Tombstone,
 };
 
@@ -75,7 +75,7 @@ pub(super) fn record(
         expires_at_ms: now.saturating_add(millis(retention)),
         response,
         // Not the defaults, so that a store that drops them is seen to.
-        dialect: Dialect::Mcp,
+        protocol: Protocol::Mcp,
         operation: Some(Arc::from("POST /tools/conformance")),
         share: Some(owner.share),
         note: Some(Arc::from("kept by the conformance suite")),
@@ -157,7 +157,7 @@ pub(super) fn response_kind(response: &KeptResponse) -> &'static str {
 pub(super) fn record_differences(got: &Record, want: &Record) -> Vec<String> {
     let mut off = Vec::new();
     differ!(off, got, want; scope, fingerprint, started_at_ms, completed_at_ms, expires_at_ms);
-    differ!(off, got, want; dialect);
+    differ!(off, got, want; protocol);
     differ!(off, got, want; operation);
     differ!(off, got, want; share);
     differ!(off, got, want; note);

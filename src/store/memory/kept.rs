@@ -65,7 +65,7 @@ mod tests {
 
     use super::*;
     use crate::key::{Fingerprint, ScopeHash};
-    use crate::store::{Dialect, KeptResponse, StoredResponse};
+    use crate::store::{KeptResponse, Protocol, StoredResponse};
 
     #[test]
     fn a_kept_record_reads_back_field_for_field() {
@@ -82,7 +82,7 @@ mod tests {
             3,
             KeptResponse::Full(response),
         );
-        record.dialect = Dialect::Mcp;
+        record.protocol = Protocol::Mcp;
         let mut kept = Kept::new(&record);
         assert!(matches!(kept, Kept::Encoded(_)));
         let back = kept.record();
@@ -95,7 +95,7 @@ mod tests {
         assert_eq!(back.fingerprint, record.fingerprint);
         let times = (back.started_at_ms, back.completed_at_ms, back.expires_at_ms);
         assert_eq!(times, (1, 2, 3));
-        assert_eq!(back.dialect, Dialect::Mcp);
+        assert_eq!(back.protocol, Protocol::Mcp);
         let KeptResponse::Full(stored) = &back.response else {
             panic!("the response was kept whole")
         };

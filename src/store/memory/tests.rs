@@ -33,7 +33,7 @@ fn record(body_len: usize) -> Arc<Record> {
             headers: HeaderMap::new(),
             body: Bytes::from(vec![b'x'; body_len]),
         }),
-        dialect: crate::store::Dialect::Http,
+        protocol: crate::store::Protocol::Http,
         operation: None,
         share: None,
         note: None,
