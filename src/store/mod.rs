@@ -14,13 +14,9 @@ mod memory;
 mod observed;
 #[cfg(feature = "postgres")]
 mod postgres;
-#[cfg(feature = "postgres")]
-mod postgres_sql;
 mod record;
 #[cfg(feature = "redis")]
 mod redis;
-#[cfg(feature = "redis")]
-mod redis_scripts;
 mod tiered;
 mod token;
 mod transaction;

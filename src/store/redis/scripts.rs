@@ -1,6 +1,6 @@
 //! The Lua scripts that make each Redis operation one atomic round trip.
 //!
-//! Each intent is one key whose value is a [`codec`](super::codec) encoding: byte 1 is the
+//! Each intent is one key whose value is a [`codec`](super::super::codec) encoding: byte 1 is the
 //! version, byte 2 the kind (`R` 82, `C` 67, `F` 70), bytes 3..18 the owner token of a running
 //! entry. A running entry's TTL is its lease; a record's TTL is its retention.
 

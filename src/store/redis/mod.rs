@@ -12,7 +12,6 @@ use redis::cluster_async::ClusterConnection;
 use redis::Script;
 
 use super::codec::{self, Stored};
-use super::redis_scripts::{self as scripts};
 use super::{
     Claim, ClaimRequest, Entry, Fence, OwnerToken, Record, RunningInfo, Scanned, Store, StoreError,
     Tombstone,
@@ -21,6 +20,7 @@ use crate::key::IntentKey;
 
 mod connection;
 mod operator;
+mod scripts;
 
 use connection::Connection;
 

@@ -10,7 +10,6 @@ use deadpool_postgres::Pool;
 use tokio_postgres::types::ToSql;
 
 use super::codec::{self, Stored};
-use super::postgres_sql::Statements;
 use super::{
     Claim, ClaimRequest, Entry, Fence, OwnerToken, Record, RunningInfo, Scanned, Store, StoreError,
     Tombstone,
@@ -18,7 +17,10 @@ use super::{
 use crate::key::IntentKey;
 
 mod connect;
+mod sql;
 mod transaction;
+
+use sql::Statements;
 
 pub use transaction::{Transaction, TransactionClient, TransactionError};
 

@@ -1,6 +1,6 @@
 //! The SQL that makes each Postgres operation one atomic statement, written for one table.
 //!
-//! A row holds an intent's [`codec`](super::codec) encoding, as the Redis store's keys do:
+//! A row holds an intent's [`codec`](super::super::codec) encoding, as the Redis store's keys do:
 //! byte 1 the version, byte 2 the kind (`R` 82, `C` 67, `F` 70), bytes 3..18 the owner token of
 //! a running entry. A row's `expires_at` is its lease, its retention or its tombstone's time;
 //! every time is the database's (`clock_timestamp()`), never an instance's, and a row past it
