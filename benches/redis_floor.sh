@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # How close the tiered Redis store runs to Redis's own limit, in one run: what one redis-server
 # sustains for the two scripts a first execution costs (CLAIM and COMPLETE, as the store runs
-# them, read from src/store/redis_scripts.rs, on fresh keys, with a ~1 KiB record), measured
+# them, read from src/store/redis/scripts.rs, on fresh keys, with a ~1 KiB record), measured
 # with redis-benchmark, against first executions through examples/tool_gateway on the same
 # server, driven by wrk with ~1 KiB bodies.
 #
@@ -38,7 +38,7 @@ for _ in $(seq 1 50); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sle
 script() {
   python3 - "$1" <<'PY'
 import re, sys
-source = open("src/store/redis_scripts.rs").read()
+source = open("src/store/redis/scripts.rs").read()
 match = re.search(r"pub\(super\) static " + sys.argv[1] + r": LazyLock<Script>.*?r\"\n(.*?)\",\n", source, re.S)
 print(match.group(1), end="")
 PY
