@@ -72,6 +72,7 @@ impl<B> ResponseBody<B> {
     }
 
     /// A body of `chunks` as they come, each sent as soon as it is there.
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code, reason = "what MCP relays"))]
     pub(crate) fn streamed(chunks: Chunks) -> Self {
         Self {
             kind: Kind::Streamed { chunks },
@@ -80,6 +81,7 @@ impl<B> ResponseBody<B> {
     }
 
     /// The same body, keeping `value` until it has ended (or been dropped unfinished).
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code, reason = "what MCP relays"))]
     pub(crate) fn holding(mut self, value: impl Send + Sync + 'static) -> Self {
         self.held = Some(std::panic::AssertUnwindSafe(Box::new(value)));
         self

@@ -30,6 +30,7 @@ use crate::key::{Fingerprint, IntentKey, ScopeHash};
 
 /// The longest the stores here keep a lease, a record or a tombstone: a longer time (a layer
 /// told to keep records "forever", `Duration::MAX`) is taken as this, a hundred years.
+#[cfg(any(feature = "redis", feature = "postgres"))]
 pub(crate) const LONGEST_KEPT: Duration = crate::clock::FARTHEST;
 
 /// A time as a shared store takes it: whole milliseconds, at least one (zero would be refused
