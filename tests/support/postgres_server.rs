@@ -60,6 +60,9 @@ pub struct PostgresServer {
     child: Option<Child>,
     pub port: u16,
     dir: TempDir,
+    /// Whether a commit is acknowledged only once its WAL is written (to the system, which
+    /// keeps it through a kill of the server): off, a kill may lose what was acknowledged.
+    durable: bool,
 }
 
 impl PostgresServer {
@@ -95,11 +98,21 @@ impl PostgresServer {
             child: None,
             port: free_port(),
             dir,
+            durable: false,
         }
     }
 
     pub fn start() -> Self {
         let mut server = Self::init();
+        server.run();
+        server
+    }
+
+    /// A server that keeps every commit it acknowledged through a kill (`synchronous_commit`
+    /// on; `fsync` stays off, which only a crash of the machine would tell).
+    pub fn start_durable() -> Self {
+        let mut server = Self::init();
+        server.durable = true;
         server.run();
         server
     }
@@ -155,7 +168,11 @@ impl PostgresServer {
                 "-c",
                 "fsync=off",
                 "-c",
-                "synchronous_commit=off",
+                if self.durable {
+                    "synchronous_commit=on"
+                } else {
+                    "synchronous_commit=off"
+                },
                 "-c",
                 "full_page_writes=off",
             ],
