@@ -237,20 +237,23 @@ mod tests {
         }
     }
 
+    /// How the answer to request 7, whose stream the server primed and closed, is judged once
+    /// `inner` is asked to resume it as `resumption` says (`None`: it cannot be).
+    async fn judged_resuming<S>(inner: &mut S, resumption: Option<Resumption>) -> Judged
+    where
+        S: Tool<Full<Bytes>, Full<Bytes>>,
+    {
+        let produced =
+            read_resuming(inner, sse(PRIMED), &json!(7), 1 << 20, resumption, None).await;
+        judged(produced)
+    }
+
     #[tokio::test]
     async fn the_stream_is_resumed_with_a_get_that_keeps_the_session_and_credentials() {
         let (mut inner, seen) = server(vec![sse(ANSWER)]);
-        let produced = read_resuming(
-            &mut inner,
-            sse(PRIMED),
-            &json!(7),
-            1 << 20,
-            Some(call()),
-            None,
-        )
-        .await;
+        let judged_as = judged_resuming(&mut inner, Some(call())).await;
         assert!(matches!(
-            judged(produced),
+            judged_as,
             Judged::Verdict(crate::classify::Verdict::Keep)
         ));
         let get = seen.lock().unwrap().remove(0);
@@ -276,17 +279,9 @@ mod tests {
     #[tokio::test]
     async fn a_resumed_stream_that_breaks_off_or_ends_without_a_new_id_is_resumed_again() {
         let (mut inner, seen) = server(vec![sse(": still working\n\n"), sse(ANSWER)]);
-        let produced = read_resuming(
-            &mut inner,
-            sse(PRIMED),
-            &json!(7),
-            1 << 20,
-            Some(call()),
-            None,
-        )
-        .await;
+        let judged_as = judged_resuming(&mut inner, Some(call())).await;
         assert!(matches!(
-            judged(produced),
+            judged_as,
             Judged::Verdict(crate::classify::Verdict::Keep)
         ));
         let seen = seen.lock().unwrap();
@@ -304,33 +299,17 @@ mod tests {
         let mut refused = Response::new(Full::new(Bytes::new()));
         *refused.status_mut() = http::StatusCode::METHOD_NOT_ALLOWED;
         let (mut inner, _) = server(vec![refused]);
-        let produced = read_resuming(
-            &mut inner,
-            sse(PRIMED),
-            &json!(7),
-            1 << 20,
-            Some(call()),
-            None,
-        )
-        .await;
-        assert_eq!(judged(produced), Judged::Interrupted);
+        let judged_as = judged_resuming(&mut inner, Some(call())).await;
+        assert_eq!(judged_as, Judged::Interrupted);
         // The stateless era has no resumption: no GET is sent.
         let (mut inner, seen) = server(vec![]);
-        let produced = read_resuming(&mut inner, sse(PRIMED), &json!(7), 1 << 20, None, None).await;
-        assert_eq!(judged(produced), Judged::Interrupted);
+        let judged_as = judged_resuming(&mut inner, None).await;
+        assert_eq!(judged_as, Judged::Interrupted);
         assert!(seen.lock().unwrap().is_empty());
         // A server that primes and closes forever, never moving on: bounded.
         let (mut inner, seen) = server((0..20).map(|_| sse(PRIMED)).collect());
-        let produced = read_resuming(
-            &mut inner,
-            sse(PRIMED),
-            &json!(7),
-            1 << 20,
-            Some(call()),
-            None,
-        )
-        .await;
-        assert_eq!(judged(produced), Judged::Interrupted);
+        let judged_as = judged_resuming(&mut inner, Some(call())).await;
+        assert_eq!(judged_as, Judged::Interrupted);
         assert_eq!(seen.lock().unwrap().len(), MOST_RESUMPTIONS as usize);
     }
 }
