@@ -68,6 +68,20 @@ impl Reader {
         self.bytes.len() - self.at
     }
 
+    /// Hands `each` every extension left (its tag and its value), to the end: a tag this
+    /// reader does not know is the caller's to skip.
+    fn extensions(
+        &mut self,
+        mut each: impl FnMut(u8, Bytes) -> Result<(), DecodeError>,
+    ) -> Result<(), DecodeError> {
+        while self.remaining() > 0 {
+            let tag = self.u8()?;
+            let length = self.u16()? as usize;
+            each(tag, self.take(length)?)?;
+        }
+        Ok(())
+    }
+
     /// The next byte, left to be read.
     fn next_byte(&self) -> Option<u8> {
         self.bytes.get(self.at).copied()
@@ -159,10 +173,7 @@ pub(crate) fn decode(bytes: Bytes) -> Result<Stored, DecodeError> {
                     .map(std::sync::Arc::<str>::from)
                     .map_err(|_| DecodeError("text"))
             };
-            while r.remaining() > 0 {
-                let tag = r.u8()?;
-                let length = r.u16()? as usize;
-                let value = r.take(length)?;
+            r.extensions(|tag, value| {
                 match tag {
                     PROTOCOL => {
                         protocol = match &value[..] {
@@ -172,16 +183,13 @@ pub(crate) fn decode(bytes: Bytes) -> Result<Stored, DecodeError> {
                         };
                     }
                     OPERATION => operation = Some(text(&value)?),
-                    SHARE => {
-                        let bytes =
-                            <[u8; 32]>::try_from(&value[..]).map_err(|_| DecodeError("share"))?;
-                        share = Some(ScopeHash::from_bytes(bytes));
-                    }
+                    SHARE => share = Some(share_of(&value)?),
                     NOTE => note = Some(text(&value)?),
                     // Added later than this reader: skipped.
                     _ => {}
                 }
-            }
+                Ok(())
+            })?;
             Stored::Completed(Record {
                 scope,
                 fingerprint,
@@ -221,25 +229,19 @@ pub(crate) fn decode(bytes: Bytes) -> Result<Stored, DecodeError> {
             if r.remaining() == 4 && r.next_byte().is_some_and(|b| b < b'A') {
                 retry_after_s = Some(u64::from(r.u32()?));
             }
-            while r.remaining() > 0 {
-                let tag = r.u8()?;
-                let length = r.u16()? as usize;
-                let value = r.take(length)?;
+            r.extensions(|tag, value| {
                 match tag {
                     WAIT => {
                         let bytes =
                             <[u8; 4]>::try_from(&value[..]).map_err(|_| DecodeError("wait"))?;
                         retry_after_s = Some(u64::from(u32::from_be_bytes(bytes)));
                     }
-                    SHARE => {
-                        let bytes =
-                            <[u8; 32]>::try_from(&value[..]).map_err(|_| DecodeError("share"))?;
-                        share = Some(ScopeHash::from_bytes(bytes));
-                    }
+                    SHARE => share = Some(share_of(&value)?),
                     // Added later than this reader: skipped.
                     _ => {}
                 }
-            }
+                Ok(())
+            })?;
             Stored::Failed(Tombstone {
                 scope,
                 fingerprint,
@@ -254,4 +256,10 @@ pub(crate) fn decode(bytes: Bytes) -> Result<Stored, DecodeError> {
     };
     r.end()?;
     Ok(stored)
+}
+
+/// A share's extension: its 32 bytes.
+fn share_of(value: &[u8]) -> Result<ScopeHash, DecodeError> {
+    let bytes = <[u8; 32]>::try_from(value).map_err(|_| DecodeError("share"))?;
+    Ok(ScopeHash::from_bytes(bytes))
 }
