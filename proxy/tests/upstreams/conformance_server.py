@@ -16,11 +16,9 @@ handshake era's polling), and each handshake-era stream is primed with an event 
 import asyncio
 import base64
 import json
-import socket
 import sys
 from typing import Annotated, Any
 
-import uvicorn
 from mcp.server.mcpserver import Context, MCPServer, RequestStateSecurity
 from mcp.server.mcpserver.prompts.base import UserMessage
 from mcp.shared.exceptions import MCPError
@@ -42,7 +40,7 @@ from pydantic import Field
 
 import conformance_asking
 from conformance_asking import field, question
-from event_store import MemoryEventStore
+from mcp_serving import serve
 
 # A 1x1 PNG and a silent WAV: the bytes the content scenarios check for.
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
@@ -290,17 +288,7 @@ async def complete(ref, argument, context) -> Completion:
 
 
 def main():
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", int(sys.argv[1]) if len(sys.argv) > 1 else 0))
-    sock.listen(128)
-    port = sock.getsockname()[1]
-    app = server.streamable_http_app(
-        streamable_http_path="/mcp", event_store=MemoryEventStore(), retry_interval=100
-    )
-    config = uvicorn.Config(app, log_level="warning")
-    print(f"listening on {port}", flush=True)
-    uvicorn.Server(config).run(sockets=[sock])
+    serve(server, retry_interval=100)
 
 
 if __name__ == "__main__":

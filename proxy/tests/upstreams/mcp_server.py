@@ -21,17 +21,15 @@ handshake-era stream with an event id and a 200 ms retry.
 """
 
 import asyncio
-import socket
 import sys
 from typing import Annotated
 
-import uvicorn
 from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import ToolAnnotations
 from pydantic import BaseModel, Field
 from starlette.requests import Request
 from starlette.responses import JSONResponse
-from event_store import MemoryEventStore
+from mcp_serving import serve
 
 server = MCPServer("python-tools")
 COUNTS = {"send_email": 0, "generate_report": 0, "search": 0, "polled_send": 0,
@@ -120,17 +118,7 @@ async def stats(request: Request) -> JSONResponse:
 
 
 def main():
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", int(sys.argv[1]) if len(sys.argv) > 1 else 0))
-    sock.listen(128)
-    port = sock.getsockname()[1]
-    app = server.streamable_http_app(
-        streamable_http_path="/mcp", event_store=MemoryEventStore(), retry_interval=200
-    )
-    config = uvicorn.Config(app, log_level="warning")
-    print(f"listening on {port}", flush=True)
-    uvicorn.Server(config).run(sockets=[sock])
+    serve(server, retry_interval=200)
 
 
 if __name__ == "__main__":
