@@ -61,14 +61,7 @@ impl Server {
             request = request.header(name, value);
         }
         let response = request.body(message.to_string()).send().await.unwrap();
-        let status = response.status().as_u16();
-        let body = response.text().await.unwrap();
-        let data = body
-            .lines()
-            .rev()
-            .find_map(|line| line.strip_prefix("data: "))
-            .unwrap_or(&body);
-        (status, serde_json::from_str(data).unwrap_or(Value::Null))
+        support::json_rpc_answer(response).await
     }
 }
 

@@ -209,6 +209,19 @@ pub fn start_in_memory<St: tower_idempotency::store::Store>(
 }
 
 /// Serves `app` on a free loopback port; returns its base URL.
+/// The status of an MCP POST's answer and its JSON-RPC message: the last `data:` line where it
+/// came as an event stream, else the body (`Null` where that is no JSON).
+pub async fn json_rpc_answer(response: reqwest::Response) -> (u16, Value) {
+    let status = response.status().as_u16();
+    let body = response.text().await.unwrap();
+    let data = body
+        .lines()
+        .rev()
+        .find_map(|line| line.strip_prefix("data: "))
+        .unwrap_or(&body);
+    (status, serde_json::from_str(data).unwrap_or(Value::Null))
+}
+
 pub async fn serve(app: Router) -> String {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
