@@ -230,16 +230,23 @@ async fn a_caller_that_takes_over_from_one_that_closed_its_stream_is_asked_again
     assert_eq!(server.counts.get("confirm"), 1, "ran once");
 }
 
+/// A call whose caller takes only JSON, sent in a task of its own, once the tool is running.
+async fn json_only_call_running(
+    base: &str,
+    server: &Server,
+) -> tokio::task::JoinHandle<reqwest::Response> {
+    let call = tokio::spawn({
+        let base = base.to_owned();
+        async move { send(&base, "application/json", call(1)).await }
+    });
+    server.counts.reached("confirm", 1).await;
+    call
+}
+
 #[tokio::test]
 async fn a_caller_that_takes_only_json_gets_the_answer_alone() {
     let (base, server) = start(Duration::from_secs(5)).await;
-    let waiting = tokio::spawn({
-        let base = base.clone();
-        async move { send(&base, "application/json", call(1)).await }
-    });
-    while server.counts.get("confirm") == 0 {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    let waiting = json_only_call_running(&base, &server).await;
     tokio::time::sleep(Duration::from_millis(100)).await;
     send(&base, BOTH, answer_word("red")).await;
     let response = waiting.await.unwrap();
@@ -251,13 +258,7 @@ async fn a_caller_that_takes_only_json_gets_the_answer_alone() {
 #[tokio::test]
 async fn a_question_asked_of_a_caller_that_takes_only_json_is_asked_of_a_retry_that_listens() {
     let (base, server) = start(Duration::from_secs(5)).await;
-    let first = tokio::spawn({
-        let base = base.clone();
-        async move { send(&base, "application/json", call(1)).await }
-    });
-    while server.counts.get("confirm") == 0 {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    let first = json_only_call_running(&base, &server).await;
     // The first caller cannot be asked, and gives up.
     tokio::time::sleep(Duration::from_millis(100)).await;
     first.abort();
