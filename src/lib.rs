@@ -66,31 +66,26 @@ pub mod contract;
 mod dialect;
 mod engine;
 mod headers;
+mod idempotency;
 pub mod key;
-mod layer;
 #[cfg(feature = "mcp")]
 #[cfg_attr(docsrs, doc(cfg(feature = "mcp")))]
 pub mod mcp;
 pub mod reference;
 mod scope;
-mod service;
 mod settings;
 pub mod store;
 mod telemetry;
-#[cfg(feature = "postgres")]
-mod transactional;
 mod user_code;
 mod wording;
 
 pub use body::{RequestBody, ResponseBody};
 pub use classify::{Classify, DefaultClassify, Interrupted, Verdict};
-pub use dialect::ResponseFuture;
 pub use engine::DetachedExecutions;
 pub use headers::{INTENT_HEADER, REPLAYED_HEADER};
+pub use idempotency::{Idempotency, IdempotencyLayer, ResponseFuture};
 pub use key::IntentKey;
-pub use layer::IdempotencyLayer;
 pub use scope::DEFAULT_SCOPE_HEADER;
-pub use service::Idempotency;
 pub use settings::DEFAULT_STATUS_PATH;
 pub use store::ReleaseCause;
 pub use telemetry::{

@@ -42,6 +42,6 @@ mod schemas;
 mod service;
 mod violation;
 
-pub use crate::dialect::ResponseFuture;
+pub use crate::idempotency::ResponseFuture;
 pub use layer::{ContractLayer, InvalidSchema};
 pub use service::Contract;

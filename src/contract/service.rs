@@ -13,9 +13,9 @@ use super::violation::Violation;
 use crate::body::read_body;
 use crate::body::BoxError;
 use crate::body::ResponseBody;
-use crate::dialect::http::{refused, written};
-use crate::dialect::ResponseFuture;
 use crate::engine::Refusal;
+use crate::idempotency::ResponseFuture;
+use crate::idempotency::{refused, written};
 use crate::telemetry;
 
 /// The settings a body refusal is told with: it names only the limit, none of a layer's.

@@ -1,16 +1,13 @@
-//! The protocols the engine's outcomes are told in. Each reads the tool's answer for the
-//! engine (whether the action happened, what to keep) and renders what the engine decided in
-//! its own terms.
+//! The protocols the engine's outcomes are told in, and the one protected path they share.
+//! Each reads the request's scope and operation and the tool's answer for the engine (whether
+//! the action happened, what to keep), and renders what the engine decided in its own terms.
 
 mod drive;
-mod future;
 
-pub(crate) use drive::{decided, finish, Dialect};
-pub(crate) mod http;
+pub(crate) use drive::{protect, Answer, Dialect, Payload};
+// What a protocol that answers while its execution runs (MCP's event streams) finishes with.
 #[cfg(feature = "mcp")]
-pub(crate) mod mcp;
-
-pub use future::ResponseFuture;
+pub(crate) use drive::{decided, finish, Telling};
 
 use ::http::{Request, Response};
 use tower_service::Service;

@@ -9,12 +9,12 @@ use tower_layer::Layer;
 use super::service::McpIdempotency;
 use crate::canonical::pointer::parse_pointer;
 use crate::canonical::JsonPointer;
-use crate::dialect::mcp::cancellation::ForwardedRequests;
-use crate::dialect::mcp::endpoint::Endpoint;
-use crate::dialect::mcp::policy::{self, ToolPolicy};
-use crate::dialect::mcp::MCP_SESSION_HEADER;
 use crate::engine::Engine;
-use crate::layer::IdempotencyLayer;
+use crate::idempotency::IdempotencyLayer;
+use crate::mcp::cancellation::ForwardedRequests;
+use crate::mcp::endpoint::Endpoint;
+use crate::mcp::policy::{self, ToolPolicy};
+use crate::mcp::MCP_SESSION_HEADER;
 use crate::scope::ScopeSource;
 use crate::store::{MemoryStore, Store};
 

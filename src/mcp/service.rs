@@ -10,10 +10,10 @@ use tower_service::Service;
 
 use crate::body::BoxError;
 use crate::body::ResponseBody;
-use crate::dialect::http::{asks_status, respond};
-use crate::dialect::mcp::endpoint::Endpoint;
-use crate::dialect::mcp::{observe, post};
-use crate::dialect::ResponseFuture;
+use crate::idempotency::ResponseFuture;
+use crate::idempotency::{asks_status, respond};
+use crate::mcp::endpoint::Endpoint;
+use crate::mcp::{observe, post};
 use crate::store::{MemoryStore, Store};
 
 /// Middleware that makes an MCP server's tool calls safe to repeat; built by

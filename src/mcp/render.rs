@@ -14,7 +14,6 @@ use super::era::Era;
 use super::message::{self, Form};
 use super::tasks::{TaskStatus, TaskView};
 use super::tool::ServerAnswer;
-use crate::body::ResponseBody;
 use crate::clock::{now_ms, seconds_since};
 use crate::engine::{Decided, Intent, Outcome, Refusal};
 use crate::headers::{age, mark_replayed, with_intent};
@@ -45,14 +44,6 @@ enum Said {
     Message(Value, HeaderMap),
     /// The server's own HTTP answer, as it came.
     Verbatim(Response<Bytes>),
-}
-
-impl<St, B> crate::dialect::Dialect<B> for Rendering<'_, St> {
-    type Answer = ServerAnswer;
-
-    fn render(&self, decided: Decided<ServerAnswer>) -> Response<ResponseBody<B>> {
-        self.written(decided).map(ResponseBody::full)
-    }
 }
 
 impl<St> Rendering<'_, St> {

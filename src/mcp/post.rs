@@ -15,11 +15,11 @@ use super::message::{self, Form};
 use crate::body::read_body;
 use crate::body::ResponseBody;
 use crate::body::{Bufferable, Keepable};
-use crate::dialect::http::refused;
-use crate::dialect::Tool;
+use crate::dialect::{Answer, Tool};
+use crate::idempotency::refused;
 use crate::store::Store;
 
-use super::endpoint::{Answered, Endpoint};
+use super::endpoint::Endpoint;
 use super::schema_lookup::{self, Verdict};
 use super::{call, discovery, task_query};
 
@@ -29,7 +29,7 @@ pub(crate) async fn post<St: Store, S, B, ResBody>(
     endpoint: Arc<Endpoint<St>>,
     mut inner: S,
     request: Request<B>,
-) -> Answered<ResBody, S::Error>
+) -> Answer<ResBody, S::Error>
 where
     S: Tool<B, ResBody>,
     B: Bufferable,
@@ -146,7 +146,7 @@ async fn forward<St: Store, S, B, ResBody>(
     parts: Parts,
     bytes: Bytes,
     id: Option<Value>,
-) -> Answered<ResBody, S::Error>
+) -> Answer<ResBody, S::Error>
 where
     S: Tool<B, ResBody>,
     B: Bufferable,

@@ -8,9 +8,11 @@ use http::{Method, Request, Response};
 use http_body::Body;
 use tower_service::Service;
 
+use super::future::ResponseFuture;
+use super::observe::observe;
+use super::protect::protect;
+use super::status::{asks_status, respond};
 use crate::body::{BoxError, ResponseBody};
-use crate::dialect::http::{asks_status, observe, protect, respond};
-use crate::dialect::ResponseFuture;
 use crate::engine::Engine;
 use crate::store::{MemoryStore, Store};
 

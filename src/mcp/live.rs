@@ -3,9 +3,6 @@
 //! the engine decides, as any call; from the first event relayed, its answer is an event
 //! stream, sent at once, that carries each event as it comes and then the answer.
 
-use std::sync::Arc;
-use std::time::Duration;
-
 use bytes::Bytes;
 use http::{header, HeaderValue, Response};
 use serde_json::Value;
@@ -13,34 +10,25 @@ use sse_stream::Sse;
 use tokio::sync::oneshot;
 use tracing::Instrument;
 
-use super::endpoint::{Answered, Endpoint};
-use super::envelope::ToolCall;
-use super::era::Era;
+use super::dialect::McpCall;
 use super::message::{is_event_stream, Form};
 use super::progress;
 use super::relay::Attending;
-use super::render::Rendering;
 use super::tool::ServerAnswer;
 use crate::body::ResponseBody;
+use crate::dialect::{Answer, Telling};
 use crate::engine::path::Running;
 use crate::engine::relay::Attachment;
 use crate::engine::{self, Decided, Intent, Outcome};
 use crate::headers::with_intent;
 use crate::store::Store;
-use crate::telemetry::{self, Op};
+use crate::telemetry;
 
-/// What a live call is rendered and counted with, owned: its answer may be written after the
-/// request's handler has returned, at the end of its stream.
+/// A live call: its dialect, and what its answer is counted with, owned: its answer may be
+/// written after the request's handler has returned, at the end of its stream.
 pub(crate) struct Live<St> {
-    pub(crate) endpoint: Arc<Endpoint<St>>,
-    pub(crate) call: ToolCall,
-    pub(crate) era: Era,
-    pub(crate) form: Form,
-    pub(crate) offers_task: bool,
-    pub(crate) retention: Duration,
-    pub(crate) op: Op,
-    pub(crate) span: tracing::Span,
-    pub(crate) started: telemetry::Stopwatch,
+    pub(crate) mcp: McpCall<St>,
+    pub(crate) telling: Telling,
 }
 
 type Ran<E> = Result<(Intent, Outcome<ServerAnswer>), E>;
@@ -49,20 +37,13 @@ impl<St> Live<St> {
     /// Records what the engine decided and writes it in `form`, as the dialect's driver does.
     fn written<E>(&self, ran: Ran<E>, form: Form) -> Result<Response<Bytes>, E> {
         let decided = ran.map(|(intent, outcome)| Decided::Keyed { intent, outcome });
-        let _entered = self.span.enter();
-        engine::record(&self.op, decided.as_ref().ok());
-        let rendering = Rendering {
-            endpoint: &self.endpoint,
-            call: &self.call,
-            era: self.era,
-            form,
-            as_task: false,
-            offers_task: self.offers_task,
-            retention: self.retention,
-        };
+        let telling = &self.telling;
+        let _entered = telling.span.enter();
+        engine::record(&telling.op, decided.as_ref().ok());
+        let rendering = self.mcp.rendering(form);
         let written = decided.map(|decided| rendering.written(decided));
         let status = written.as_ref().ok().map(Response::status);
-        telemetry::answered(&self.op, status, self.started);
+        telemetry::answered(&telling.op, status, telling.started);
         written
     }
 
@@ -86,13 +67,13 @@ pub(crate) async fn answer<St, B, E>(
     slot: u128,
     running: Running<ServerAnswer, E>,
     attached: oneshot::Receiver<Attachment>,
-) -> Answered<B, E>
+) -> Answer<B, E>
 where
     St: Store,
     E: Send + 'static,
 {
-    let mut running = running.instrument(live.span.clone());
-    let token = live.call.meta.progress_token.clone();
+    let mut running = running.instrument(live.telling.span.clone());
+    let token = live.mcp.call.meta.progress_token.clone();
     let mut attached = Some(attached);
     let mut attachment = None;
     let mut attending = None;
@@ -104,14 +85,14 @@ where
                 None => attachment = None,
             },
             ran = &mut running => {
-                let written = live.written(ran, live.form)?;
+                let written = live.written(ran, live.mcp.form)?;
                 return Ok(written.map(ResponseBody::full));
             }
             got = async { attached.as_mut()?.await.ok() }, if attached.is_some() => {
                 attached = None;
                 if let Some(got) = got {
                     let place = got.place();
-                    attending = Some(live.endpoint.relays.attending(slot, place));
+                    attending = Some(live.mcp.endpoint.relays.attending(slot, place));
                     attachment = Some(got);
                 }
             }

@@ -3,15 +3,10 @@
 
 use std::sync::Arc;
 
-use http::Response;
-
 use super::cancellation::ForwardedRequests;
 use super::policy::ToolPolicy;
 use super::relay::Relays;
-use crate::body::ResponseBody;
 use crate::engine::Engine;
-
-pub(crate) type Answered<B, E> = Result<Response<ResponseBody<B>>, E>;
 
 /// What one POST needs of the layer.
 pub(crate) struct Endpoint<St> {

@@ -11,11 +11,9 @@ use crate::canonical::pointer::parse_pointer;
 use crate::classify::Classify;
 use crate::engine::detached::DetachedExecutions;
 use crate::engine::{Engine, Runtime};
-use crate::service::Idempotency;
+use crate::idempotency::Idempotency;
 use crate::settings::{fresh_rules, Settings};
 use crate::store::{MemoryStore, Store};
-
-mod scope;
 
 /// Makes repeated calls of one intent run once: concurrent duplicates wait for the running
 /// execution, later ones get its response replayed, and a caller past its deadline is told

@@ -8,13 +8,13 @@ use http::request::Parts;
 use http::{Request, Response};
 
 use super::call::op_of;
-use super::endpoint::{Answered, Endpoint};
+use super::endpoint::Endpoint;
 use super::envelope::{self, Envelope, ToolCall};
 use super::era::Era;
 use crate::body::{peek_body, Bufferable, ResponseBody};
-use crate::dialect::http::refused;
-use crate::dialect::Tool;
+use crate::dialect::{Answer, Tool};
 use crate::engine::{Call, Refusal};
+use crate::idempotency::refused;
 use crate::store::{Protocol, Store};
 use crate::telemetry::{self, Op};
 
@@ -25,7 +25,7 @@ pub(crate) async fn observe_post<St: Store, S, B, ResBody>(
     endpoint: Arc<Endpoint<St>>,
     mut inner: S,
     request: Request<B>,
-) -> Answered<ResBody, S::Error>
+) -> Answer<ResBody, S::Error>
 where
     S: Tool<B, ResBody>,
     B: Bufferable,

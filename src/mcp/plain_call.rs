@@ -55,7 +55,7 @@ fn remove_at(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dialect::mcp::envelope::{read, Envelope};
+    use crate::mcp::envelope::{read, Envelope};
     use serde_json::Value;
 
     #[test]

@@ -1,0 +1,28 @@
+//! The HTTP middleware: [`IdempotencyLayer`], the [`Idempotency`] service it builds and their
+//! [`ResponseFuture`]; the HTTP dialect that reads the tool's response for the engine and
+//! renders the engine's outcome as a response (the tool's own, a replay, or the layer's JSON
+//! with its status code), the status path included.
+
+mod answer;
+mod future;
+mod layer;
+mod observe;
+mod protect;
+mod read;
+mod render;
+mod replay;
+mod scope_settings;
+mod service;
+mod status;
+#[cfg(feature = "postgres")]
+mod transactional;
+
+#[cfg(feature = "contract")]
+pub(crate) use answer::written;
+pub use future::ResponseFuture;
+pub use layer::IdempotencyLayer;
+#[cfg(any(feature = "mcp", feature = "contract"))]
+pub(crate) use render::refused;
+pub use service::Idempotency;
+#[cfg(feature = "mcp")]
+pub(crate) use status::{asks_status, respond};

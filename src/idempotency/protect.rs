@@ -1,0 +1,85 @@
+//! The HTTP dialect of the protected path: the scope and the operation from the request's
+//! head, the tool's response read for the engine, and the outcome rendered as a response.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::request::Parts;
+use http::{Request, Response};
+
+use super::read::read;
+use super::render::render;
+use crate::body::{Bufferable, Keepable, ResponseBody};
+use crate::dialect::{Answer, Dialect, Payload, Tool};
+use crate::engine::{Decided, Engine, Produced};
+use crate::scope::{Scope, ScopeFault};
+use crate::store::Store;
+use crate::telemetry::Op;
+
+/// The HTTP dialect, for one layer's engine.
+struct Http<St>(Arc<Engine<St>>);
+
+impl<St, S, B, ResBody> Dialect<S, B, ResBody> for Http<St>
+where
+    St: Store,
+    S: Tool<B, ResBody>,
+    B: Bufferable,
+    ResBody: Keepable,
+{
+    type Store = St;
+    type Answer = Response<ResponseBody<ResBody>>;
+
+    fn engine(&self) -> &Arc<Engine<St>> {
+        &self.0
+    }
+
+    fn scope(&self, parts: &Parts) -> Result<Option<Scope>, ScopeFault> {
+        self.0.settings.scope.scope_of(parts)
+    }
+
+    fn operation(&self, parts: &Parts) -> Op {
+        let settings = &self.0.settings;
+        self.0.runtime.ops.of(settings.route_label.as_ref(), parts)
+    }
+
+    fn work(
+        &mut self,
+        mut inner: S,
+        parts: Parts,
+        body: Bytes,
+    ) -> impl Future<Output = Result<Produced<Self::Answer>, S::Error>> + Send + 'static {
+        let settings = &self.0.settings;
+        let limit = settings.response_limit;
+        let rule = Arc::clone(&settings.classify);
+        // How long an outcome that is not known is kept on this path.
+        let unknown_kept =
+            (settings.paths.retention(parts.uri.path())).min(settings.unknown_retention);
+        async move {
+            let response = inner
+                .call(Request::from_parts(parts, B::from(body)))
+                .await?;
+            Ok(read(response, limit, &rule, unknown_kept).await)
+        }
+    }
+
+    fn render(&self, decided: Decided<Self::Answer>) -> Response<ResponseBody<ResBody>> {
+        render(&self.0.settings, decided)
+    }
+}
+
+/// Runs a protected HTTP request (its parts and body) to its answer.
+pub(crate) fn protect<S, St, B, ResBody>(
+    engine: Arc<Engine<St>>,
+    inner: S,
+    parts: Parts,
+    body: B,
+) -> impl Future<Output = Answer<ResBody, S::Error>> + Send + 'static
+where
+    S: Tool<B, ResBody>,
+    B: Bufferable,
+    ResBody: Keepable,
+    St: Store,
+{
+    crate::dialect::protect(Http(engine), inner, parts, Payload::Unread(body))
+}
