@@ -84,9 +84,9 @@ fn authorized(parts: &Parts, token: &[u8; 32]) -> bool {
         == 0
 }
 
-type Answer = Response<Full<Bytes>>;
+type AdminAnswer = Response<Full<Bytes>>;
 
-fn answer(status: StatusCode, body: &Value) -> Answer {
+fn answer(status: StatusCode, body: &Value) -> AdminAnswer {
     let mut response = Response::new(Full::new(Bytes::from(body.to_string())));
     *response.status_mut() = status;
     response.headers_mut().insert(
@@ -96,7 +96,7 @@ fn answer(status: StatusCode, body: &Value) -> Answer {
     response
 }
 
-fn problem(status: StatusCode, detail: impl std::fmt::Display) -> Answer {
+fn problem(status: StatusCode, detail: impl std::fmt::Display) -> AdminAnswer {
     answer(status, &json!({ "error": detail.to_string() }))
 }
 
@@ -117,7 +117,7 @@ fn query_value(query: &str, name: &str) -> Option<String> {
 }
 
 impl<St: Store> AdminService<St> {
-    async fn handle<B>(self, request: Request<B>) -> Answer
+    async fn handle<B>(self, request: Request<B>) -> AdminAnswer
     where
         B: http_body::Body,
         B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
@@ -158,7 +158,7 @@ impl<St: Store> AdminService<St> {
         }
     }
 
-    async fn list(&self, parts: &Parts) -> Answer {
+    async fn list(&self, parts: &Parts) -> AdminAnswer {
         let query = parts.uri.query().unwrap_or("");
         let mut filter = Filter::default();
         if let Some(outcome) = query_value(query, "outcome") {
@@ -188,7 +188,7 @@ impl<St: Store> AdminService<St> {
         }
     }
 
-    async fn show(&self, parts: &Parts, intent: &str) -> Answer {
+    async fn show(&self, parts: &Parts, intent: &str) -> AdminAnswer {
         let Ok(intent) = intent.parse::<IntentKey>() else {
             return problem(StatusCode::BAD_REQUEST, "an intent is 64 hex digits");
         };
@@ -203,7 +203,7 @@ impl<St: Store> AdminService<St> {
         }
     }
 
-    async fn resolve<B>(&self, parts: &Parts, body: B, intent: &str) -> Answer
+    async fn resolve<B>(&self, parts: &Parts, body: B, intent: &str) -> AdminAnswer
     where
         B: http_body::Body,
         B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
@@ -245,7 +245,7 @@ impl<St: Store> AdminService<St> {
         }
     }
 
-    async fn remove<B>(&self, parts: &Parts, body: B, intent: &str) -> Answer
+    async fn remove<B>(&self, parts: &Parts, body: B, intent: &str) -> AdminAnswer
     where
         B: http_body::Body,
         B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
@@ -285,7 +285,7 @@ impl<St: Store> AdminService<St> {
         }
     }
 
-    async fn purge<B>(&self, parts: &Parts, body: B) -> Answer
+    async fn purge<B>(&self, parts: &Parts, body: B) -> AdminAnswer
     where
         B: http_body::Body,
         B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
@@ -338,7 +338,7 @@ fn known(held: ListedOutcome, intent: &IntentKey) -> String {
 }
 
 /// The request's JSON body, read up to [`BODY_LIMIT`].
-async fn json_body<B>(body: B) -> Result<Value, Answer>
+async fn json_body<B>(body: B) -> Result<Value, AdminAnswer>
 where
     B: http_body::Body,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
@@ -361,9 +361,9 @@ where
     B::Data: Send,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
-    type Response = Answer;
+    type Response = AdminAnswer;
     type Error = Infallible;
-    type Future = Pin<Box<dyn Future<Output = Result<Answer, Infallible>> + Send>>;
+    type Future = Pin<Box<dyn Future<Output = Result<AdminAnswer, Infallible>> + Send>>;
 
     fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
         Poll::Ready(Ok(()))

@@ -4,7 +4,7 @@ mod bounds;
 mod read;
 
 pub(crate) use bounds::{BoxError, Bufferable, Keepable};
-pub(crate) use read::{peek_body, read_body, Gathered, Peeked, Unread};
+pub(crate) use read::{peek_body, read_body, GatheredBody, Peek, Unread};
 
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -21,13 +21,13 @@ pin_project! {
         #[pin]
         kind: Kind<B>,
         // Kept while the body is being sent: dropped at its end, or with it.
-        held: Option<Held>,
+        held: Option<Keepalive>,
     }
 }
 
 /// What a body keeps until it ends: a value whose drop says that the response is over. It is
 /// never read, only dropped, so a panic cannot leave it half seen: the body stays unwind safe.
-type Held = std::panic::AssertUnwindSafe<Box<dyn std::any::Any + Send + Sync>>;
+type Keepalive = std::panic::AssertUnwindSafe<Box<dyn std::any::Any + Send + Sync>>;
 
 pin_project! {
     #[project = KindProj]

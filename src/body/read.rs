@@ -20,7 +20,7 @@ pub(crate) enum Unread {
 ///
 /// Written out rather than with `BodyExt::collect`, which keeps every chunk in a queue: a body
 /// that arrives in one chunk (the common case) is handed on as that chunk, with no allocation
-/// ([`Gathered`]).
+/// ([`GatheredBody`]).
 pub(crate) async fn read_body<B>(
     body: B,
     headers: &HeaderMap,
@@ -34,7 +34,7 @@ where
         return Err(Unread::TooLarge(limit));
     }
     let mut body = std::pin::pin!(Limited::new(body, limit));
-    let mut gathered = Gathered::default();
+    let mut gathered = GatheredBody::default();
     while let Some(frame) = body.frame().await {
         let frame = frame.map_err(|error| match error.downcast_ref::<LengthLimitError>() {
             Some(_) => Unread::TooLarge(limit),
@@ -51,7 +51,7 @@ where
 
 /// A request body as observe mode read it: the body to pass on unchanged, and the bytes to key
 /// the call by where it was read whole within the limit.
-pub(crate) struct Peeked<B> {
+pub(crate) struct Peek<B> {
     pub(crate) body: B,
     pub(crate) keyable: Option<Bytes>,
 }
@@ -68,18 +68,18 @@ pub(crate) async fn peek_body<B>(
     body: B,
     headers: &HeaderMap,
     limit: usize,
-) -> Result<Peeked<B>, Unread>
+) -> Result<Peek<B>, Unread>
 where
     B: Body + From<Bytes>,
     B::Error: Into<BoxError>,
 {
     if declares_more(headers, limit) {
         let keyable = None;
-        return Ok(Peeked { body, keyable });
+        return Ok(Peek { body, keyable });
     }
     let ceiling = limit.saturating_mul(OBSERVED_CEILING);
     let mut body = std::pin::pin!(body);
-    let mut gathered = Gathered::default();
+    let mut gathered = GatheredBody::default();
     while let Some(frame) = body.frame().await {
         let frame = frame.map_err(|_| Unread::Broken)?;
         // Trailers are dropped, as when enforcing: the service's body is rebuilt from bytes.
@@ -94,7 +94,7 @@ where
     let bytes = gathered.into_bytes();
     // A clone of `Bytes` shares the buffer: the body is not copied.
     let keyable = within.then(|| bytes.clone());
-    Ok(Peeked {
+    Ok(Peek {
         body: B::from(bytes),
         keyable,
     })
@@ -111,12 +111,12 @@ fn declares_more(headers: &HeaderMap, limit: usize) -> bool {
 
 /// A body's chunks, gathered: one chunk stays as it came, with no copy; more are joined.
 #[derive(Debug, Default)]
-pub(crate) struct Gathered {
+pub(crate) struct GatheredBody {
     first: Option<Bytes>,
     joined: Option<BytesMut>,
 }
 
-impl Gathered {
+impl GatheredBody {
     pub(crate) fn push(&mut self, chunk: Bytes) {
         match (&mut self.joined, self.first.take()) {
             (Some(joined), _) => joined.extend_from_slice(&chunk),

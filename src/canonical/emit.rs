@@ -1,7 +1,7 @@
 //! Serialising a parsed tree in canonical form.
 
 use super::number::{write_double, write_integer, NumberKinds};
-use super::{Node, Place, Sink, Text, Tree, ROOT};
+use super::{Node, Sink, TapeIndex, Text, Tree, ROOT};
 
 /// Writes `tree` in canonical form.
 pub(crate) fn emit(tree: &Tree<'_>, kinds: NumberKinds, out: &mut impl Sink) {
@@ -11,7 +11,7 @@ pub(crate) fn emit(tree: &Tree<'_>, kinds: NumberKinds, out: &mut impl Sink) {
 /// Writes the value at `place` of `tree`. Inlined into the container loops, so that a value
 /// that holds none is written in place and only containers cost a call.
 #[inline(always)]
-fn emit_at(tree: &Tree<'_>, place: Place, kinds: NumberKinds, out: &mut impl Sink) {
+fn emit_at(tree: &Tree<'_>, place: TapeIndex, kinds: NumberKinds, out: &mut impl Sink) {
     match tree.node(place) {
         Node::Array { .. } | Node::Object(_) => emit_container(tree, place, kinds, out),
         scalar => emit_scalar(scalar, kinds, out),
@@ -19,7 +19,7 @@ fn emit_at(tree: &Tree<'_>, place: Place, kinds: NumberKinds, out: &mut impl Sin
 }
 
 /// Writes the array or object at `place` of `tree` and its contents.
-fn emit_container(tree: &Tree<'_>, place: Place, kinds: NumberKinds, out: &mut impl Sink) {
+fn emit_container(tree: &Tree<'_>, place: TapeIndex, kinds: NumberKinds, out: &mut impl Sink) {
     let object = matches!(tree.node(place), Node::Object(_));
     out.put(if object { b"{" } else { b"[" });
     for (i, item) in tree.children(place).enumerate() {

@@ -37,7 +37,7 @@ pub use pointer::JsonPointer;
 pub(crate) use digest::HashingSink;
 pub(crate) use emit::emit;
 pub(crate) use parse::parse;
-pub(crate) use tree::{Place, Tree, ROOT};
+pub(crate) use tree::{TapeIndex, Tree, ROOT};
 pub(crate) use value::{from_value, to_value};
 
 use tree::Members;
@@ -56,14 +56,14 @@ pub(crate) enum Node<'a> {
     String(Text<'a>),
     /// Its items follow it on the tape, up to `end`.
     Array {
-        end: Place,
+        end: TapeIndex,
     },
     /// Its members follow it on the tape in document order; [`Tree::children`] gives them
     /// sorted by UTF-16 code units, names unique.
     Object(Members),
     /// A value left out of the document, and where its former contents end.
     Removed {
-        end: Place,
+        end: TapeIndex,
     },
 }
 

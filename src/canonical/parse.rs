@@ -9,7 +9,7 @@ use std::borrow::Cow;
 
 use super::number::{is_canonical_decimal, parse_double};
 use super::scan::plain_run;
-use super::tree::{Builder, Place, Tree, ROOT};
+use super::tree::{Builder, TapeIndex, Tree, ROOT};
 use super::{CanonicalError, Node, Text};
 
 /// Nesting depth past which a document is not canonicalised (serde_json's default limit).
@@ -71,7 +71,7 @@ impl<'a> Parser<'a> {
 
     /// Parses one value into the entry at `at`, which the tape already holds, and a
     /// container's contents after it.
-    fn value_into(&mut self, depth: usize, at: Place) -> Result<(), CanonicalError> {
+    fn value_into(&mut self, depth: usize, at: TapeIndex) -> Result<(), CanonicalError> {
         let node = match self.peek() {
             Some(b'{') => return self.object(depth + 1, at),
             Some(b'[') => return self.array(depth + 1, at),
@@ -87,7 +87,7 @@ impl<'a> Parser<'a> {
         Ok(())
     }
 
-    fn object(&mut self, depth: usize, at: Place) -> Result<(), CanonicalError> {
+    fn object(&mut self, depth: usize, at: TapeIndex) -> Result<(), CanonicalError> {
         if depth > MAX_DEPTH {
             return Err(CanonicalError::TooDeep);
         }
@@ -124,7 +124,7 @@ impl<'a> Parser<'a> {
         self.tree.close_object(at)
     }
 
-    fn array(&mut self, depth: usize, at: Place) -> Result<(), CanonicalError> {
+    fn array(&mut self, depth: usize, at: TapeIndex) -> Result<(), CanonicalError> {
         if depth > MAX_DEPTH {
             return Err(CanonicalError::TooDeep);
         }

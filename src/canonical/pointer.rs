@@ -3,7 +3,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use super::{Node, Place, Tree, ROOT};
+use super::{Node, TapeIndex, Tree, ROOT};
 
 /// A JSON Pointer such as `/tool_call_id` or `/meta/request_id`.
 ///
@@ -145,7 +145,7 @@ fn index(token: &str) -> Option<usize> {
 }
 
 /// The place of the child that `token` names of the value at `place`.
-fn child(tree: &Tree<'_>, place: Place, token: &str) -> Option<Place> {
+fn child(tree: &Tree<'_>, place: TapeIndex, token: &str) -> Option<TapeIndex> {
     match tree.node(place) {
         Node::Object(_) => tree
             .children(place)

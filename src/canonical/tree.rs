@@ -12,14 +12,14 @@ use super::order::utf16_cmp;
 use super::{CanonicalError, Node, Text};
 
 /// Where a value is on the tape.
-pub(crate) type Place = usize;
+pub(crate) type TapeIndex = usize;
 
 /// Where an object's contents end on the tape, and where its members' places lie in canonical
 /// order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Members {
     /// Just past its last content.
-    end: Place,
+    end: TapeIndex,
     /// The first of its members' places in the tree's order buffer.
     order: usize,
     /// How many members it has, those left out included.
@@ -29,12 +29,12 @@ pub(crate) struct Members {
 /// One value of a document: a member of an object with its name, an item of an array or the
 /// root without.
 #[derive(Debug, Clone)]
-struct Entry<'a> {
+struct Member<'a> {
     name: Option<Text<'a>>,
     value: Node<'a>,
 }
 
-impl Entry<'_> {
+impl Member<'_> {
     /// An entry not yet named nor given its value.
     const UNSET: Self = Self {
         name: None,
@@ -51,13 +51,13 @@ impl Entry<'_> {
 #[derive(Debug, Clone)]
 pub(crate) struct Tree<'a> {
     /// The root first, then every value in document order.
-    tape: Vec<Entry<'a>>,
+    tape: Vec<Member<'a>>,
     /// Each object's member places, sorted by name.
-    order: Vec<Place>,
+    order: Vec<TapeIndex>,
 }
 
 /// The root's place.
-pub(crate) const ROOT: Place = 0;
+pub(crate) const ROOT: TapeIndex = 0;
 
 /// The most entries a thread keeps for its next document (56 KiB, and 8 KiB of member places):
 /// room for bodies of about 8 KiB, more than tool arguments usually take.
@@ -68,7 +68,7 @@ thread_local! {
     /// a ~1 KiB body's tape is about 7 KiB, past the sizes the allocator keeps at hand for
     /// reuse, and taking it from the allocator and giving it back cost every request more
     /// than reading this. A tape of more than [`MOST_KEPT`] entries is let go.
-    static SPARE: Cell<(Vec<Entry<'static>>, Vec<Place>)> =
+    static SPARE: Cell<(Vec<Member<'static>>, Vec<TapeIndex>)> =
         const { Cell::new((Vec::new(), Vec::new())) };
 }
 
@@ -76,7 +76,7 @@ thread_local! {
 /// kept, since collecting a vector's own iterator into a vector of a type of the same layout
 /// reuses the allocation in place. The entries borrow their text, so a spare tape must be
 /// emptied and re-typed for each document.
-fn retyped<'b>(mut tape: Vec<Entry<'_>>) -> Vec<Entry<'b>> {
+fn retyped<'b>(mut tape: Vec<Member<'_>>) -> Vec<Member<'b>> {
     tape.clear();
     tape.into_iter()
         .map(|_| unreachable!("the tape was emptied"))
@@ -110,14 +110,14 @@ const BYTES_PER_VALUE: usize = 8;
 
 impl<'a> Tree<'a> {
     /// The value at `place`.
-    pub(crate) fn node(&self, place: Place) -> &Node<'a> {
+    pub(crate) fn node(&self, place: TapeIndex) -> &Node<'a> {
         &self.tape[place].value
     }
 
     /// The places of the entries of the container at `place`, in canonical order (an object's
     /// by name, an array's as written), without those left out.
     #[inline]
-    pub(crate) fn children(&self, place: Place) -> Children<'_, 'a> {
+    pub(crate) fn children(&self, place: TapeIndex) -> Children<'_, 'a> {
         let walk = match self.tape[place].value {
             Node::Array { end } => Walk::Items {
                 next: place + 1,
@@ -133,7 +133,7 @@ impl<'a> Tree<'a> {
 
     /// The place just past the value at `at` and its contents.
     #[inline]
-    fn after(&self, at: Place) -> Place {
+    fn after(&self, at: TapeIndex) -> TapeIndex {
         match self.tape[at].value {
             Node::Array { end } | Node::Object(Members { end, .. }) | Node::Removed { end } => end,
             _ => at + 1,
@@ -141,13 +141,13 @@ impl<'a> Tree<'a> {
     }
 
     /// The name of the entry at `place`, if it is a member.
-    pub(crate) fn name(&self, place: Place) -> Option<&Text<'a>> {
+    pub(crate) fn name(&self, place: TapeIndex) -> Option<&Text<'a>> {
         self.tape[place].name.as_ref()
     }
 
     /// Leaves out the value at `place` and returns it; the tape keeps its contents, which
     /// the value returned still refers to.
-    pub(crate) fn remove(&mut self, place: Place) -> Node<'a> {
+    pub(crate) fn remove(&mut self, place: TapeIndex) -> Node<'a> {
         let end = self.after(place);
         std::mem::replace(&mut self.tape[place].value, Node::Removed { end })
     }
@@ -162,19 +162,19 @@ pub(crate) struct Children<'t, 'a> {
 enum Walk<'t> {
     /// An array's items: each found past the contents of the one before.
     Items {
-        next: Place,
-        end: Place,
+        next: TapeIndex,
+        end: TapeIndex,
     },
     /// An object's members, in canonical order.
-    Members(std::slice::Iter<'t, Place>),
+    Members(std::slice::Iter<'t, TapeIndex>),
     Done,
 }
 
 impl Iterator for Children<'_, '_> {
-    type Item = Place;
+    type Item = TapeIndex;
 
     #[inline]
-    fn next(&mut self) -> Option<Place> {
+    fn next(&mut self) -> Option<TapeIndex> {
         loop {
             let at = match &mut self.walk {
                 Walk::Items { next, end } => {
@@ -216,7 +216,7 @@ impl<'a> Builder<'a> {
         let (tape, order) = SPARE.try_with(Cell::take).unwrap_or_default();
         let mut tape = retyped(tape);
         tape.reserve(expected.clamp(1, MOST_RESERVED));
-        tape.push(Entry {
+        tape.push(Member {
             name: None,
             value: Node::Null,
         });
@@ -232,10 +232,10 @@ impl<'a> Builder<'a> {
     /// entry was first written to the stack in narrow stores and then copied in 16-byte loads
     /// that had to wait for those stores to land: a third of the parser's time.
     #[inline(always)]
-    pub(crate) fn push(&mut self, name: Option<Text<'a>>) -> Place {
+    pub(crate) fn push(&mut self, name: Option<Text<'a>>) -> TapeIndex {
         let tape = &mut self.tree.tape;
         let at = tape.len();
-        tape.push(Entry::UNSET);
+        tape.push(Member::UNSET);
         if name.is_some() {
             tape[at].name = name;
         }
@@ -244,19 +244,19 @@ impl<'a> Builder<'a> {
 
     /// Gives the entry at `place` a value that holds no entries.
     #[inline]
-    pub(crate) fn set(&mut self, place: Place, value: Node<'a>) {
+    pub(crate) fn set(&mut self, place: TapeIndex, value: Node<'a>) {
         self.tree.tape[place].value = value;
     }
 
     /// Makes the entry at `place` an array of the entries pushed since.
-    pub(crate) fn close_array(&mut self, place: Place) {
+    pub(crate) fn close_array(&mut self, place: TapeIndex) {
         let end = self.tree.tape.len();
         self.tree.tape[place].value = Node::Array { end };
     }
 
     /// Makes the entry at `place` an object of the members pushed since: their places are
     /// sorted by name, and a name given twice is refused.
-    pub(crate) fn close_object(&mut self, place: Place) -> Result<(), CanonicalError> {
+    pub(crate) fn close_object(&mut self, place: TapeIndex) -> Result<(), CanonicalError> {
         let end = self.tree.tape.len();
         let order = self.tree.order.len();
         if self.tree.order.is_empty() {
@@ -323,7 +323,7 @@ mod tests {
     fn a_large_document_with_few_values_reserves_little() {
         let one_string = format!("\"{}\"", "x".repeat(4 << 20));
         let tree = parse(one_string.as_bytes()).unwrap();
-        let reserved = tree.tape.capacity() * std::mem::size_of::<Entry<'_>>();
+        let reserved = tree.tape.capacity() * std::mem::size_of::<Member<'_>>();
         assert!(
             reserved <= one_string.len() / 16,
             "{reserved} bytes reserved for one value of {} bytes",

@@ -6,7 +6,7 @@ use serde_json::{Map, Number, Value};
 
 use super::number::parse_double;
 use super::tree::Builder;
-use super::{CanonicalError, Node, Place, Text, Tree, ROOT};
+use super::{CanonicalError, Node, TapeIndex, Text, Tree, ROOT};
 
 /// Converts a tree into a `Value`. Integers that fit no 64-bit type cannot cross exactly, so
 /// they are refused rather than rounded.
@@ -14,7 +14,7 @@ pub(crate) fn to_value(tree: &Tree<'_>) -> Result<Value, CanonicalError> {
     value_at(tree, ROOT)
 }
 
-fn value_at(tree: &Tree<'_>, place: Place) -> Result<Value, CanonicalError> {
+fn value_at(tree: &Tree<'_>, place: TapeIndex) -> Result<Value, CanonicalError> {
     Ok(match tree.node(place) {
         Node::Null => Value::Null,
         Node::Bool(b) => Value::Bool(*b),
@@ -67,7 +67,7 @@ pub(crate) fn from_value(value: &Value) -> Result<Tree<'_>, CanonicalError> {
 }
 
 /// Writes `value` into the entry at `at` of `tree`, and its contents after it.
-fn put<'a>(value: &'a Value, at: Place, tree: &mut Builder<'a>) -> Result<(), CanonicalError> {
+fn put<'a>(value: &'a Value, at: TapeIndex, tree: &mut Builder<'a>) -> Result<(), CanonicalError> {
     let node = match value {
         Value::Null => Node::Null,
         Value::Bool(b) => Node::Bool(*b),

@@ -3,7 +3,7 @@
 use jsonschema::error::ValidationErrorKind;
 use jsonschema::ValidationError;
 
-use crate::wording::Told;
+use crate::wording::Words;
 
 /// A violation, described without echoing the offending value.
 #[derive(Debug)]
@@ -17,13 +17,13 @@ pub(crate) struct Violation {
 
 impl Violation {
     /// What the layer says of it: the arguments break the operation's schema (`version`).
-    pub(crate) fn told(&self, version: &str) -> Told {
+    pub(crate) fn told(&self, version: &str) -> Words {
         let place = if self.field.is_empty() {
             "the arguments".to_owned()
         } else {
             format!("the field `{}`", self.field)
         };
-        Told::new(
+        Words::new(
             "invalid",
             "Invalid arguments",
             "invalid",

@@ -13,7 +13,7 @@ use tracing::Instrument;
 use super::Tool;
 use crate::body::{read_body, Bufferable, Keepable, ResponseBody};
 use crate::engine::path::Running;
-use crate::engine::{self, Begun, Call, Decided, Engine, Produced, Refusal, Scoped};
+use crate::engine::{self, Beginning, Call, Decision, Engine, Reading, Refusal, ScopeDecision};
 use crate::scope::{Scope, ScopeFault};
 use crate::store::Store;
 use crate::telemetry::{self, Op};
@@ -54,17 +54,17 @@ where
         inner: S,
         parts: Parts,
         body: Bytes,
-    ) -> impl Future<Output = Result<Produced<Self::Answer>, S::Error>> + Send + 'static;
+    ) -> impl Future<Output = Result<Reading<Self::Answer>, S::Error>> + Send + 'static;
 
     /// The engine's decision as the response the caller gets.
-    fn render(&self, decided: Decided<Self::Answer>) -> Response<ResponseBody<ResBody>>;
+    fn render(&self, decided: Decision<Self::Answer>) -> Response<ResponseBody<ResBody>>;
 
     /// The answer of a request the engine has begun: what it decides, rendered and counted.
     /// A protocol that answers otherwise while the execution runs (an event stream) says so
     /// here.
     fn answer(
         self,
-        begun: Begun<Self::Answer, Running<Self::Answer, S::Error>>,
+        begun: Beginning<Self::Answer, Running<Self::Answer, S::Error>>,
         telling: Telling,
     ) -> impl Future<Output = Answer<ResBody, S::Error>> + Send {
         async move {
@@ -128,8 +128,8 @@ where
         // is answered from inside.
         let begun = {
             let scope = match scoped {
-                Scoped::Protect(scope) => scope,
-                Scoped::PassThrough => {
+                ScopeDecision::Protect(scope) => scope,
+                ScopeDecision::PassThrough => {
                     let body = match body {
                         Payload::Unread(body) => body,
                         Payload::Read(bytes) => B::from(bytes),
@@ -143,8 +143,8 @@ where
                     telemetry::answered(&telling.op, status, telling.started);
                     return answered;
                 }
-                Scoped::Refuse(refusal) => {
-                    let refused = Ok(Decided::Refused(refusal));
+                ScopeDecision::Refuse(refusal) => {
+                    let refused = Ok(Decision::Refused(refusal));
                     return finish(&dialect, &telling, refused);
                 }
             };
@@ -155,7 +155,7 @@ where
                     match read_body(body, &parts.headers, limit).await {
                         Ok(bytes) => bytes,
                         Err(unread) => {
-                            let refused = Ok(Decided::Refused(Refusal::from(unread)));
+                            let refused = Ok(Decision::Refused(Refusal::from(unread)));
                             return finish(&dialect, &telling, refused);
                         }
                     }
@@ -174,14 +174,14 @@ where
 /// What the engine decided of a request it has begun: at once, or once the request's path,
 /// awaited inside its span, comes to an outcome.
 pub(crate) async fn decided<A, E>(
-    begun: Begun<A, Running<A, E>>,
+    begun: Beginning<A, Running<A, E>>,
     span: &tracing::Span,
-) -> Result<Decided<A>, E> {
+) -> Result<Decision<A>, E> {
     match begun {
-        Begun::Decided(decided) => Ok(decided),
-        Begun::Running(running) => {
+        Beginning::Decided(decided) => Ok(decided),
+        Beginning::Running(running) => {
             let ran = running.instrument(span.clone()).await;
-            ran.map(|(intent, outcome)| Decided::Keyed { intent, outcome })
+            ran.map(|(intent, outcome)| Decision::Keyed { intent, outcome })
         }
     }
 }
@@ -191,7 +191,7 @@ pub(crate) async fn decided<A, E>(
 pub(crate) fn finish<D, S, B, ResBody>(
     dialect: &D,
     telling: &Telling,
-    decided: Result<Decided<D::Answer>, S::Error>,
+    decided: Result<Decision<D::Answer>, S::Error>,
 ) -> Answer<ResBody, S::Error>
 where
     D: Dialect<S, B, ResBody>,

@@ -1,4 +1,4 @@
-//! Detached executions: tracked for shutdown, bounded in number.
+//! DetachedTracker executions: tracked for shutdown, bounded in number.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -77,7 +77,7 @@ impl DetachedExecutions {
 /// The bound itself is a setting, so that changing it never replaces the tracker a
 /// [`DetachedExecutions`] handle already watches.
 #[derive(Debug, Default, Clone)]
-pub(crate) struct Detached {
+pub(crate) struct DetachedTracker {
     tracker: TaskTracker,
     running: Arc<AtomicUsize>,
 }
@@ -94,7 +94,7 @@ impl Drop for Reservation {
     }
 }
 
-impl Detached {
+impl DetachedTracker {
     /// A place for one more execution, if fewer than `max` run.
     pub(crate) fn try_reserve(&self, max: usize) -> Option<Reservation> {
         let taken = self
@@ -124,7 +124,7 @@ mod tests {
 
     #[test]
     fn the_bound_counts_places_held_and_frees_them_on_drop() {
-        let detached = Detached::default();
+        let detached = DetachedTracker::default();
         let first = detached.try_reserve(2).unwrap();
         let _second = detached.try_reserve(2).unwrap();
         assert!(detached.try_reserve(2).is_none());

@@ -6,20 +6,20 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::inflight::{Lead, Settled};
+use super::inflight::{Lead, Settlement};
 use super::intent::Intent;
 use super::outcome::{Failure, Outcome, Refusal};
-use super::{decided, Engine, Led};
+use super::{concluded, Engine, LeadOutcome};
 use crate::store::{Entry, Record, RunningInfo, Store};
 use crate::telemetry;
 
-fn key_reused<A, E, F>(running: bool) -> Led<A, E, F> {
-    decided(Outcome::key_reused(running))
+fn key_reused<A, E, F>(running: bool) -> LeadOutcome<A, E, F> {
+    concluded(Outcome::key_reused(running))
 }
 
 /// What the store holds of an intent that this caller found taken: a kept record, or an
 /// execution running elsewhere, started at the given time.
-pub(super) enum Held {
+pub(super) enum Holding {
     Completed(Arc<Record>),
     Running(RunningInfo),
 }
@@ -32,16 +32,18 @@ pub(super) async fn from_the_store<St: Store, A, E, F>(
     work: F,
     intent: &Intent,
     lead: Lead,
-    held: Held,
-) -> Led<A, E, F> {
+    held: Holding,
+) -> LeadOutcome<A, E, F> {
     match held {
-        Held::Completed(record) if intent.reuses_key_for(&record.fingerprint) => key_reused(false),
-        Held::Running(info) if intent.reuses_key_for(&info.fingerprint) => key_reused(true),
-        Held::Completed(record) => {
-            lead.settle(Settled::Replay(Arc::clone(&record)));
-            decided(Outcome::Replayed(record))
+        Holding::Completed(record) if intent.reuses_key_for(&record.fingerprint) => {
+            key_reused(false)
         }
-        Held::Running(info) => {
+        Holding::Running(info) if intent.reuses_key_for(&info.fingerprint) => key_reused(true),
+        Holding::Completed(record) => {
+            lead.settle(Settlement::Replay(Arc::clone(&record)));
+            concluded(Outcome::Replayed(record))
+        }
+        Holding::Running(info) => {
             let waiting = Box::pin(wait_elsewhere(
                 engine,
                 work,
@@ -61,13 +63,13 @@ pub(super) async fn at_capacity<St: Store, A, E, F>(
     work: F,
     intent: &Intent,
     lead: Lead,
-) -> Led<A, E, F> {
+) -> LeadOutcome<A, E, F> {
     let held = match engine.store.get(&intent.key).await {
-        Ok(Some(Entry::Completed(record))) => Held::Completed(record),
-        Ok(Some(Entry::Running(info))) => Held::Running(info),
+        Ok(Some(Entry::Completed(record))) => Holding::Completed(record),
+        Ok(Some(Entry::Running(info))) => Holding::Running(info),
         _ => {
             tracing::warn!("too many detached executions; refusing");
-            return decided(Outcome::NotExecuted(Refusal::TooBusy));
+            return concluded(Outcome::NotExecuted(Refusal::TooBusy));
         }
     };
     from_the_store(engine, work, intent, lead, held).await
@@ -82,7 +84,7 @@ async fn wait_elsewhere<St: Store, A, E, F>(
     intent: &Intent,
     lead: Lead,
     started_at_ms: u64,
-) -> Led<A, E, F> {
+) -> LeadOutcome<A, E, F> {
     telemetry::coalesced(&intent.op);
     lead.set_started_at_ms(started_at_ms);
     let mut pause = Duration::from_millis(10);
@@ -90,7 +92,7 @@ async fn wait_elsewhere<St: Store, A, E, F>(
         let now = Instant::now();
         if now >= intent.deadline {
             drop(lead);
-            return decided(Outcome::InProgress {
+            return concluded(Outcome::InProgress {
                 started_at_ms,
                 duplicate: true,
             });
@@ -105,12 +107,12 @@ async fn wait_elsewhere<St: Store, A, E, F>(
                     drop(lead);
                     return key_reused(false);
                 }
-                lead.settle(Settled::Replay(Arc::clone(&record)));
-                return decided(Outcome::Replayed(record));
+                lead.settle(Settlement::Replay(Arc::clone(&record)));
+                return concluded(Outcome::Replayed(record));
             }
             Ok(Some(Entry::Failed(tombstone))) if tombstone.failed_at_ms >= started_at_ms => {
                 drop(lead);
-                return decided(Outcome::Failed {
+                return concluded(Outcome::Failed {
                     failure: Failure::of(&tombstone),
                     answer: None,
                     freed_in_s: None,
@@ -118,7 +120,7 @@ async fn wait_elsewhere<St: Store, A, E, F>(
             }
             Ok(_) => {
                 drop(lead);
-                return Led::Again(work);
+                return LeadOutcome::Again(work);
             }
         }
     }

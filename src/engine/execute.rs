@@ -12,10 +12,10 @@ use tokio::sync::oneshot;
 use tracing::Instrument;
 
 use super::detached::Reservation;
-use super::inflight::{Lead, Settled};
+use super::inflight::{Lead, Settlement};
 use super::intent::Intent;
 use super::outcome::{Failure, Outcome};
-use super::recorder::{FirstOutcome, Owned, Plan, Recorder, Write};
+use super::recorder::{FirstOutcome, Plan, Recorder, RecorderParts, Write};
 use super::relay::{self, Hold};
 use super::transactional::{self, Settling};
 use super::{Engine, Work};
@@ -23,17 +23,17 @@ use crate::store::{Fence, OwnerToken, Store, StoreError, Transactional};
 use crate::telemetry;
 
 /// The claim's duties, carried into the execution.
-pub(crate) struct Claimed {
+pub(crate) struct ClaimTicket {
     pub(crate) token: OwnerToken,
     pub(crate) lead: Lead,
     pub(crate) reservation: Reservation,
     pub(crate) started_at_ms: u64,
-    /// Begun, in transactional mode: the outcome is committed in it.
+    /// Beginning, in transactional mode: the outcome is committed in it.
     pub(crate) transaction: Option<Arc<dyn Transactional>>,
 }
 
 /// What starting an execution gives its first caller.
-pub(crate) enum Started<A, E> {
+pub(crate) enum Launch<A, E> {
     /// The tool answered at once and its outcome is settled (or its write is being retried):
     /// the first caller's answer.
     Answered(FirstOutcome<A, E>),
@@ -53,15 +53,15 @@ pub(crate) fn start<St, A, E, F>(
     engine: &Arc<Engine<St>>,
     work: F,
     intent: &Intent,
-    claimed: Claimed,
-) -> Started<A, E>
+    claimed: ClaimTicket,
+) -> Launch<A, E>
 where
     St: Store,
     F: Work<A, E>,
     A: Send + 'static,
     E: Send + 'static,
 {
-    let Claimed {
+    let ClaimTicket {
         token,
         lead,
         reservation,
@@ -94,7 +94,7 @@ where
             if let Some(retrying) = after.written(written, || recorder.to_owned(), write, settled) {
                 detach(engine, retrying);
             }
-            return Started::Answered(answer);
+            return Launch::Answered(answer);
         }
         // The execution logs into the request's span, which outlives the request if it must.
         let span = tracing::Span::current();
@@ -113,14 +113,14 @@ where
             if let Some(retrying) = after.written(written, move || owned, write, settled) {
                 detach(engine, retrying);
             }
-            return Started::Answered(answer);
+            return Launch::Answered(answer);
         }
         let (first, later) = oneshot::channel();
         engine.runtime.detached.tracker().spawn(async move {
             let (owned, write, written) = attempt.await;
-            finish(after, owned, write, settled, written, first, answer).await;
+            settle_after_wait(after, owned, write, settled, written, first, answer).await;
         });
-        return Started::Later(later);
+        return Launch::Later(later);
     }
     let (first, later) = oneshot::channel();
     let owned = recorder.to_owned();
@@ -157,27 +157,27 @@ where
             settled,
             answer,
         } = plan;
-        finish(after, owned, write, settled, written, first, answer).await;
+        settle_after_wait(after, owned, write, settled, written, first, answer).await;
     };
     detach(engine, execution);
-    Started::Later(later)
+    Launch::Later(later)
 }
 
 /// The first caller's answer from a started execution, if it needs no waiting: "in progress"
 /// for an asynchronous intent, or the outcome the tool has already given. Otherwise the
 /// channel to wait on.
 fn answer_now<A, E>(
-    started: Started<A, E>,
+    started: Launch<A, E>,
     intent: &Intent,
     started_at_ms: u64,
 ) -> Result<FirstOutcome<A, E>, oneshot::Receiver<FirstOutcome<A, E>>> {
     if intent.asynchronous {
-        return Ok(Ok(in_progress(started_at_ms)));
+        return Ok(Ok(still_running(started_at_ms)));
     }
     // Most tools have answered by now: their outcome is taken with no timer armed.
     match started {
-        Started::Answered(answered) => Ok(answered),
-        Started::Later(mut answer) => match answer.try_recv() {
+        Launch::Answered(answered) => Ok(answered),
+        Launch::Later(mut answer) => match answer.try_recv() {
             Ok(answered) => Ok(answered),
             Err(oneshot::error::TryRecvError::Closed) => Ok(Ok(dropped_midway())),
             Err(oneshot::error::TryRecvError::Empty) => Err(answer),
@@ -188,7 +188,7 @@ fn answer_now<A, E>(
 /// The first caller's answer from a started execution: at once where it can be, else when
 /// the execution ends or the caller's deadline comes, whichever is first.
 pub(super) async fn first_answer<A, E>(
-    started: Started<A, E>,
+    started: Launch<A, E>,
     intent: &Intent,
     started_at_ms: u64,
     hold: Option<Hold>,
@@ -216,12 +216,12 @@ async fn wait_for_answer<A, E>(
     match waiting.await {
         Some(Ok(answered)) => answered,
         Some(Err(_)) => Ok(dropped_midway()),
-        None => Ok(in_progress(started_at_ms)),
+        None => Ok(still_running(started_at_ms)),
     }
 }
 
 /// The first caller's own execution is still running at its deadline.
-fn in_progress<A>(started_at_ms: u64) -> Outcome<A> {
+fn still_running<A>(started_at_ms: u64) -> Outcome<A> {
     Outcome::InProgress {
         started_at_ms,
         duplicate: false,
@@ -261,11 +261,11 @@ fn detach<St>(engine: &Engine<St>, work: impl Future<Output = ()> + Send + 'stat
 
 /// After a first write that had to wait: tells the waiters, then the first caller, then
 /// retries the write if the store refused it.
-async fn finish<St: Store, A, E>(
+async fn settle_after_wait<St: Store, A, E>(
     after: Settle,
-    owned: Owned<St>,
+    owned: RecorderParts<St>,
     write: Write,
-    settled: Settled,
+    settled: Settlement,
     written: Result<(), StoreError>,
     first: oneshot::Sender<FirstOutcome<A, E>>,
     answer: FirstOutcome<A, E>,
@@ -293,9 +293,9 @@ impl Settle {
     fn written<St: Store>(
         self,
         written: Result<(), StoreError>,
-        owned: impl FnOnce() -> Owned<St>,
+        owned: impl FnOnce() -> RecorderParts<St>,
         write: Write,
-        settled: Settled,
+        settled: Settlement,
     ) -> Option<impl Future<Output = ()> + Send + 'static> {
         let Self { lead, _reservation } = self;
         if written.is_ok() {
@@ -320,9 +320,9 @@ impl Settle {
 /// is the outcome all the same. A release is not: the store holds the key until the release is
 /// written or the lease, no longer renewed, lapses, so a repeat meanwhile does not run the
 /// action, and is told that it failed and how long until a repeat runs it again.
-fn unwritten(write: &Write, settled: Settled, lease: Duration) -> Settled {
+fn unwritten(write: &Write, settled: Settlement, lease: Duration) -> Settlement {
     match (write, settled) {
-        (Write::Release(_), Settled::Failed { failure, .. }) => Settled::Failed {
+        (Write::Release(_), Settlement::Failed { failure, .. }) => Settlement::Failed {
             response: None,
             failure,
             freed_in_s: Some((lease.as_secs() + u64::from(lease.subsec_nanos() > 0)).max(1)),

@@ -5,7 +5,7 @@
 use std::future::Future;
 
 use super::inflight::Lead;
-use super::outcome::{Outcome, Produced, Unprotected};
+use super::outcome::{Outcome, Reading, UnprotectedCause};
 use super::recorder::Recorder;
 use crate::store::Store;
 
@@ -18,12 +18,14 @@ pub(super) async fn run_unprotected<St, A, E, F>(
 ) -> Result<Outcome<A>, E>
 where
     St: Store,
-    F: Future<Output = Result<Produced<A>, E>>,
+    F: Future<Output = Result<Reading<A>, E>>,
 {
     let plan = recorder.plan(Some(Ok(work.await)));
     lead.settle(plan.settled);
     Ok(match plan.answer? {
-        Outcome::Executed(answer) => Outcome::Unprotected(answer, Unprotected::StoreUnavailable),
+        Outcome::Executed(answer) => {
+            Outcome::Unprotected(answer, UnprotectedCause::StoreUnavailable)
+        }
         other => other,
     })
 }

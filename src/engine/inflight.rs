@@ -15,7 +15,7 @@ use crate::store::{Record, StoredResponse};
 
 /// How an intent's execution ended, as its local waiters learn it.
 #[derive(Debug, Clone)]
-pub(crate) enum Settled {
+pub(crate) enum Settlement {
     /// It completed and its record is kept.
     Replay(Arc<Record>),
     /// It failed and released the key; the failed response, if there was one.
@@ -27,12 +27,12 @@ pub(crate) enum Settled {
     },
 }
 
-impl<A> From<Settled> for Outcome<A> {
+impl<A> From<Settlement> for Outcome<A> {
     /// The outcome for a duplicate, from how the execution it waited on ended.
-    fn from(settled: Settled) -> Self {
+    fn from(settled: Settlement) -> Self {
         match settled {
-            Settled::Replay(record) => Outcome::Replayed(record),
-            Settled::Failed {
+            Settlement::Replay(record) => Outcome::Replayed(record),
+            Settlement::Failed {
                 response,
                 failure,
                 freed_in_s,
@@ -47,17 +47,17 @@ impl<A> From<Settled> for Outcome<A> {
 
 /// Where a slot stands, as its watchers see it.
 #[derive(Debug, Clone)]
-enum State {
+enum SlotState {
     Running,
-    Settled(Settled),
+    Settled(Settlement),
     /// The leader stopped before an outcome: start over.
     Redo,
 }
 
 /// What waiting on a slot came to.
 #[derive(Debug)]
-pub(crate) enum Waited {
-    Settled(Settled),
+pub(crate) enum WaitEnd {
+    Settled(Settlement),
     /// The leader stopped before an outcome: start over.
     Redo,
     /// The caller's deadline came first.
@@ -82,7 +82,7 @@ pub(crate) struct Slot {
     /// Whether a duplicate joined: set and read under the registry's lock, so that a slot
     /// nobody joined is closed without waking anyone (most are).
     joined: AtomicBool,
-    state: Mutex<State>,
+    state: Mutex<SlotState>,
     changed: Notify,
     /// What the execution says before its answer, for the callers that follow it live.
     pub(crate) relay: Option<Arc<Relay>>,
@@ -128,7 +128,7 @@ impl Inflight {
             started_at_ms: AtomicU64::new(now_ms),
             fingerprint,
             joined: AtomicBool::new(false),
-            state: Mutex::new(State::Running),
+            state: Mutex::new(SlotState::Running),
             changed: Notify::new(),
             relay: relay.cloned(),
         });
@@ -158,7 +158,7 @@ impl Slot {
 
     /// Waits for the outcome until `deadline`, held back while the execution waits on this
     /// caller (`hold`).
-    pub(crate) async fn wait_until(&self, deadline: Instant, hold: Option<&Hold>) -> Waited {
+    pub(crate) async fn wait_until(&self, deadline: Instant, hold: Option<&Hold>) -> WaitEnd {
         let changed = self.changed.notified();
         tokio::pin!(changed);
         let past = relay::past(deadline, hold);
@@ -168,19 +168,19 @@ impl Slot {
             // wakes this waiter.
             changed.as_mut().enable();
             match &*self.state.lock().unwrap_or_else(PoisonError::into_inner) {
-                State::Running => {}
-                State::Settled(settled) => return Waited::Settled(settled.clone()),
-                State::Redo => return Waited::Redo,
+                SlotState::Running => {}
+                SlotState::Settled(settled) => return WaitEnd::Settled(settled.clone()),
+                SlotState::Redo => return WaitEnd::Redo,
             }
             tokio::select! {
                 () = changed.as_mut() => {}
-                () = past.as_mut() => return Waited::Deadline,
+                () = past.as_mut() => return WaitEnd::Deadline,
             }
             changed.set(self.changed.notified());
         }
     }
 
-    fn set(&self, state: State) {
+    fn set(&self, state: SlotState) {
         *self.state.lock().unwrap_or_else(PoisonError::into_inner) = state;
         self.changed.notify_waiters();
     }
@@ -202,17 +202,17 @@ impl Lead {
     /// Hands every waiter the outcome and keeps the slot open: later duplicates in this
     /// process get the outcome from it too, with no store call, until [`Lead::settle`]. For an
     /// outcome the store has not recorded yet.
-    pub(crate) fn publish(&self, outcome: Settled) {
-        self.slot.set(State::Settled(outcome));
+    pub(crate) fn publish(&self, outcome: Settlement) {
+        self.slot.set(SlotState::Settled(outcome));
     }
 
     /// Closes the slot and hands every waiter the outcome. Call it only after the store
     /// knows the outcome, so that a request arriving after the slot closes finds it there.
-    pub(crate) fn settle(mut self, outcome: Settled) {
-        self.close(State::Settled(outcome));
+    pub(crate) fn settle(mut self, outcome: Settlement) {
+        self.close(SlotState::Settled(outcome));
     }
 
-    fn close(&mut self, state: State) {
+    fn close(&mut self, state: SlotState) {
         self.settled = true;
         let joined = {
             let mut slots = self
@@ -237,7 +237,7 @@ impl Lead {
 impl Drop for Lead {
     fn drop(&mut self) {
         if !self.settled {
-            self.close(State::Redo);
+            self.close(SlotState::Redo);
         }
     }
 }
@@ -266,14 +266,14 @@ mod tests {
             slot.wait_until(Instant::now() + Duration::from_secs(5), None)
                 .await
         });
-        lead.settle(Settled::Failed {
+        lead.settle(Settlement::Failed {
             response: None,
             failure: Failure::Panic,
             freed_in_s: None,
         });
         assert!(matches!(
             waiter.await.unwrap(),
-            Waited::Settled(Settled::Failed { .. })
+            WaitEnd::Settled(Settlement::Failed { .. })
         ));
         assert_eq!(inflight.len(), 0);
     }
@@ -286,14 +286,14 @@ mod tests {
             panic!("first must lead")
         };
         let slot = Arc::clone(&lead.slot);
-        lead.settle(Settled::Failed {
+        lead.settle(Settlement::Failed {
             response: None,
             failure: Failure::Panic,
             freed_in_s: None,
         });
         assert_eq!(inflight.len(), 0);
         let state = slot.state.lock().unwrap();
-        assert!(matches!(*state, State::Running), "{state:?}");
+        assert!(matches!(*state, SlotState::Running), "{state:?}");
     }
 
     #[tokio::test(start_paused = true)]
@@ -308,7 +308,7 @@ mod tests {
         let outcome = slot
             .wait_until(Instant::now() + Duration::from_secs(5), None)
             .await;
-        assert!(matches!(outcome, Waited::Redo));
+        assert!(matches!(outcome, WaitEnd::Redo));
         assert!(matches!(
             inflight.join(key, fingerprint(), 0, None),
             Role::Leader(_)
@@ -326,6 +326,6 @@ mod tests {
         let outcome = slot
             .wait_until(Instant::now() + Duration::from_millis(20), None)
             .await;
-        assert!(matches!(outcome, Waited::Deadline));
+        assert!(matches!(outcome, WaitEnd::Deadline));
     }
 }

@@ -8,7 +8,7 @@ use http::{header, request, HeaderValue};
 use tokio::time::Instant;
 
 use super::outcome::Refusal;
-use super::recent::{Derived, RecentRequests, Seen};
+use super::recent::{Derivation, KeyInputs, RecentRequests};
 use crate::key::{
     BodyFingerprint, ExplicitKey, Fingerprint, IntentKey, KeyMaterial, KeySource, ScopeHash,
     Unkeyable,
@@ -89,7 +89,7 @@ pub(crate) fn derive(
         None => None,
     };
     let content_type = parts.headers.get(header::CONTENT_TYPE);
-    let seen = Seen {
+    let seen = KeyInputs {
         rules: settings.rules,
         scope,
         method: parts.method.as_str(),
@@ -101,14 +101,14 @@ pub(crate) fn derive(
         content_type,
         body,
     };
-    let Derived {
+    let Derivation {
         printed,
         scope: scope_hash,
         key,
     } = recent.derive(&seen, || {
         let printed = settings.fingerprint.fingerprint(content_type, body);
         let key = key_of(scope, parts, &printed, header_key.as_ref());
-        Derived {
+        Derivation {
             printed,
             scope: scope_hash(scope),
             key,

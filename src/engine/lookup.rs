@@ -10,7 +10,7 @@ use crate::store::{Entry, Record, Store, StoreError, Tombstone};
 /// An intent as one scope sees it: another scope's intent is as unknown as one that never
 /// ran or has expired, so that nothing leaks.
 #[derive(Debug)]
-pub(crate) enum Seen {
+pub(crate) enum IntentView {
     Running { started_at_ms: u64 },
     Completed(Arc<Record>),
     Failed(Arc<Tombstone>),
@@ -23,14 +23,18 @@ impl<St: Store> Engine<St> {
         &self,
         key: &IntentKey,
         scope: &ScopeHash,
-    ) -> Result<Seen, StoreError> {
+    ) -> Result<IntentView, StoreError> {
         Ok(match self.store.get(key).await? {
-            Some(Entry::Running(info)) if info.scope == *scope => Seen::Running {
+            Some(Entry::Running(info)) if info.scope == *scope => IntentView::Running {
                 started_at_ms: info.started_at_ms,
             },
-            Some(Entry::Completed(record)) if record.scope == *scope => Seen::Completed(record),
-            Some(Entry::Failed(tombstone)) if tombstone.scope == *scope => Seen::Failed(tombstone),
-            _ => Seen::Unknown,
+            Some(Entry::Completed(record)) if record.scope == *scope => {
+                IntentView::Completed(record)
+            }
+            Some(Entry::Failed(tombstone)) if tombstone.scope == *scope => {
+                IntentView::Failed(tombstone)
+            }
+            _ => IntentView::Unknown,
         })
     }
 }

@@ -62,23 +62,25 @@ use std::sync::Arc;
 
 use crate::scope::{Scope, ScopeFault};
 use crate::settings::Settings;
-use crate::store::Observed;
+use crate::store::ObservedStore;
 use crate::telemetry::{self, Op};
 
 pub use detached::DetachedExecutions;
 pub(crate) use intent::{Call, Intent};
-pub(crate) use outcome::{Answered, Failure, Judged, Outcome, Produced, Refusal, Unprotected};
+pub(crate) use outcome::{
+    Failure, Judgement, Outcome, Reading, Refusal, ToolAnswer, UnprotectedCause,
+};
 pub(crate) use runtime::Runtime;
 
 /// The dialect's call of the tool and its reading, boxed: what an execution runs, or hands
 /// on to a task if it waits.
 pub(crate) trait Work<A, E>:
-    Future<Output = Result<Produced<A>, E>> + Send + Unpin + 'static
+    Future<Output = Result<Reading<A>, E>> + Send + Unpin + 'static
 {
 }
 
 impl<T, A, E> Work<A, E> for T where
-    T: Future<Output = Result<Produced<A>, E>> + Send + Unpin + 'static
+    T: Future<Output = Result<Reading<A>, E>> + Send + Unpin + 'static
 {
 }
 
@@ -87,12 +89,12 @@ pub(crate) struct Engine<St> {
     pub(crate) settings: Arc<Settings>,
     pub(crate) runtime: Arc<Runtime<St>>,
     /// The store, bounded by this layer's store timeout.
-    pub(crate) store: Observed<St>,
+    pub(crate) store: ObservedStore<St>,
 }
 
 impl<St> Engine<St> {
     pub(crate) fn new(settings: Arc<Settings>, runtime: Arc<Runtime<St>>) -> Self {
-        let store = Observed::new(
+        let store = ObservedStore::new(
             Arc::clone(&runtime.store),
             Arc::clone(&runtime.store_metrics),
             settings.store_timeout,
@@ -119,7 +121,7 @@ impl<St> std::fmt::Debug for Engine<St> {
     clippy::large_enum_variant,
     reason = "the keyed variant is the common one; boxing it would cost every request an allocation"
 )]
-pub(crate) enum Decided<A> {
+pub(crate) enum Decision<A> {
     /// Refused before an intent could be derived: nothing ran.
     Refused(Refusal),
     /// What became of the request's intent.
@@ -132,37 +134,37 @@ pub(crate) enum Decided<A> {
     clippy::large_enum_variant,
     reason = "it lives for one match, on the stack; boxing the decided side would cost a replay an allocation"
 )]
-pub(crate) enum Begun<A, X> {
-    /// Decided at once: refused, or replayed from a record this process holds.
-    Decided(Decided<A>),
+pub(crate) enum Beginning<A, X> {
+    /// Decision at once: refused, or replayed from a record this process holds.
+    Decided(Decision<A>),
     /// On its path: the boxed future yields the intent and its outcome.
     Running(X),
 }
 
-impl<A, X> std::fmt::Debug for Begun<A, X> {
+impl<A, X> std::fmt::Debug for Beginning<A, X> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Self::Decided(_) => f.write_str("Begun::Decided"),
-            Self::Running(_) => f.write_str("Begun::Running"),
+            Self::Decided(_) => f.write_str("Beginning::Decided"),
+            Self::Running(_) => f.write_str("Beginning::Running"),
         }
     }
 }
 
 /// What leading an intent came to.
-enum Led<A, E, F> {
+enum LeadOutcome<A, E, F> {
     Decided(Result<Outcome<A>, E>),
     /// The store released the intent while this caller waited on another instance's
     /// execution: take it from the top, with the work still to run.
     Again(F),
 }
 
-fn decided<A, E, F>(outcome: Outcome<A>) -> Led<A, E, F> {
-    Led::Decided(Ok(outcome))
+fn concluded<A, E, F>(outcome: Outcome<A>) -> LeadOutcome<A, E, F> {
+    LeadOutcome::Decided(Ok(outcome))
 }
 
 /// What a request's scope decides of protecting it.
 #[derive(Debug)]
-pub(crate) enum Scoped {
+pub(crate) enum ScopeDecision {
     Protect(Scope),
     /// No scope, and the layer lets such requests through unprotected (recorded as such).
     PassThrough,
@@ -174,26 +176,31 @@ pub(crate) fn scoped(
     settings: &Settings,
     scope: Result<Option<Scope>, ScopeFault>,
     op: &Op,
-) -> Scoped {
+) -> ScopeDecision {
     match scope {
-        Ok(Some(scope)) => Scoped::Protect(scope),
+        Ok(Some(scope)) => ScopeDecision::Protect(scope),
         Ok(None) if !settings.refuse_without_scope => {
-            record_outcome(op, &Outcome::Unprotected((), Unprotected::MissingScope));
-            Scoped::PassThrough
+            record_outcome(
+                op,
+                &Outcome::Unprotected((), UnprotectedCause::MissingScope),
+            );
+            ScopeDecision::PassThrough
         }
-        Ok(None) => Scoped::Refuse(Refusal::MissingScope),
-        Err(ScopeFault::Panicked(panicked)) => Scoped::Refuse(Refusal::LayerFault(panicked.what)),
-        Err(ScopeFault::Repeated(name)) => Scoped::Refuse(Refusal::RepeatedScope(name)),
+        Ok(None) => ScopeDecision::Refuse(Refusal::MissingScope),
+        Err(ScopeFault::Panicked(panicked)) => {
+            ScopeDecision::Refuse(Refusal::LayerFault(panicked.what))
+        }
+        Err(ScopeFault::Repeated(name)) => ScopeDecision::Refuse(Refusal::RepeatedScope(name)),
     }
 }
 
 /// Records how one protected request ended, once: from what the engine decided, or `None`
 /// when the tool's own error ended it.
-pub(crate) fn record<A>(op: &Op, decided: Option<&Decided<A>>) {
+pub(crate) fn record<A>(op: &Op, decided: Option<&Decision<A>>) {
     match decided {
         None => telemetry::outcome(op, "error"),
-        Some(Decided::Refused(refusal)) => refused(op, refusal),
-        Some(Decided::Keyed { outcome, .. }) => record_outcome(op, outcome),
+        Some(Decision::Refused(refusal)) => refused(op, refusal),
+        Some(Decision::Keyed { outcome, .. }) => record_outcome(op, outcome),
     }
 }
 

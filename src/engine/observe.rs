@@ -12,7 +12,7 @@ use super::intent::{self, Call};
 use super::Engine;
 use crate::scope::Scope;
 use crate::store::Store;
-use crate::telemetry::{self, Checked, Op};
+use crate::telemetry::{self, Finding, Op};
 
 impl<St: Store> Engine<St> {
     /// Counts one call of a protected route in observe mode: its intent derived exactly as
@@ -30,10 +30,10 @@ impl<St: Store> Engine<St> {
         call: Call,
     ) {
         let unkeyable = || {
-            telemetry::checked(op, Checked::NotKeyable);
+            telemetry::checked(op, Finding::NotKeyable);
             self.runtime
                 .duplicates
-                .add(op.as_str(), None, Checked::NotKeyable);
+                .add(op.as_str(), None, Finding::NotKeyable);
         };
         let (Some(scope), Some(body)) = (scope, body) else {
             return unkeyable();
@@ -47,10 +47,10 @@ impl<St: Store> Engine<St> {
         let mut counting = Box::pin(async move {
             let counted = engine.store.count_call(&intent.key, intent.retention).await;
             let checked = match counted {
-                Ok(count) => Checked::from_count(count),
+                Ok(count) => Finding::from_count(count),
                 Err(error) => {
                     tracing::debug!(%error, "observe mode could not count a call");
-                    Checked::Uncounted
+                    Finding::Uncounted
                 }
             };
             telemetry::checked(&intent.op, checked);

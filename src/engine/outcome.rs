@@ -21,7 +21,7 @@ pub(crate) enum Outcome<A> {
     Executed(A),
     /// The request ran without protection: it had no scope (and that is allowed), or the
     /// store could not answer and the layer fails open.
-    Unprotected(A, Unprotected),
+    Unprotected(A, UnprotectedCause),
     /// A repeat, answered from a kept record: the whole answer, or only that the action ran.
     Replayed(Arc<Record>),
     /// This caller's execution passed its `max_execution` bound and was abandoned: the
@@ -48,12 +48,12 @@ pub(crate) enum Outcome<A> {
 
 /// Why a request ran without protection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Unprotected {
+pub(crate) enum UnprotectedCause {
     MissingScope,
     StoreUnavailable,
 }
 
-impl Unprotected {
+impl UnprotectedCause {
     pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::MissingScope => "missing-scope",
@@ -202,16 +202,16 @@ impl Failure {
 
 /// What a dialect read of the tool's answer, for the engine to record.
 #[derive(Debug)]
-pub(crate) enum Produced<A> {
+pub(crate) enum Reading<A> {
     /// The tool answered.
-    Answered(Answered<A>),
+    Answered(ToolAnswer<A>),
     /// Its answer broke off before it was complete: it may have run.
     Broken,
 }
 
 /// How a dialect judged a tool's answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Judged {
+pub(crate) enum Judgement {
     /// By its rule: whether the action happened, and what to keep of it.
     Verdict(Verdict),
     /// Not at all: the answer stands in for one lost after the request reached the tool
@@ -221,8 +221,8 @@ pub(crate) enum Judged {
 
 /// A tool's answer, judged by its dialect.
 #[derive(Debug)]
-pub(crate) struct Answered<A> {
-    pub(crate) judged: Judged,
+pub(crate) struct ToolAnswer<A> {
+    pub(crate) judged: Judgement,
     /// The answer as a repeat would be given it, where it was read whole under the
     /// response limit.
     pub(crate) stored: Option<StoredResponse>,

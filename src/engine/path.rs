@@ -12,16 +12,16 @@ use bytes::Bytes;
 use http::request::Parts;
 use tokio::sync::oneshot;
 
-use super::elsewhere::{at_capacity, from_the_store, Held};
-use super::execute::{self, Claimed};
+use super::elsewhere::{at_capacity, from_the_store, Holding};
+use super::execute::{self, ClaimTicket};
 use super::fail_open;
-use super::inflight::{Lead, Role, Slot, Waited};
+use super::inflight::{Lead, Role, Slot, WaitEnd};
 use super::intent::Intent;
 use super::intent::{self, Call};
-use super::outcome::{Outcome, Produced, Refusal};
+use super::outcome::{Outcome, Reading, Refusal};
 use super::recorder::Recorder;
 use super::relay::{Attachment, Hold, Relay, Relaying};
-use super::{decided, Begun, Decided, Engine, Led, Work};
+use super::{concluded, Beginning, Decision, Engine, LeadOutcome, Work};
 use crate::clock::{ms_at, now_ms};
 use crate::key::IntentKey;
 use crate::scope::Scope;
@@ -50,9 +50,9 @@ impl<St: Store> Engine<St> {
         op: &Op,
         mut call: Call,
         work: impl FnOnce(Parts, Bytes) -> F,
-    ) -> Begun<A, Running<A, E>>
+    ) -> Beginning<A, Running<A, E>>
     where
-        F: Future<Output = Result<Produced<A>, E>> + Send + 'static,
+        F: Future<Output = Result<Reading<A>, E>> + Send + 'static,
         A: Send + 'static,
         E: Send + 'static,
     {
@@ -67,7 +67,7 @@ impl<St: Store> Engine<St> {
             call,
         ) {
             Ok(intent) => intent,
-            Err(refusal) => return Begun::Decided(Decided::Refused(refusal)),
+            Err(refusal) => return Beginning::Decided(Decision::Refused(refusal)),
         };
         // The fast path: a replay this process holds needs neither the store nor the slot.
         let cached = guarded("store", || crate::store::cached(&self.store, &intent.key));
@@ -90,10 +90,10 @@ impl<St: Store> Engine<St> {
                 // The work is boxed once, here, and the execution reuses the box.
                 let work = Box::pin(work(parts, body));
                 let running = run(Arc::clone(self), intent, work, transaction, relaying);
-                return Begun::Running(Box::pin(running));
+                return Beginning::Running(Box::pin(running));
             }
         };
-        Begun::Decided(Decided::Keyed { intent, outcome })
+        Beginning::Decided(Decision::Keyed { intent, outcome })
     }
 }
 
@@ -156,8 +156,8 @@ where
             hold.clone(),
         );
         match led.await {
-            Led::Decided(outcome) => break outcome,
-            Led::Again(unrun) => {
+            LeadOutcome::Decided(outcome) => break outcome,
+            LeadOutcome::Again(unrun) => {
                 work = unrun;
                 now = now_ms();
             }
@@ -190,9 +190,9 @@ async fn follow<A>(intent: &Intent, slot: &Slot, hold: Option<&Hold>) -> Option<
     }
     telemetry::coalesced(&intent.op);
     match slot.wait_until(intent.deadline, hold).await {
-        Waited::Redo => None,
-        Waited::Settled(settled) => Some(settled.into()),
-        Waited::Deadline => Some(Outcome::InProgress {
+        WaitEnd::Redo => None,
+        WaitEnd::Settled(settled) => Some(settled.into()),
+        WaitEnd::Deadline => Some(Outcome::InProgress {
             started_at_ms: slot.started_at_ms(),
             duplicate: true,
         }),
@@ -208,7 +208,7 @@ async fn lead_intent<St, A, E, F>(
     work: F,
     transaction: Option<Arc<dyn Transactional>>,
     hold: Option<Hold>,
-) -> Led<A, E, F>
+) -> LeadOutcome<A, E, F>
 where
     St: Store,
     F: Work<A, E>,
@@ -233,7 +233,7 @@ where
         // and logged by the store's observer.)
         Err(error) if error.is_full() => {
             drop(reservation);
-            return decided(Outcome::NotExecuted(Refusal::StoreFull));
+            return concluded(Outcome::NotExecuted(Refusal::StoreFull));
         }
         Err(error) => {
             tracing::warn!(%error, "the store could not answer a claim");
@@ -241,7 +241,7 @@ where
             drop(reservation);
             // A transactional layer fails closed: the tool needs the transaction.
             if !engine.settings.fail_open || transaction.is_some() {
-                return decided(Outcome::NotExecuted(Refusal::StoreUnavailable));
+                return concluded(Outcome::NotExecuted(Refusal::StoreUnavailable));
             }
             tracing::warn!("fail-open: running without protection");
             let recorder = Recorder {
@@ -251,29 +251,29 @@ where
                 started_at_ms,
             };
             let running = Box::pin(fail_open::run_unprotected(recorder, work, lead));
-            return Led::Decided(running.await);
+            return LeadOutcome::Decided(running.await);
         }
     };
     // 4. What the store holds decides.
     match claimed {
         Claim::Completed(record) => {
-            from_the_store(engine, work, intent, lead, Held::Completed(record)).await
+            from_the_store(engine, work, intent, lead, Holding::Completed(record)).await
         }
         Claim::Running(info) => {
             // Waiting on an execution elsewhere runs nothing here: it holds no place.
             drop(reservation);
-            from_the_store(engine, work, intent, lead, Held::Running(info)).await
+            from_the_store(engine, work, intent, lead, Holding::Running(info)).await
         }
         // 5. Run, detached from this caller, who waits for the first answer until its deadline.
         Claim::Acquired(token) => {
             if let Some(transaction) = &transaction {
                 if let Err(refused) = begin_transaction(engine, intent, token, &**transaction).await
                 {
-                    return decided(refused);
+                    return concluded(refused);
                 }
             }
             telemetry::executed(&intent.op);
-            let claimed = Claimed {
+            let claimed = ClaimTicket {
                 token,
                 lead,
                 reservation,
@@ -282,7 +282,7 @@ where
             };
             let started = execute::start(engine, work, intent, claimed);
             let answer = execute::first_answer(started, intent, started_at_ms, hold);
-            Led::Decided(answer.await)
+            LeadOutcome::Decided(answer.await)
         }
     }
 }

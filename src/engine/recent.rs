@@ -44,7 +44,7 @@ const MAX_REMEMBERED_HEAD: usize = 1024;
 
 /// Every part of a request that its intent is derived from.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Seen<'a> {
+pub(crate) struct KeyInputs<'a> {
     /// The fingerprint rules' name: a table may serve layers built with other rules.
     pub(crate) rules: u64,
     pub(crate) scope: &'a [u8],
@@ -59,7 +59,7 @@ pub(crate) struct Seen<'a> {
 
 /// What a request's derivation gave.
 #[derive(Debug, Clone)]
-pub(crate) struct Derived {
+pub(crate) struct Derivation {
     pub(crate) printed: BodyFingerprint,
     pub(crate) scope: ScopeHash,
     /// Its key, or why it is refused.
@@ -67,7 +67,7 @@ pub(crate) struct Derived {
 }
 
 /// A remembered request: its parts, one after another in `parts`, and what it derived to.
-struct Remembered {
+struct Memo {
     quick: u64,
     rules: u64,
     /// Where each part ends in `parts`: scope, method, target, explicit key, content type.
@@ -76,12 +76,12 @@ struct Remembered {
     has_content_type: bool,
     parts: Vec<u8>,
     body: Vec<u8>,
-    derived: Derived,
+    derived: Derivation,
 }
 
-impl Remembered {
+impl Memo {
     /// A slot's first request: its buffers are made here and kept from then on.
-    fn new(quick: u64, seen: &Seen<'_>, derived: Derived) -> Self {
+    fn new(quick: u64, seen: &KeyInputs<'_>, derived: Derivation) -> Self {
         let mut remembered = Self {
             quick,
             rules: seen.rules,
@@ -96,7 +96,7 @@ impl Remembered {
         remembered
     }
 
-    fn is(&self, quick: u64, seen: &Seen<'_>) -> bool {
+    fn is(&self, quick: u64, seen: &KeyInputs<'_>) -> bool {
         let part = |n: usize| &self.parts[if n == 0 { 0 } else { self.ends[n - 1] }..self.ends[n]];
         self.quick == quick
             && self.rules == seen.rules
@@ -110,13 +110,13 @@ impl Remembered {
             && self.body == seen.body
     }
 
-    fn set(&mut self, quick: u64, seen: &Seen<'_>, derived: &Derived) {
+    fn set(&mut self, quick: u64, seen: &KeyInputs<'_>, derived: &Derivation) {
         self.copy(quick, seen);
         self.derived = derived.clone();
     }
 
     /// Copies `seen` into the slot's buffers.
-    fn copy(&mut self, quick: u64, seen: &Seen<'_>) {
+    fn copy(&mut self, quick: u64, seen: &KeyInputs<'_>) {
         self.quick = quick;
         self.rules = seen.rules;
         self.has_explicit = seen.explicit.is_some();
@@ -144,7 +144,7 @@ pub(crate) struct RecentRequests {
     /// The quick hash of the last request seen at each place: a request whose hash is not
     /// there is seen for the first time lately, and is not looked for in the slots.
     sightings: Box<[AtomicU64]>,
-    slots: Box<[Mutex<Option<Remembered>>]>,
+    slots: Box<[Mutex<Option<Memo>>]>,
     secrets: RapidSecrets,
 }
 
@@ -165,7 +165,11 @@ impl Default for RecentRequests {
 impl RecentRequests {
     /// What `seen` derives to: remembered if the very same request came lately, else
     /// computed by `derive`, and remembered if it comes a second time.
-    pub(crate) fn derive(&self, seen: &Seen<'_>, derive: impl FnOnce() -> Derived) -> Derived {
+    pub(crate) fn derive(
+        &self,
+        seen: &KeyInputs<'_>,
+        derive: impl FnOnce() -> Derivation,
+    ) -> Derivation {
         // Only JSON bodies are worth it: their canonical form is what is skipped.
         if !seen.content_type.is_some_and(is_json)
             || seen.body.len() > MAX_REMEMBERED
@@ -199,7 +203,7 @@ impl RecentRequests {
         let mut slot = slot.lock().unwrap_or_else(PoisonError::into_inner);
         match &mut *slot {
             Some(remembered) => remembered.set(quick, seen, &derived),
-            None => *slot = Some(Remembered::new(quick, seen, derived.clone())),
+            None => *slot = Some(Memo::new(quick, seen, derived.clone())),
         }
         derived
     }
@@ -220,8 +224,8 @@ mod tests {
         scope: &'a [u8],
         content_type: Option<&'a HeaderValue>,
         body: &'a [u8],
-    ) -> Seen<'a> {
-        Seen {
+    ) -> KeyInputs<'a> {
+        KeyInputs {
             rules: 0,
             scope,
             method: "POST",
@@ -233,10 +237,10 @@ mod tests {
     }
 
     /// Derives `seen` through the table, counting the derivations it had to make.
-    fn derive(recent: &RecentRequests, seen: &Seen<'_>, made: &Cell<u32>) -> Derived {
+    fn derive(recent: &RecentRequests, seen: &KeyInputs<'_>, made: &Cell<u32>) -> Derivation {
         recent.derive(seen, || {
             made.set(made.get() + 1);
-            Derived {
+            Derivation {
                 printed: BodyFingerprint {
                     fingerprint: Fingerprint::raw(None, seen.body),
                     key_field: None,
@@ -292,32 +296,32 @@ mod tests {
         let (json, json_ld) = (json(), HeaderValue::from_static("application/ld+json"));
         let body: &[u8] = br#"{"a":1}"#;
         let base = seen(b"s1", Some(&json), body);
-        // Seen twice: remembered, so that a request that differs must not be answered from it.
+        // KeyInputs twice: remembered, so that a request that differs must not be answered from it.
         derive(&recent, &base, &made);
         derive(&recent, &base, &made);
         let others = [
-            Seen {
+            KeyInputs {
                 scope: b"s2",
                 ..base
             },
-            Seen { rules: 1, ..base },
-            Seen {
+            KeyInputs { rules: 1, ..base },
+            KeyInputs {
                 method: "PUT",
                 ..base
             },
-            Seen {
+            KeyInputs {
                 target: "/tools/send_email?x=1",
                 ..base
             },
-            Seen {
+            KeyInputs {
                 explicit: Some(b"k-1"),
                 ..base
             },
-            Seen {
+            KeyInputs {
                 content_type: Some(&json_ld),
                 ..base
             },
-            Seen {
+            KeyInputs {
                 body: br#"{"a":2}"#,
                 ..base
             },
@@ -365,7 +369,7 @@ mod tests {
         let json = json();
         let requests = [
             seen(b"s1", Some(&long_type), b"{}"),
-            Seen {
+            KeyInputs {
                 method: &long_method,
                 ..seen(b"s1", Some(&json), b"{}")
             },

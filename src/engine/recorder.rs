@@ -4,9 +4,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::inflight::Settled;
+use super::inflight::Settlement;
 use super::intent::Intent;
-use super::outcome::{Answered, Failure, Judged, Outcome, Produced};
+use super::outcome::{Failure, Judgement, Outcome, Reading, ToolAnswer};
 use super::Engine;
 use crate::classify::Verdict;
 use crate::clock::{millis, now_ms};
@@ -20,14 +20,14 @@ pub(crate) type FirstOutcome<A, E> = Result<Outcome<A>, E>;
 
 /// How the tool's call ended: its dialect's reading, its error, or a panic; `None` when it
 /// passed its bound.
-pub(crate) type Ended<A, E> = Option<std::thread::Result<Result<Produced<A>, E>>>;
+pub(crate) type ToolEnd<A, E> = Option<std::thread::Result<Result<Reading<A>, E>>>;
 
 /// How long a completion that the store refuses is retried before it is given up (and logged).
 const COMPLETION_RETRY_WINDOW: Duration = Duration::from_secs(10 * 60);
 
 /// Writes an execution's outcome to the store. It borrows what it needs: an execution that
 /// ends at once on a store that answers at once (the common case) records its outcome with no
-/// copy of its intent; a write that must go on in a task of its own takes an [`Owned`] one.
+/// copy of its intent; a write that must go on in a task of its own takes an [`RecorderParts`] one.
 pub(crate) struct Recorder<'a, St> {
     pub(crate) engine: &'a Arc<Engine<St>>,
     pub(crate) intent: &'a Intent,
@@ -36,14 +36,14 @@ pub(crate) struct Recorder<'a, St> {
 }
 
 /// A recorder's parts, owned, so that it can be moved into a task.
-pub(crate) struct Owned<St> {
+pub(crate) struct RecorderParts<St> {
     engine: Arc<Engine<St>>,
     intent: Intent,
     token: OwnerToken,
     started_at_ms: u64,
 }
 
-impl<St> Owned<St> {
+impl<St> RecorderParts<St> {
     pub(crate) fn recorder(&self) -> Recorder<'_, St> {
         Recorder {
             engine: &self.engine,
@@ -56,8 +56,8 @@ impl<St> Owned<St> {
 
 impl<St> Recorder<'_, St> {
     /// The same recorder, owning its parts.
-    pub(crate) fn to_owned(&self) -> Owned<St> {
-        Owned {
+    pub(crate) fn to_owned(&self) -> RecorderParts<St> {
+        RecorderParts {
             engine: Arc::clone(self.engine),
             intent: self.intent.clone(),
             token: self.token,
@@ -70,7 +70,7 @@ impl<St> Recorder<'_, St> {
 /// waiters learn once it is made, and the first caller's answer.
 pub(crate) struct Plan<A, E> {
     pub(crate) write: Write,
-    pub(crate) settled: Settled,
+    pub(crate) settled: Settlement,
     pub(crate) answer: FirstOutcome<A, E>,
 }
 
@@ -83,13 +83,11 @@ pub(crate) enum Write {
 impl<St: Store> Recorder<'_, St> {
     /// Decides, without the store, what an ended execution leaves: kept or released as its
     /// dialect's verdict says, and the first caller's answer.
-    pub(crate) fn plan<A, E>(&self, ended: Ended<A, E>) -> Plan<A, E> {
+    pub(crate) fn plan<A, E>(&self, ended: ToolEnd<A, E>) -> Plan<A, E> {
         match ended {
             None => self.abandoned(),
-            Some(Ok(Ok(Produced::Answered(answered)))) => self.answered(answered),
-            Some(Ok(Ok(Produced::Broken))) => {
-                self.failed(ReleaseCause::ResponseBody, Failure::Body)
-            }
+            Some(Ok(Ok(Reading::Answered(answered)))) => self.answered(answered),
+            Some(Ok(Ok(Reading::Broken))) => self.failed(ReleaseCause::ResponseBody, Failure::Body),
             Some(Ok(Err(error))) => Plan {
                 answer: Err(error),
                 ..self.failed(ReleaseCause::InnerError, Failure::Error)
@@ -100,8 +98,8 @@ impl<St: Store> Recorder<'_, St> {
 
     /// The tool answered: kept or released as its dialect's verdict says; the first caller is
     /// given the answer either way.
-    fn answered<A, E>(&self, answered: Answered<A>) -> Plan<A, E> {
-        let Answered {
+    fn answered<A, E>(&self, answered: ToolAnswer<A>) -> Plan<A, E> {
+        let ToolAnswer {
             judged,
             stored,
             status,
@@ -114,19 +112,19 @@ impl<St: Store> Recorder<'_, St> {
             why,
         };
         let kept = match (judged, stored) {
-            (Judged::Interrupted, _) => omitted(Omission::Interrupted),
-            (Judged::Verdict(Verdict::Keep), Some(stored)) => KeptResponse::Full(stored),
-            (Judged::Verdict(Verdict::Keep), None) => omitted(Omission::TooLarge),
-            (Judged::Verdict(Verdict::KeepStatus), _) => omitted(Omission::NoStore),
-            (Judged::Verdict(Verdict::Unknown), _) => omitted(Omission::Unclassified),
-            (Judged::Verdict(Verdict::Release(cause)), stored) => {
+            (Judgement::Interrupted, _) => omitted(Omission::Interrupted),
+            (Judgement::Verdict(Verdict::Keep), Some(stored)) => KeptResponse::Full(stored),
+            (Judgement::Verdict(Verdict::Keep), None) => omitted(Omission::TooLarge),
+            (Judgement::Verdict(Verdict::KeepStatus), _) => omitted(Omission::NoStore),
+            (Judgement::Verdict(Verdict::Unknown), _) => omitted(Omission::Unclassified),
+            (Judgement::Verdict(Verdict::Release(cause)), stored) => {
                 let tombstone = self.tombstone(status, cause, retry_after_s);
                 // The credentials' answer is the caller's, not the tool's: a duplicate, which
                 // may hold other credentials, is not handed it; nor a server's cancellation,
                 // which says nothing of the tool: the duplicate is told it may have run.
                 let handed = !matches!(cause, ReleaseCause::Credentials | ReleaseCause::Cancelled);
                 let stored = stored.filter(|_| handed);
-                let settled = Settled::Failed {
+                let settled = Settlement::Failed {
                     response: stored.map(Arc::new),
                     failure: Failure::of(&tombstone),
                     freed_in_s: None,
@@ -141,7 +139,7 @@ impl<St: Store> Recorder<'_, St> {
         let record = self.record(kept);
         Plan {
             write: Write::Record(Arc::clone(&record)),
-            settled: Settled::Replay(record),
+            settled: Settlement::Replay(record),
             answer: Ok(Outcome::Executed(answer)),
         }
     }
@@ -153,7 +151,7 @@ impl<St: Store> Recorder<'_, St> {
         let record = self.record(KeptResponse::Abandoned);
         Plan {
             write: Write::Record(Arc::clone(&record)),
-            settled: Settled::Replay(Arc::clone(&record)),
+            settled: Settlement::Replay(Arc::clone(&record)),
             answer: Ok(Outcome::Abandoned(record)),
         }
     }
@@ -162,7 +160,7 @@ impl<St: Store> Recorder<'_, St> {
     pub(super) fn failed<A, E>(&self, cause: ReleaseCause, failure: Failure) -> Plan<A, E> {
         Plan {
             write: Write::Release(self.tombstone(None, cause, None)),
-            settled: Settled::Failed {
+            settled: Settlement::Failed {
                 response: None,
                 failure,
                 freed_in_s: None,

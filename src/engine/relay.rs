@@ -28,7 +28,7 @@ const UNREAD: usize = 256;
 #[derive(Default)]
 pub(crate) struct Relay {
     callers: Mutex<Callers>,
-    /// Told when whether the execution waits on a caller may have changed.
+    /// Words when whether the execution waits on a caller may have changed.
     changed: Notify,
 }
 

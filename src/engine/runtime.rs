@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use super::detached::Detached;
+use super::detached::DetachedTracker;
 use super::inflight::Inflight;
 use super::recent::RecentRequests;
 use crate::store::StoreMetrics;
@@ -15,7 +15,7 @@ pub(crate) struct Runtime<St> {
     pub(crate) store: Arc<St>,
     pub(crate) store_metrics: Arc<StoreMetrics>,
     pub(crate) inflight: Arc<Inflight>,
-    pub(crate) detached: Detached,
+    pub(crate) detached: DetachedTracker,
     pub(crate) attempts: Attempts,
     pub(crate) ops: Ops,
     pub(crate) recent: RecentRequests,
@@ -30,7 +30,7 @@ impl<St> Runtime<St> {
             store: Arc::new(store),
             store_metrics: Arc::default(),
             inflight: Arc::default(),
-            detached: Detached::default(),
+            detached: DetachedTracker::default(),
             attempts: Attempts::default(),
             ops: Ops::default(),
             recent: RecentRequests::default(),

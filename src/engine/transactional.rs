@@ -16,12 +16,12 @@ use std::sync::Arc;
 
 use super::outcome::{Failure, Outcome};
 use super::recorder::{FirstOutcome, Plan, Recorder, Write};
-use crate::store::{Committed, KeptResponse, ReleaseCause, Store, StoreError, Transactional};
+use crate::store::{CommitResult, KeptResponse, ReleaseCause, Store, StoreError, Transactional};
 use crate::telemetry;
 
 /// What settling in the transaction comes to.
 pub(super) enum Settling<A, E> {
-    /// Settled by this plan, whose write the store took (or refused, to be retried).
+    /// Settlement by this plan, whose write the store took (or refused, to be retried).
     Written(Plan<A, E>, Result<(), StoreError>),
     /// Nothing this execution can settle: the intent is another owner's, or its outcome is
     /// not known yet. The first caller's answer; the waiters ask the store again.
@@ -49,8 +49,8 @@ pub(super) async fn settle<St: Store, A, E>(
     let key = &recorder.intent.key;
     let committing = transaction.commit(key, &recorder.token, &kept, retention);
     match committing.await {
-        Committed::Kept => Settling::Written(plan, Ok(())),
-        Committed::Fenced => {
+        CommitResult::Kept => Settling::Written(plan, Ok(())),
+        CommitResult::Fenced => {
             telemetry::fenced(&recorder.intent.op);
             tracing::warn!("the lease lapsed and another owner took the intent; rolled back");
             Settling::Left(Ok(Outcome::Failed {
@@ -59,13 +59,13 @@ pub(super) async fn settle<St: Store, A, E>(
                 freed_in_s: None,
             }))
         }
-        Committed::RolledBack => {
+        CommitResult::RolledBack => {
             tracing::warn!("the transaction did not commit; its changes were rolled back");
             let plan = recorder.failed(ReleaseCause::RolledBack, Failure::RolledBack);
             let written = recorder.attempt(&plan.write).await;
             Settling::Written(plan, written)
         }
-        Committed::Unknown => {
+        CommitResult::Unknown => {
             tracing::error!(
                 "the connection broke during the commit and the record cannot be read; the \
                  lease is left to lapse"

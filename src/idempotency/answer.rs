@@ -7,10 +7,10 @@ use serde_json::{json, Map, Value};
 
 use crate::body::ResponseBody;
 use crate::key::IntentKey;
-use crate::wording::Told;
+use crate::wording::Words;
 
 /// The response for `told`, with this status; `location` names where to ask later.
-pub(crate) fn write(status: StatusCode, told: &Told, location: Option<&str>) -> Response<Bytes> {
+pub(crate) fn write(status: StatusCode, told: &Words, location: Option<&str>) -> Response<Bytes> {
     let is_problem = status.is_client_error() || status.is_server_error();
     // Written by hand rather than through a `Map`, which would sort the members: the outcome
     // and the detail sentence should come first for a reader.
@@ -58,7 +58,7 @@ pub(crate) fn write(status: StatusCode, told: &Told, location: Option<&str>) -> 
 }
 
 /// A response the layer wrote, as the service's response.
-pub(crate) fn written<B>(status: StatusCode, told: &Told) -> Response<ResponseBody<B>> {
+pub(crate) fn written<B>(status: StatusCode, told: &Words) -> Response<ResponseBody<B>> {
     write(status, told, None).map(ResponseBody::full)
 }
 

@@ -10,7 +10,7 @@ use pin_project_lite::pin_project;
 
 use crate::body::ResponseBody;
 
-type Layered<B, E> = Pin<Box<dyn Future<Output = Result<Response<ResponseBody<B>>, E>> + Send>>;
+type BoxedAnswer<B, E> = Pin<Box<dyn Future<Output = Result<Response<ResponseBody<B>>, E>> + Send>>;
 
 pin_project! {
     /// Response future of `Idempotency`, and of this crate's other services.
@@ -27,7 +27,7 @@ pin_project! {
         // Requests the service passes on as they are: the inner future, unboxed.
         Passthrough { #[pin] future: F },
         // Those it handles (protected, status, checked): a chain of awaits, boxed once.
-        Layered { future: Layered<B, E> },
+        Layered { future: BoxedAnswer<B, E> },
     }
 }
 

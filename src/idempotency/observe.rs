@@ -8,13 +8,11 @@ use http::request::Parts;
 use http::{Request, Response};
 
 use super::render::render;
-use crate::body::{peek_body, Bufferable, Peeked, ResponseBody};
-use crate::dialect::Tool;
-use crate::engine::{Call, Decided, Engine, Refusal};
+use crate::body::{peek_body, Bufferable, Peek, ResponseBody};
+use crate::dialect::{Answer, Tool};
+use crate::engine::{Call, Decision, Engine, Refusal};
 use crate::store::Store;
 use crate::telemetry;
-
-type Answered<B, E> = Result<Response<ResponseBody<B>>, E>;
 
 /// Counts the call (see [`Engine::observe`]) and passes it on. Nothing is refused, replayed,
 /// coalesced or rewritten; the layer answers only a body that broke off, or one of no declared
@@ -24,7 +22,7 @@ pub(crate) fn observe<S, St, B, ResBody>(
     mut inner: S,
     parts: Parts,
     body: B,
-) -> impl Future<Output = Answered<ResBody, S::Error>> + Send + 'static
+) -> impl Future<Output = Answer<ResBody, S::Error>> + Send + 'static
 where
     S: Tool<B, ResBody>,
     B: Bufferable,
@@ -43,7 +41,7 @@ where
         let settings = &engine.settings;
         let peeked = match &scope {
             Some(_) => peek_body(body, &parts.headers, settings.body_limit).await,
-            None => Ok(Peeked {
+            None => Ok(Peek {
                 body,
                 keyable: None,
             }),
@@ -53,7 +51,7 @@ where
         let body = match peeked {
             Ok(peeked) => peeked.body,
             Err(unread) => {
-                let answer = render(settings, Decided::Refused(Refusal::from(unread)));
+                let answer = render(settings, Decision::Refused(Refusal::from(unread)));
                 telemetry::answered(&op, Some(answer.status()), started);
                 return Ok(answer);
             }

@@ -12,7 +12,7 @@ use super::read::read;
 use super::render::render;
 use crate::body::{Bufferable, Keepable, ResponseBody};
 use crate::dialect::{Answer, Dialect, Payload, Tool};
-use crate::engine::{Decided, Engine, Produced};
+use crate::engine::{Decision, Engine, Reading};
 use crate::scope::{Scope, ScopeFault};
 use crate::store::Store;
 use crate::telemetry::Op;
@@ -48,7 +48,7 @@ where
         mut inner: S,
         parts: Parts,
         body: Bytes,
-    ) -> impl Future<Output = Result<Produced<Self::Answer>, S::Error>> + Send + 'static {
+    ) -> impl Future<Output = Result<Reading<Self::Answer>, S::Error>> + Send + 'static {
         let settings = &self.0.settings;
         let limit = settings.response_limit;
         let rule = Arc::clone(&settings.classify);
@@ -63,7 +63,7 @@ where
         }
     }
 
-    fn render(&self, decided: Decided<Self::Answer>) -> Response<ResponseBody<ResBody>> {
+    fn render(&self, decided: Decision<Self::Answer>) -> Response<ResponseBody<ResBody>> {
         render(&self.0.settings, decided)
     }
 }

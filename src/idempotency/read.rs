@@ -12,11 +12,11 @@ use http_body_util::BodyExt;
 use super::answer::written;
 use super::replay::storable_headers;
 use crate::body::BoxError;
-use crate::body::Gathered;
+use crate::body::GatheredBody;
 use crate::body::ResponseBody;
 use crate::classify::{is_interrupted, Interrupted};
 use crate::classify::{Classify, Verdict};
-use crate::engine::{Answered, Judged, Produced};
+use crate::engine::{Judgement, Reading, ToolAnswer};
 use crate::store::StoredResponse;
 use crate::user_code::guarded;
 use crate::wording;
@@ -32,7 +32,7 @@ pub(crate) async fn read<B>(
     limit: usize,
     rule: &Arc<dyn Classify>,
     unknown_kept: Duration,
-) -> Produced<FirstResponse<B>>
+) -> Reading<FirstResponse<B>>
 where
     B: Body<Data = Bytes> + Send + 'static,
     B::Error: Into<BoxError>,
@@ -42,18 +42,18 @@ where
     // recorded, never released into a second run. An answer that stands in for a lost one
     // is not the tool's to classify.
     let judged = if parts.extensions.get::<Interrupted>().is_some() {
-        Judged::Interrupted
+        Judgement::Interrupted
     } else {
-        Judged::Verdict(
+        Judgement::Verdict(
             guarded("classify", || rule.classify(parts.status, &parts.headers))
                 .unwrap_or(Verdict::Unknown),
         )
     };
     // The wait a tool asks for matters only to a retry of an attempt that is released.
-    let released = matches!(judged, Judged::Verdict(Verdict::Release(_)));
+    let released = matches!(judged, Judgement::Verdict(Verdict::Release(_)));
     let wait = released.then(|| retry_after_s(&parts.headers)).flatten();
     let status = parts.status;
-    let answered = |stored, answer| Answered {
+    let answered = |stored, answer| ToolAnswer {
         judged,
         stored,
         status: Some(status),
@@ -62,7 +62,7 @@ where
     };
     // Pinned in a box so that, over the cap, the partly read body can move to the caller.
     let mut body = Box::pin(body);
-    let mut gathered = Gathered::default();
+    let mut gathered = GatheredBody::default();
     loop {
         match body.frame().await {
             None => {
@@ -73,7 +73,7 @@ where
                     body: body.clone(),
                 };
                 let response = Response::from_parts(parts, ResponseBody::full(body));
-                return Produced::Answered(answered(Some(stored), response));
+                return Reading::Answered(answered(Some(stored), response));
             }
             Some(Ok(frame)) => {
                 // Trailers are not kept.
@@ -84,16 +84,16 @@ where
                 if gathered.len() > limit {
                     let head = gathered.into_bytes();
                     let response = Response::from_parts(parts, ResponseBody::chained(head, body));
-                    return Produced::Answered(answered(None, response));
+                    return Reading::Answered(answered(None, response));
                 }
             }
             Some(Err(error)) => {
                 if !is_interrupted(&error.into()) {
-                    return Produced::Broken;
+                    return Reading::Broken;
                 }
                 // It broke off after it began: the tool has the request, and may have acted.
-                return Produced::Answered(Answered {
-                    judged: Judged::Interrupted,
+                return Reading::Answered(ToolAnswer {
+                    judged: Judgement::Interrupted,
                     stored: None,
                     status: Some(StatusCode::BAD_GATEWAY),
                     retry_after_s: None,

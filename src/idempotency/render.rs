@@ -6,7 +6,7 @@ use http::{Response, StatusCode};
 use super::answer::{write, written};
 use super::replay::{replay, replay_stored};
 use crate::body::ResponseBody;
-use crate::engine::{Decided, Failure, Intent, Outcome, Refusal};
+use crate::engine::{Decision, Failure, Intent, Outcome, Refusal};
 use crate::headers::with_intent;
 use crate::settings::Settings;
 use crate::wording;
@@ -71,11 +71,11 @@ pub(crate) fn in_progress<B>(
 /// Renders what the engine decided; every response to a derived intent names it.
 pub(crate) fn render<B>(
     settings: &Settings,
-    decided: Decided<Response<ResponseBody<B>>>,
+    decided: Decision<Response<ResponseBody<B>>>,
 ) -> Response<ResponseBody<B>> {
     match decided {
-        Decided::Refused(refusal) => refused(settings, &refusal),
-        Decided::Keyed { intent, outcome } => {
+        Decision::Refused(refusal) => refused(settings, &refusal),
+        Decision::Keyed { intent, outcome } => {
             let response = of_intent(settings, &intent, outcome);
             with_intent(response, &intent.key)
         }

@@ -9,7 +9,7 @@ use super::answer::written;
 use super::render::in_progress;
 use super::replay::replay;
 use crate::body::ResponseBody;
-use crate::engine::lookup::Seen;
+use crate::engine::lookup::IntentView;
 use crate::engine::{Engine, Failure, Refusal};
 use crate::headers::with_intent;
 use crate::idempotency::ResponseFuture;
@@ -71,8 +71,8 @@ pub(crate) async fn answer_status<St: Store, B>(
             let told = wording::status_unavailable(&key, &settings.status_url(&key));
             written(StatusCode::SERVICE_UNAVAILABLE, &told)
         }
-        Ok(Seen::Completed(record)) => replay(settings, &key, &record),
-        Ok(Seen::Running { started_at_ms }) => {
+        Ok(IntentView::Completed(record)) => replay(settings, &key, &record),
+        Ok(IntentView::Running { started_at_ms }) => {
             // Whether the call sent an explicit key is not known here: named if it did.
             let keeps = settings.repeat_keeps_if_sent();
             in_progress(
@@ -83,11 +83,11 @@ pub(crate) async fn answer_status<St: Store, B>(
                 &keeps,
             )
         }
-        Ok(Seen::Failed(tombstone)) => {
+        Ok(IntentView::Failed(tombstone)) => {
             let told = wording::status_failed(&key, Failure::of(&tombstone));
             written(StatusCode::OK, &told)
         }
-        Ok(Seen::Unknown) => written(StatusCode::NOT_FOUND, &wording::status_not_found(&key)),
+        Ok(IntentView::Unknown) => written(StatusCode::NOT_FOUND, &wording::status_not_found(&key)),
     };
     with_intent(response, &key)
 }

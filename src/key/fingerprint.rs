@@ -11,7 +11,7 @@ use crate::canonical::{
     self, emit, from_value, to_value, CanonicalError, HashingSink, JsonPointer, Node, NumberKinds,
     Sink, Tree,
 };
-use crate::user_code::{guarded, Panicked};
+use crate::user_code::{guarded, Panic};
 
 /// Tags of canonical fingerprints, one per number rule: the two never share a fingerprint.
 const CANONICAL_TAG: &[u8] = b"tower-idempotency/canonical/v2";
@@ -145,7 +145,7 @@ pub(crate) enum Unkeyable {
     /// run again.
     Uncanonical(CanonicalError),
     /// The user's normalisation hook panicked on it.
-    Panicked(Panicked),
+    Panicked(Panic),
 }
 
 impl FingerprintRules {

@@ -4,11 +4,11 @@
 
 use serde_json::{json, Map, Value};
 
-use super::envelope::Refusal;
+use super::envelope::EnvelopeRefusal;
 use super::era::{self, Unservable};
 use crate::key::IntentKey;
 use crate::store::StoredResponse;
-use crate::wording::Told;
+use crate::wording::Words;
 
 /// JSON-RPC's "Internal error".
 pub(crate) const INTERNAL_ERROR: i64 = -32603;
@@ -35,7 +35,7 @@ pub(crate) fn error(id: &Value, code: i64, message: &str, data: Option<Value>) -
 
 /// What a layer answer puts in `structuredContent`: the outcome, whether calling again is
 /// safe, and its members, less a status URL, which is for HTTP clients.
-fn structured(told: &Told) -> Map<String, Value> {
+fn structured(told: &Words) -> Map<String, Value> {
     let mut structured = Map::new();
     structured.insert("outcome".to_owned(), told.outcome.into());
     structured.insert("retryable".to_owned(), told.retryable.into());
@@ -51,7 +51,7 @@ fn structured(told: &Told) -> Map<String, Value> {
 /// the call `id`. Only "in progress" is not an error, the action being under way, and only
 /// for a tool that `takes_unstructured` results: one that is not an error must match the
 /// tool's output schema, which the layer's words cannot, and clients check it.
-pub(crate) fn tool_result(id: &Value, told: &Told, takes_unstructured: bool) -> Value {
+pub(crate) fn tool_result(id: &Value, told: &Words, takes_unstructured: bool) -> Value {
     let in_progress = told.outcome == "in_progress";
     let detail = if in_progress {
         let seconds = |name| told.get(name).and_then(Value::as_u64).unwrap_or(1);
@@ -127,7 +127,7 @@ pub(crate) fn note_replay(message: &mut Value, ran_s_ago: u64, intent: &str) {
 
 /// A tool result (an error result) saying that the action may have run, in `text`.
 pub(crate) fn may_have_run(id: &Value, text: String) -> Value {
-    let told = Told::new("unknown", "Outcome unknown", "unknown", false, text);
+    let told = Words::new("unknown", "Outcome unknown", "unknown", false, text);
     tool_result(id, &told, false)
 }
 
@@ -145,48 +145,48 @@ pub(crate) fn lost(id: &Value) -> Value {
 ///
 /// A body the layer cannot read is JSON-RPC's parse error, as the official SDKs answer it;
 /// one that names a member twice is an invalid request: it is JSON, but not one request.
-pub(crate) fn refused(refusal: &Refusal) -> Value {
+pub(crate) fn refused(refusal: &EnvelopeRefusal) -> Value {
     let worded;
     let (id, code, message) = match refusal {
-        Refusal::Batch => (
+        EnvelopeRefusal::Batch => (
             Value::Null,
             INVALID_REQUEST,
             "Nothing was executed: a batch may not hold a tools/call or a cancellation. Send \
              each message in its own request; doing so is safe.",
         ),
-        Refusal::Unparsable { why } => {
+        EnvelopeRefusal::Unparsable { why } => {
             worded = format!(
                 "Nothing was executed: the request is not JSON that can be read ({why}), so \
                  it was not passed on. Send it again as valid JSON; doing so is safe."
             );
             (Value::Null, PARSE_ERROR, worded.as_str())
         }
-        Refusal::Ambiguous { id } => (
+        EnvelopeRefusal::Ambiguous { id } => (
             id.clone().unwrap_or(Value::Null),
             INVALID_REQUEST,
             "Nothing was executed: the message names a member twice, and JSON parsers differ \
              on which one counts, so it was not passed on. Send it again with each member \
              named once; doing so is safe.",
         ),
-        Refusal::Notification => (
+        EnvelopeRefusal::Notification => (
             Value::Null,
             INVALID_REQUEST,
             "Nothing was executed: a tools/call needs an id. Send it again with one; doing so \
              is safe.",
         ),
-        Refusal::BadId => (
+        EnvelopeRefusal::BadId => (
             Value::Null,
             INVALID_REQUEST,
             "Nothing was executed: a request id must be a string or a number. Send the call \
              again with one; doing so is safe.",
         ),
-        Refusal::NoToolName { id } => (
+        EnvelopeRefusal::NoToolName { id } => (
             id.clone(),
             INVALID_PARAMS,
             "Nothing was executed: a tools/call needs params.name, the tool to call. Send it \
              again with the tool's name; doing so is safe.",
         ),
-        Refusal::Unkeyable { id, why } => {
+        EnvelopeRefusal::Unkeyable { id, why } => {
             worded = format!(
                 "Nothing was executed: this call cannot be recognised when it is repeated \
                  ({why}). Send it again with each member named once."
@@ -305,9 +305,9 @@ mod tests {
 
     #[test]
     fn a_refused_envelope_keeps_its_id_when_it_has_one() {
-        let error = refused(&Refusal::NoToolName { id: json!(4) });
+        let error = refused(&EnvelopeRefusal::NoToolName { id: json!(4) });
         assert_eq!(error["id"], 4);
         assert_eq!(error["error"]["code"], INVALID_PARAMS);
-        assert_eq!(refused(&Refusal::Batch)["id"], Value::Null);
+        assert_eq!(refused(&EnvelopeRefusal::Batch)["id"], Value::Null);
     }
 }

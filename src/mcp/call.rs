@@ -25,7 +25,7 @@ use crate::body::{Bufferable, Keepable, ResponseBody};
 use crate::dialect::{decided, finish, Answer, Dialect, Payload, Telling, Tool};
 use crate::engine::path::Running;
 use crate::engine::relay::{Attachment, Relay, Relaying};
-use crate::engine::{Begun, Call, Decided, Engine, Produced};
+use crate::engine::{Beginning, Call, Decision, Engine, Reading};
 use crate::scope::{Scope, ScopeFault};
 use crate::store::{Protocol, Store};
 use crate::telemetry::Op;
@@ -119,7 +119,7 @@ where
     }
 
     fn call(&mut self, parts: &Parts) -> Call {
-        // Relayed unless the layer answers with a task at once: to this caller where it takes
+        // RelaySetup unless the layer answers with a task at once: to this caller where it takes
         // an event stream, and to a later one that does.
         let relaying = match self.as_task {
             true => None,
@@ -143,7 +143,7 @@ where
         mut inner: S,
         mut parts: Parts,
         mut bytes: Bytes,
-    ) -> impl Future<Output = Result<Produced<ServerAnswer>, S::Error>> + Send + 'static {
+    ) -> impl Future<Output = Result<Reading<ServerAnswer>, S::Error>> + Send + 'static {
         let names_extension = self.call.meta.tasks_extension;
         let era = self.era;
         let id = self.call.id.clone();
@@ -166,7 +166,7 @@ where
         }
     }
 
-    fn render(&self, decided: Decided<ServerAnswer>) -> Response<ResponseBody<ResBody>> {
+    fn render(&self, decided: Decision<ServerAnswer>) -> Response<ResponseBody<ResBody>> {
         self.rendering(self.form)
             .written(decided)
             .map(ResponseBody::full)
@@ -174,11 +174,11 @@ where
 
     async fn answer(
         mut self,
-        begun: Begun<ServerAnswer, Running<ServerAnswer, S::Error>>,
+        begun: Beginning<ServerAnswer, Running<ServerAnswer, S::Error>>,
         telling: Telling,
     ) -> Answer<ResBody, S::Error> {
         match (begun, self.attached.take()) {
-            (Begun::Running(running), Some((attached, slot))) => {
+            (Beginning::Running(running), Some((attached, slot))) => {
                 let live = Live { mcp: self, telling };
                 live::answer(live, slot, running, attached).await
             }
@@ -193,13 +193,18 @@ where
 /// What relaying one call takes: the relay its execution writes to should it run it, where
 /// the stream's messages go, and, for a caller that `listens`, where its attachment comes
 /// back, with the call's slot for its cancellation.
-struct Relayed {
+struct RelaySetup {
     relaying: Relaying,
     outlet: Outlet,
     attached: Option<(oneshot::Receiver<Attachment>, u128)>,
 }
 
-fn relayed<St>(endpoint: &Endpoint<St>, parts: &Parts, call: &ToolCall, listens: bool) -> Relayed {
+fn relayed<St>(
+    endpoint: &Endpoint<St>,
+    parts: &Parts,
+    call: &ToolCall,
+    listens: bool,
+) -> RelaySetup {
     let relay = Arc::new(Relay::default());
     let (attachment, attached) = match listens {
         true => {
@@ -214,7 +219,7 @@ fn relayed<St>(endpoint: &Endpoint<St>, parts: &Parts, call: &ToolCall, listens:
         relays: endpoint.relays.clone(),
         session: relay::session_of(&parts.headers),
     };
-    Relayed {
+    RelaySetup {
         relaying: Relaying { relay, attachment },
         outlet,
         attached,

@@ -15,7 +15,7 @@ use super::era::Era;
 use super::message::{self, Form};
 use super::tasks;
 use crate::body::BoxError;
-use crate::body::Gathered;
+use crate::body::GatheredBody;
 use crate::body::ResponseBody;
 
 /// Passes an `initialize` or `tools/list` answer on, learning the tools' annotations from
@@ -40,7 +40,7 @@ where
         return Response::from_parts(parts, ResponseBody::inner(body));
     }
     let mut body = Box::pin(body);
-    let mut head = Gathered::default();
+    let mut head = GatheredBody::default();
     while let Some(frame) = body.frame().await {
         let Ok(data) = frame.map(|frame| frame.into_data()) else {
             return Response::from_parts(parts, ResponseBody::chained(head.into_bytes(), body));

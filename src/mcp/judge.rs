@@ -6,7 +6,7 @@ use serde_json::Value;
 
 /// What a JSON-RPC answer says of the call it answers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Said {
+pub(crate) enum Statement {
     /// The tool's answer, to keep.
     Kept,
     /// Not the tool's answer to its arguments: released, so that a retry runs.
@@ -31,30 +31,30 @@ pub(crate) enum Said {
 /// other reserved codes (internal error, parse error, the -32000 to -32099 server errors)
 /// release the key for a retry, and so does a server's answer to a call it cancelled: it
 /// says nothing of what the tool would answer.
-pub(crate) fn said(answer: &Value) -> Said {
+pub(crate) fn said(answer: &Value) -> Statement {
     let Some(error) = answer.get("error") else {
         let kind = answer.pointer("/result/resultType").and_then(Value::as_str);
         // A task the server made of the call (2025-11-25: `{task}`, no content) is no answer.
         let task_of_2025 = answer.pointer("/result/task").is_some_and(Value::is_object)
             && answer.pointer("/result/content").is_none();
         return match kind {
-            None | Some("complete") if !task_of_2025 => Said::Kept,
-            Some("input_required") => Said::AsksForInput,
-            _ => Said::MayHaveRun,
+            None | Some("complete") if !task_of_2025 => Statement::Kept,
+            Some("input_required") => Statement::AsksForInput,
+            _ => Statement::MayHaveRun,
         };
     };
     if is_cancelled(error) {
-        Said::Cancelled
+        Statement::Cancelled
     } else if keeps_error(error) {
-        Said::Kept
+        Statement::Kept
     } else {
-        Said::Released
+        Statement::Released
     }
 }
 
 #[cfg(test)]
 fn keeps(answer: &Value) -> bool {
-    said(answer) == Said::Kept
+    said(answer) == Statement::Kept
 }
 
 fn keeps_error(error: &Value) -> bool {
@@ -78,19 +78,19 @@ mod tests {
     #[test]
     fn only_a_complete_result_is_kept_one_asking_for_input_released_and_a_task_may_have_run() {
         let complete = json!({"id":1,"result":{"resultType":"complete","content":[]}});
-        assert_eq!(said(&complete), Said::Kept);
+        assert_eq!(said(&complete), Statement::Kept);
         let input = json!({"id":1,"result":{"resultType":"input_required","requestState":"s"}});
-        assert_eq!(said(&input), Said::AsksForInput);
+        assert_eq!(said(&input), Statement::AsksForInput);
         let cancelled = json!({"id":1,"error":{"code":-32800,"message":"Request cancelled"}});
         assert_eq!(
             said(&cancelled),
-            Said::Cancelled,
+            Statement::Cancelled,
             "released, and told as may have run"
         );
         let task = json!({"id":1,"result":{"resultType":"task","taskId":"t","status":"working"}});
-        assert_eq!(said(&task), Said::MayHaveRun);
+        assert_eq!(said(&task), Statement::MayHaveRun);
         let task_of_2025 = json!({"id":1,"result":{"task":{"taskId":"t","status":"working"}}});
-        assert_eq!(said(&task_of_2025), Said::MayHaveRun);
+        assert_eq!(said(&task_of_2025), Statement::MayHaveRun);
     }
 
     #[test]

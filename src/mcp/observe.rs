@@ -50,7 +50,8 @@ where
                 Some(count(&endpoint, &parts, bytes, &call))
             }
             Envelope::Refused(
-                envelope::Refusal::Unparsable { .. } | envelope::Refusal::Ambiguous { .. },
+                envelope::EnvelopeRefusal::Unparsable { .. }
+                | envelope::EnvelopeRefusal::Ambiguous { .. },
             ) => not_keyable(),
             _ => None,
         },

@@ -157,8 +157,8 @@ pub(crate) fn check(
         let Some(first) = first else {
             // No header for a value that has one; a value that has none cannot be sent.
             return match rendered(value) {
-                Rendered::Text(_) | Rendered::Unsure => refused(),
-                Rendered::None => continue,
+                HeaderForm::Text(_) | HeaderForm::Unsure => refused(),
+                HeaderForm::None => continue,
             };
         };
         let Some(decoded) = first.to_str().ok().and_then(decode_header_value) else {
@@ -166,9 +166,9 @@ pub(crate) fn check(
         };
         let agrees = match rendered(value) {
             _ if header.integer && equal_integers(&decoded, value) => true,
-            Rendered::Text(text) => decoded == text,
-            Rendered::Unsure => return Agreement::Unsure,
-            Rendered::None => false,
+            HeaderForm::Text(text) => decoded == text,
+            HeaderForm::Unsure => return Agreement::Unsure,
+            HeaderForm::None => false,
         };
         if !agrees {
             return refused();
@@ -184,7 +184,7 @@ fn at<'a>(arguments: &'a Value, path: &[String]) -> Option<&'a Value> {
 }
 
 /// An argument as a client writes it in its header.
-enum Rendered {
+enum HeaderForm {
     Text(String),
     /// Not a value a header carries (an object, an array).
     None,
@@ -192,13 +192,13 @@ enum Rendered {
     Unsure,
 }
 
-fn rendered(value: &Value) -> Rendered {
+fn rendered(value: &Value) -> HeaderForm {
     match value {
-        Value::String(text) => Rendered::Text(text.clone()),
-        Value::Bool(flag) => Rendered::Text(flag.to_string()),
-        Value::Number(n) if n.is_i64() || n.is_u64() => Rendered::Text(n.to_string()),
-        Value::Number(_) => Rendered::Unsure,
-        _ => Rendered::None,
+        Value::String(text) => HeaderForm::Text(text.clone()),
+        Value::Bool(flag) => HeaderForm::Text(flag.to_string()),
+        Value::Number(n) if n.is_i64() || n.is_u64() => HeaderForm::Text(n.to_string()),
+        Value::Number(_) => HeaderForm::Unsure,
+        _ => HeaderForm::None,
     }
 }
 

@@ -9,7 +9,7 @@ use http::{Request, Response, StatusCode};
 use serde_json::Value;
 
 use super::answers;
-use super::envelope::{self, Envelope, Refusal, TaskAsk, TaskQuery, ToolCall};
+use super::envelope::{self, Envelope, EnvelopeRefusal, TaskAsk, TaskQuery, ToolCall};
 use super::era::{self, Era, RequestMeta, Unservable};
 use super::message::{self, Form};
 use crate::body::read_body;
@@ -20,7 +20,7 @@ use crate::idempotency::refused;
 use crate::store::Store;
 
 use super::endpoint::Endpoint;
-use super::schema_lookup::{self, Verdict};
+use super::schema_lookup::{self, SchemaVerdict};
 use super::{call, discovery, task_query};
 
 /// One POST to the endpoint: a tool call is protected, a task query answered, a discovery
@@ -57,8 +57,8 @@ where
                     schema_lookup::check_call(&endpoint, &mut inner, &parts, &bytes, &call.name)
                         .await;
                 match verdict {
-                    Verdict::Agrees => {}
-                    Verdict::Refused(header) => {
+                    SchemaVerdict::Agrees => {}
+                    SchemaVerdict::Refused(header) => {
                         let why = Unservable::Param(header);
                         return Ok(unservable(&endpoint, &parts, &call.id, &why));
                     }
@@ -66,7 +66,7 @@ where
                     // call that runs. The call stays protected: passed on unprotected, each
                     // retry could run the action again, which is worse than a repeat answered
                     // with the kept result of the same arguments.
-                    Verdict::Unknown => {
+                    SchemaVerdict::Unknown => {
                         tracing::warn!(
                             tool = %call.name,
                             "an MCP call's Mcp-Param headers could not be checked against the \
@@ -190,15 +190,15 @@ fn unservable<St: Store, B>(
 fn refuse<St: Store, B>(
     endpoint: &Endpoint<St>,
     parts: &Parts,
-    refusal: &Refusal,
+    refusal: &EnvelopeRefusal,
     form: Form,
 ) -> Response<ResponseBody<B>> {
     let error = answers::refused(refusal);
     let (status, form) = match refusal {
         // A request with an id is answered as requests are.
-        Refusal::NoToolName { .. }
-        | Refusal::Unkeyable { .. }
-        | Refusal::Ambiguous { id: Some(_) } => (StatusCode::OK, form),
+        EnvelopeRefusal::NoToolName { .. }
+        | EnvelopeRefusal::Unkeyable { .. }
+        | EnvelopeRefusal::Ambiguous { id: Some(_) } => (StatusCode::OK, form),
         // The rest cannot be answered as a request: an HTTP error with the JSON-RPC error.
         _ => (StatusCode::BAD_REQUEST, Form::Json),
     };

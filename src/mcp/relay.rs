@@ -30,13 +30,13 @@ pub(crate) struct Relays {
 #[derive(Default)]
 struct Registries {
     /// Unanswered questions, by session and the server's id.
-    asks: Mutex<HashMap<Asked, Weak<Relay>>>,
+    asks: Mutex<HashMap<QuestionKey, Weak<Relay>>>,
     /// Attached callers, by session, credential and the call's id.
     callers: Mutex<HashMap<u128, Place>>,
 }
 
 /// A question, by the session it was asked in and the server's id for it.
-type Asked = (Option<HeaderValue>, String);
+type QuestionKey = (Option<HeaderValue>, String);
 
 impl std::fmt::Debug for Relays {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -15,11 +15,11 @@ use super::message::{self, Form};
 use super::tasks::{TaskStatus, TaskView};
 use super::tool::ServerAnswer;
 use crate::clock::{now_ms, seconds_since};
-use crate::engine::{Decided, Intent, Outcome, Refusal};
+use crate::engine::{Decision, Intent, Outcome, Refusal};
 use crate::headers::{age, mark_replayed, with_intent};
 use crate::key::IntentKey;
 use crate::store::{KeptResponse, Protocol, Record, StoredResponse};
-use crate::wording::{self, Told};
+use crate::wording::{self, Words};
 
 /// What one call is rendered for.
 pub(crate) struct Rendering<'a, St> {
@@ -39,7 +39,7 @@ pub(crate) struct Rendering<'a, St> {
 }
 
 /// A rendered answer.
-enum Said {
+enum Rendition {
     /// A JSON-RPC message, with the headers that go with it.
     Message(Value, HeaderMap),
     /// The server's own HTTP answer, as it came.
@@ -48,18 +48,18 @@ enum Said {
 
 impl<St> Rendering<'_, St> {
     /// The engine's decision as the response the caller gets, its body written.
-    pub(crate) fn written(&self, decided: Decided<ServerAnswer>) -> Response<Bytes> {
+    pub(crate) fn written(&self, decided: Decision<ServerAnswer>) -> Response<Bytes> {
         let form = self.form;
         let (key, said) = match decided {
-            Decided::Refused(refusal) => (None, self.refused(&refusal, None)),
-            Decided::Keyed { intent, outcome } => (Some(intent.key), self.keyed(&intent, outcome)),
+            Decision::Refused(refusal) => (None, self.refused(&refusal, None)),
+            Decision::Keyed { intent, outcome } => (Some(intent.key), self.keyed(&intent, outcome)),
         };
         let response = match said {
-            Said::Message(mut message, headers) => {
+            Rendition::Message(mut message, headers) => {
                 self.era.fit(&mut message);
                 message::write(&message, form, headers)
             }
-            Said::Verbatim(response) => response,
+            Rendition::Verbatim(response) => response,
         };
         match key {
             Some(key) => with_intent(response, &key),
@@ -75,12 +75,12 @@ impl<St> Rendering<'_, St> {
 
     /// A refusal: a body that cannot be keyed is an envelope refusal (invalid params), the
     /// rest a tool result saying nothing was executed.
-    fn refused(&self, refusal: &Refusal, key: Option<&IntentKey>) -> Said {
+    fn refused(&self, refusal: &Refusal, key: Option<&IntentKey>) -> Rendition {
         if let Refusal::Unkeyable(why) = refusal {
             let id = self.id().clone();
             let why = why.to_string();
-            let error = answers::refused(&envelope::Refusal::Unkeyable { id, why });
-            return Said::Message(error, HeaderMap::new());
+            let error = answers::refused(&envelope::EnvelopeRefusal::Unkeyable { id, why });
+            return Rendition::Message(error, HeaderMap::new());
         }
         let settings = &self.endpoint.engine.settings;
         if matches!(refusal, Refusal::MissingScope) && !settings.scope_configured {
@@ -91,7 +91,7 @@ impl<St> Rendering<'_, St> {
     }
 
     /// The layer's words as a tool result.
-    fn told(&self, told: &Told) -> Said {
+    fn told(&self, told: &Words) -> Rendition {
         let mut headers = HeaderMap::new();
         headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
         if let Some(seconds) = told.retry_after_s {
@@ -99,14 +99,14 @@ impl<St> Rendering<'_, St> {
         }
         let policy = &self.endpoint.policy;
         let unstructured = policy.listed_without_output_schema(&self.call.name);
-        Said::Message(answers::tool_result(self.id(), told, unstructured), headers)
+        Rendition::Message(answers::tool_result(self.id(), told, unstructured), headers)
     }
 
-    fn keyed(&self, intent: &Intent, outcome: Outcome<ServerAnswer>) -> Said {
+    fn keyed(&self, intent: &Intent, outcome: Outcome<ServerAnswer>) -> Rendition {
         let key = &intent.key;
         match outcome {
             Outcome::Executed(answer) | Outcome::Unprotected(answer, _) => match answer {
-                ServerAnswer::Refused(response) => Said::Verbatim(response),
+                ServerAnswer::Refused(response) => Rendition::Verbatim(response),
                 ServerAnswer::Message { message, kept } => {
                     let status = if kept {
                         TaskStatus::Completed
@@ -154,16 +154,16 @@ impl<St> Rendering<'_, St> {
     }
 
     /// The server's answer, with the caller's id; as a task of `status` where one was asked.
-    fn message(&self, key: &IntentKey, message: Value, status: TaskStatus) -> Said {
+    fn message(&self, key: &IntentKey, message: Value, status: TaskStatus) -> Rendition {
         if self.as_task {
             return self.task(key, status, 0);
         }
-        Said::Message(with_id(message, self.id()), HeaderMap::new())
+        Rendition::Message(with_id(message, self.id()), HeaderMap::new())
     }
 
     /// A kept record, replayed to a repeat: told to the model as a replay unless the layer
     /// was asked not to.
-    fn replayed(&self, key: &IntentKey, record: &Record) -> Said {
+    fn replayed(&self, key: &IntentKey, record: &Record) -> Rendition {
         let stored = match &record.response {
             KeptResponse::Full(stored) => stored,
             KeptResponse::Omitted { status, why } => {
@@ -192,15 +192,15 @@ impl<St> Rendering<'_, St> {
         let mut headers = HeaderMap::new();
         mark_replayed(&mut headers);
         headers.insert(header::AGE, age(ran_s_ago));
-        Said::Message(message, headers)
+        Rendition::Message(message, headers)
     }
 
     /// A stored answer that is not a JSON-RPC message: the server's own HTTP refusal, passed
     /// on as it came (with this caller's id where it holds a JSON-RPC error, as 2026-07-28
     /// servers write them); anything else cannot be read back.
-    fn verbatim_or_lost(&self, stored: &StoredResponse) -> Said {
+    fn verbatim_or_lost(&self, stored: &StoredResponse) -> Rendition {
         if stored.status.is_success() {
-            return Said::Message(answers::lost(self.id()), HeaderMap::new());
+            return Rendition::Message(answers::lost(self.id()), HeaderMap::new());
         }
         let body = match serde_json::from_slice::<Value>(&stored.body) {
             Ok(message @ Value::Object(_)) if message.get("id").is_some() => {
@@ -212,12 +212,12 @@ impl<St> Rendering<'_, St> {
         *response.status_mut() = stored.status;
         *response.headers_mut() = stored.headers.clone();
         response.headers_mut().remove(header::CONTENT_LENGTH);
-        Said::Verbatim(response)
+        Rendition::Verbatim(response)
     }
 
     /// The task a call created: its id is the intent. Written as the 2025-11-25 tasks write
     /// it for a call that asked for one, else as the tasks extension does.
-    fn task(&self, key: &IntentKey, status: TaskStatus, started_s_ago: u64) -> Said {
+    fn task(&self, key: &IntentKey, status: TaskStatus, started_s_ago: u64) -> Rendition {
         let now = now_ms();
         let view = TaskView {
             key: *key,
@@ -231,6 +231,6 @@ impl<St> Rendering<'_, St> {
         } else {
             view.created_for_extension(self.id())
         };
-        Said::Message(created, HeaderMap::new())
+        Rendition::Message(created, HeaderMap::new())
     }
 }

@@ -15,12 +15,12 @@ use http::{header, HeaderMap, HeaderName, HeaderValue, Method, Request, Response
 use serde_json::Value;
 
 use super::era::{METHOD_HEADER, NAME_HEADER};
-use super::message::{is_event_stream, Primed};
+use super::message::{is_event_stream, StreamPosition};
 use super::relay::Outlet;
-use super::tool::{self, Read, ServerAnswer};
+use super::tool::{self, ServerAnswer, ServerReply};
 use crate::body::{Bufferable, Keepable};
 use crate::dialect::Tool;
-use crate::engine::Produced;
+use crate::engine::Reading;
 
 /// How many times in a row one call's stream is resumed without the server giving a new event
 /// id; a stream that moves on (a new id) starts the count again.
@@ -116,21 +116,21 @@ pub(crate) async fn read_resuming<S, B, ResBody>(
     limit: usize,
     resumption: Option<Resumption>,
     outlet: Option<&Outlet>,
-) -> Produced<ServerAnswer>
+) -> Reading<ServerAnswer>
 where
     S: Tool<B, ResBody>,
     B: Bufferable,
     ResBody: Keepable,
 {
-    let mut primed = Primed::default();
+    let mut primed = StreamPosition::default();
     let mut in_a_row = 0;
     loop {
         let resumed_from = primed.last_event_id.clone();
         let status = match tool::read(response, id, limit, &mut primed, outlet).await {
-            Read::Answered(produced) => return produced,
-            Read::Resumable { status } => status,
+            ServerReply::Answered(produced) => return produced,
+            ServerReply::Resumable { status } => status,
         };
-        let may_have_run = || Produced::Answered(tool::lost(id, status));
+        let may_have_run = || Reading::Answered(tool::lost(id, status));
         let (Some(resumption), Some(last_event_id)) = (&resumption, &primed.last_event_id) else {
             return may_have_run();
         };
@@ -180,9 +180,9 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::engine::Judged;
+    use crate::engine::Judgement;
 
-    type Seen = Arc<Mutex<Vec<Request<Full<Bytes>>>>>;
+    type IntentView = Arc<Mutex<Vec<Request<Full<Bytes>>>>>;
 
     fn sse(events: &str) -> Response<Full<Bytes>> {
         let mut response = Response::new(Full::new(Bytes::from(events.to_owned())));
@@ -198,9 +198,9 @@ mod tests {
         answers: Vec<Response<Full<Bytes>>>,
     ) -> (
         impl Tool<Full<Bytes>, Full<Bytes>, Error = Infallible>,
-        Seen,
+        IntentView,
     ) {
-        let seen = Seen::default();
+        let seen = IntentView::default();
         let answers = Arc::new(Mutex::new(answers.into_iter()));
         let record = Arc::clone(&seen);
         let service = tower::service_fn(move |request: Request<Full<Bytes>>| {
@@ -230,16 +230,16 @@ mod tests {
     const ANSWER: &str =
         "id: e2\ndata: {\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{\"content\":[]}}\n\n";
 
-    fn judged(produced: Produced<ServerAnswer>) -> Judged {
+    fn judged(produced: Reading<ServerAnswer>) -> Judgement {
         match produced {
-            Produced::Answered(answered) => answered.judged,
-            Produced::Broken => panic!("an answer"),
+            Reading::Answered(answered) => answered.judged,
+            Reading::Broken => panic!("an answer"),
         }
     }
 
     /// How the answer to request 7, whose stream the server primed and closed, is judged once
     /// `inner` is asked to resume it as `resumption` says (`None`: it cannot be).
-    async fn judged_resuming<S>(inner: &mut S, resumption: Option<Resumption>) -> Judged
+    async fn judged_resuming<S>(inner: &mut S, resumption: Option<Resumption>) -> Judgement
     where
         S: Tool<Full<Bytes>, Full<Bytes>>,
     {
@@ -254,7 +254,7 @@ mod tests {
         let judged_as = judged_resuming(&mut inner, Some(call())).await;
         assert!(matches!(
             judged_as,
-            Judged::Verdict(crate::classify::Verdict::Keep)
+            Judgement::Verdict(crate::classify::Verdict::Keep)
         ));
         let get = seen.lock().unwrap().remove(0);
         assert_eq!(get.method(), Method::GET);
@@ -282,7 +282,7 @@ mod tests {
         let judged_as = judged_resuming(&mut inner, Some(call())).await;
         assert!(matches!(
             judged_as,
-            Judged::Verdict(crate::classify::Verdict::Keep)
+            Judgement::Verdict(crate::classify::Verdict::Keep)
         ));
         let seen = seen.lock().unwrap();
         assert_eq!(seen.len(), 2);
@@ -300,16 +300,16 @@ mod tests {
         *refused.status_mut() = http::StatusCode::METHOD_NOT_ALLOWED;
         let (mut inner, _) = server(vec![refused]);
         let judged_as = judged_resuming(&mut inner, Some(call())).await;
-        assert_eq!(judged_as, Judged::Interrupted);
+        assert_eq!(judged_as, Judgement::Interrupted);
         // The stateless era has no resumption: no GET is sent.
         let (mut inner, seen) = server(vec![]);
         let judged_as = judged_resuming(&mut inner, None).await;
-        assert_eq!(judged_as, Judged::Interrupted);
+        assert_eq!(judged_as, Judgement::Interrupted);
         assert!(seen.lock().unwrap().is_empty());
         // A server that primes and closes forever, never moving on: bounded.
         let (mut inner, seen) = server((0..20).map(|_| sse(PRIMED)).collect());
         let judged_as = judged_resuming(&mut inner, Some(call())).await;
-        assert_eq!(judged_as, Judged::Interrupted);
+        assert_eq!(judged_as, Judgement::Interrupted);
         assert_eq!(seen.lock().unwrap().len(), MOST_RESUMPTIONS as usize);
     }
 }

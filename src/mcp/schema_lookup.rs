@@ -23,7 +23,7 @@ const MOST_PAGES: usize = 20;
 
 /// What the layer can say of a call's `Mcp-Param-*` headers.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Verdict {
+pub(crate) enum SchemaVerdict {
     /// As the server would find them: the layer may answer for it.
     Agrees,
     /// The server refuses the call for this header.
@@ -42,7 +42,7 @@ pub(crate) async fn check_call<St, S, B, ResBody>(
     parts: &Parts,
     bytes: &Bytes,
     tool: &str,
-) -> Verdict
+) -> SchemaVerdict
 where
     S: Tool<B, ResBody>,
     B: Bufferable,
@@ -53,7 +53,7 @@ where
     let arguments = params.and_then(|params| params.get("arguments"));
     // Arguments that are not an object are refused by the server on their own account.
     if arguments.is_some_and(|arguments| !arguments.is_object() && !arguments.is_null()) {
-        return Verdict::Agrees;
+        return SchemaVerdict::Agrees;
     }
     let declared = match endpoint.policy.param_headers(tool) {
         Some(declared) => declared,
@@ -66,22 +66,22 @@ where
                 .and_then(Value::as_object)
                 .is_some_and(|arguments| !arguments.is_empty());
             if !sends_any && !has_arguments {
-                return Verdict::Agrees;
+                return SchemaVerdict::Agrees;
             }
             let meta = params.and_then(|params| params.get("_meta"));
             if !list_tools(endpoint, inner, parts, meta, tool).await {
-                return Verdict::Unknown;
+                return SchemaVerdict::Unknown;
             }
             match endpoint.policy.param_headers(tool) {
                 Some(declared) => declared,
-                None => return Verdict::Unknown,
+                None => return SchemaVerdict::Unknown,
             }
         }
     };
     match param_headers::check(&declared, arguments, &parts.headers) {
-        Agreement::Agrees => Verdict::Agrees,
-        Agreement::Refused(header) => Verdict::Refused(header),
-        Agreement::Unsure => Verdict::Unknown,
+        Agreement::Agrees => SchemaVerdict::Agrees,
+        Agreement::Refused(header) => SchemaVerdict::Refused(header),
+        Agreement::Unsure => SchemaVerdict::Unknown,
     }
 }
 

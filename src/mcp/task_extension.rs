@@ -10,7 +10,7 @@ use super::answers::{self, stored_message};
 use super::envelope::TaskAsk;
 use super::era::Era;
 use super::tasks::{self, TaskStatus};
-use crate::engine::lookup::Seen;
+use crate::engine::lookup::IntentView;
 use crate::engine::Failure;
 use crate::key::IntentKey;
 use crate::store::{KeptResponse, Record};
@@ -21,7 +21,7 @@ pub(crate) fn answer(
     id: &Value,
     asks: TaskAsk,
     key: IntentKey,
-    seen: &Seen,
+    seen: &IntentView,
     ttl: std::time::Duration,
 ) -> Value {
     let Some(view) = tasks::view_of(key, seen, ttl) else {
@@ -40,8 +40,8 @@ pub(crate) fn answer(
         task.insert("statusMessage".to_owned(), Value::from(told));
     }
     match seen {
-        Seen::Completed(record) => finished(&mut task, record, &key),
-        Seen::Failed(tombstone) => match tasks::failed_answer(&key, Failure::of(tombstone)) {
+        IntentView::Completed(record) => finished(&mut task, record, &key),
+        IntentView::Failed(tombstone) => match tasks::failed_answer(&key, Failure::of(tombstone)) {
             // Whether it ran is not known: a tool result says so, as every such answer does.
             Ok(mut result) => {
                 if let Value::Object(result) = &mut result {
@@ -55,7 +55,7 @@ pub(crate) fn answer(
                 task.insert("error".to_owned(), error);
             }
         },
-        Seen::Running { .. } | Seen::Unknown => {}
+        IntentView::Running { .. } | IntentView::Unknown => {}
     }
     answers::result(id, Value::Object(task))
 }

@@ -13,7 +13,7 @@ use super::era::Era;
 use super::task_extension;
 use super::tasks::{self, TaskAnswer};
 use crate::clock::seconds_since;
-use crate::engine::lookup::Seen;
+use crate::engine::lookup::IntentView;
 use crate::key::IntentKey;
 use crate::store::{KeptResponse, Record, Store};
 use crate::wording;
@@ -40,7 +40,7 @@ pub(crate) async fn answer_task_query<St: Store>(
     let key = query.key?;
     let mut message = match answered {
         TaskAnswer::Message(message) => return Some(message),
-        TaskAnswer::Seen(Seen::Unknown) => return None,
+        TaskAnswer::Seen(IntentView::Unknown) => return None,
         TaskAnswer::Seen(seen) => {
             return Some(match era {
                 Era::Handshake => tasks::get(&query.id, key, &seen, ttl),

@@ -10,7 +10,7 @@ use serde_json::{json, Map, Value};
 use super::answers;
 use super::envelope::{TaskAsk, TaskQuery};
 use crate::clock::{millis, now_ms};
-use crate::engine::lookup::Seen;
+use crate::engine::lookup::IntentView;
 use crate::engine::{Engine, Failure};
 use crate::key::{IntentKey, ScopeHash};
 use crate::store::{KeptResponse, Record, Store};
@@ -171,19 +171,19 @@ pub(crate) async fn answer<St: Store>(
             return Some(TaskAnswer::Seen(seen));
         }
         match seen {
-            Seen::Running { .. } if tokio::time::Instant::now() < give_up => {
+            IntentView::Running { .. } if tokio::time::Instant::now() < give_up => {
                 tokio::time::sleep(pause.min(give_up - tokio::time::Instant::now())).await;
                 pause = (pause * 3 / 2).min(Duration::from_millis(250));
             }
-            Seen::Running { started_at_ms } => {
+            IntentView::Running { started_at_ms } => {
                 return Some(TaskAnswer::StillRunning { started_at_ms })
             }
-            Seen::Completed(record) => return Some(TaskAnswer::Result(record)),
-            Seen::Failed(tombstone) => {
+            IntentView::Completed(record) => return Some(TaskAnswer::Result(record)),
+            IntentView::Failed(tombstone) => {
                 let failure = Failure::of(&tombstone);
                 return Some(TaskAnswer::Message(failed(&query.id, &key, failure)));
             }
-            Seen::Unknown => return None,
+            IntentView::Unknown => return None,
         }
     }
 }
@@ -193,7 +193,7 @@ pub(crate) enum TaskAnswer {
     /// A whole JSON-RPC message.
     Message(Value),
     /// Where the task stands, for a query that does not wait.
-    Seen(Seen),
+    Seen(IntentView),
     /// The kept result, to replay with the query's id.
     Result(Arc<Record>),
     /// Still running when the query stopped waiting.
@@ -201,7 +201,7 @@ pub(crate) enum TaskAnswer {
 }
 
 /// `tasks/get` (2025-11-25): where the task stands.
-pub(crate) fn get(id: &Value, key: IntentKey, seen: &Seen, ttl: Duration) -> Value {
+pub(crate) fn get(id: &Value, key: IntentKey, seen: &IntentView, ttl: Duration) -> Value {
     let Some(view) = view_of(key, seen, ttl) else {
         return unknown_task(id);
     };
@@ -213,19 +213,19 @@ pub(crate) fn get(id: &Value, key: IntentKey, seen: &Seen, ttl: Duration) -> Val
 }
 
 /// The task that `seen` describes; `None` for one unknown here.
-pub(crate) fn view_of(key: IntentKey, seen: &Seen, ttl: Duration) -> Option<TaskView> {
+pub(crate) fn view_of(key: IntentKey, seen: &IntentView, ttl: Duration) -> Option<TaskView> {
     let (status, created, updated) = match seen {
-        Seen::Running { started_at_ms } => (TaskStatus::Working, *started_at_ms, now_ms()),
-        Seen::Completed(record) => (
+        IntentView::Running { started_at_ms } => (TaskStatus::Working, *started_at_ms, now_ms()),
+        IntentView::Completed(record) => (
             TaskStatus::Completed,
             record.started_at_ms,
             record.completed_at_ms,
         ),
-        Seen::Failed(tombstone) => {
+        IntentView::Failed(tombstone) => {
             let at = tombstone.failed_at_ms;
             (TaskStatus::Failed, at, at)
         }
-        Seen::Unknown => return None,
+        IntentView::Unknown => return None,
     };
     Some(TaskView {
         key,
@@ -239,9 +239,9 @@ pub(crate) fn view_of(key: IntentKey, seen: &Seen, ttl: Duration) -> Option<Task
 /// What a task's status message must say where its status alone would not tell the truth:
 /// a task that may have run (abandoned, unclassified, crashed, broken off), or one whose
 /// failure has a cause to name.
-pub(crate) fn told_of(seen: &Seen) -> Option<String> {
+pub(crate) fn told_of(seen: &IntentView) -> Option<String> {
     match seen {
-        Seen::Completed(record) => match record.response {
+        IntentView::Completed(record) => match record.response {
             ref unknown if unknown.is_unknown() => Some(
                 "The action may have run: whether it took effect is not known. It will not \
                      be run again by itself; check its effect before calling the tool again."
@@ -254,7 +254,9 @@ pub(crate) fn told_of(seen: &Seen) -> Option<String> {
             ),
             _ => None,
         },
-        Seen::Failed(tombstone) => Some(failure_told(Failure::of(tombstone), "The action", None).2),
+        IntentView::Failed(tombstone) => {
+            Some(failure_told(Failure::of(tombstone), "The action", None).2)
+        }
         _ => None,
     }
 }
@@ -270,7 +272,8 @@ fn stored_error(stored: &crate::store::StoredResponse) -> bool {
 pub(crate) fn failed_answer(key: &IntentKey, failure: Failure) -> Result<Value, Value> {
     let (outcome, retryable, message) = failure_told(failure, "This task's action", None);
     if outcome == "unknown" {
-        let told = crate::wording::Told::new("unknown", "Outcome unknown", outcome, false, message);
+        let told =
+            crate::wording::Words::new("unknown", "Outcome unknown", outcome, false, message);
         let mut answer = answers::tool_result(&Value::Null, &told.intent(key), false);
         return Ok(answer["result"].take());
     }

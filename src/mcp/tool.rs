@@ -9,12 +9,12 @@ use http_body_util::{BodyExt, Limited};
 use serde_json::{json, Value};
 
 use super::answers;
-use super::judge::{said, Said};
-use super::message::{read_answer_from, Primed, Unreadable};
+use super::judge::{said, Statement};
+use super::message::{read_answer_from, StreamPosition, Unreadable};
 use super::relay::Outlet;
 use crate::body::BoxError;
 use crate::classify::Verdict;
-use crate::engine::{Answered, Judged, Produced};
+use crate::engine::{Judgement, Reading, ToolAnswer};
 use crate::store::{ReleaseCause, StoredResponse};
 
 /// What the server answered a protected call, as its first caller is given it.
@@ -35,10 +35,10 @@ pub(crate) enum ServerAnswer {
     clippy::large_enum_variant,
     reason = "it lives for one match, on the stack; boxing the answer would cost every call an allocation"
 )]
-pub(crate) enum Read {
-    Answered(Produced<ServerAnswer>),
+pub(crate) enum ServerReply {
+    Answered(Reading<ServerAnswer>),
     /// The event stream ended after a priming event, without the answer: the server means
-    /// it to be resumed from where [`Primed`] says (2025-11-25, SEP-1699).
+    /// it to be resumed from where [`StreamPosition`] says (2025-11-25, SEP-1699).
     Resumable {
         status: StatusCode,
     },
@@ -53,9 +53,9 @@ pub(crate) async fn read<B>(
     response: Response<B>,
     id: &Value,
     limit: usize,
-    primed: &mut Primed,
+    primed: &mut StreamPosition,
     outlet: Option<&Outlet>,
-) -> Read
+) -> ServerReply
 where
     B: Body<Data = Bytes> + Send,
     B::Error: Into<BoxError>,
@@ -67,7 +67,7 @@ where
         .is_some()
     {
         // It stands in for an answer lost after the request reached the server.
-        return Read::Answered(Produced::Answered(lost(id, parts.status)));
+        return ServerReply::Answered(Reading::Answered(lost(id, parts.status)));
     }
     if !parts.status.is_success() {
         // Not the tool's answer: the transport's own refusal, passed on as it came. It is
@@ -97,8 +97,8 @@ where
                 }
                 _ => Verdict::Release(ReleaseCause::Status),
             };
-        return Read::Answered(Produced::Answered(Answered {
-            judged: Judged::Verdict(verdict),
+        return ServerReply::Answered(Reading::Answered(ToolAnswer {
+            judged: Judgement::Verdict(verdict),
             stored: Some(stored),
             status: Some(parts.status),
             retry_after_s: None,
@@ -109,24 +109,24 @@ where
     let read = read_answer_from(&parts.headers, body, id, ceiling, primed, outlet).await;
     let (verdict, message) = match read {
         Ok(answer) => match said(&answer) {
-            Said::Kept => (Verdict::Keep, answer),
-            Said::Released => (Verdict::Release(ReleaseCause::Status), answer),
-            Said::Cancelled => (Verdict::Release(ReleaseCause::Cancelled), answer),
-            Said::AsksForInput => (Verdict::Release(ReleaseCause::InputRequired), answer),
+            Statement::Kept => (Verdict::Keep, answer),
+            Statement::Released => (Verdict::Release(ReleaseCause::Status), answer),
+            Statement::Cancelled => (Verdict::Release(ReleaseCause::Cancelled), answer),
+            Statement::AsksForInput => (Verdict::Release(ReleaseCause::InputRequired), answer),
             // The first caller gets what the server said; a repeat is told it may have run.
-            Said::MayHaveRun => {
+            Statement::MayHaveRun => {
                 let mut answered = lost(id, parts.status);
                 answered.answer = ServerAnswer::Message {
                     message: answer,
                     kept: false,
                 };
-                return Read::Answered(Produced::Answered(answered));
+                return ServerReply::Answered(Reading::Answered(answered));
             }
         },
         // The tool answered, too much to read: it ran, and a repeat must not run it again.
         Err(Unreadable::TooLarge) => (Verdict::Keep, too_large(id, ceiling)),
         Err(Unreadable::Ended) if primed.last_event_id.is_some() => {
-            return Read::Resumable {
+            return ServerReply::Resumable {
                 status: parts.status,
             }
         }
@@ -137,20 +137,20 @@ where
             | Unreadable::Unparsable
             | Unreadable::NotTheAnswer
             | Unreadable::Ended,
-        ) => return Read::Answered(Produced::Answered(lost(id, parts.status))),
+        ) => return ServerReply::Answered(Reading::Answered(lost(id, parts.status))),
         Err(Unreadable::Other(_)) if primed.last_event_id.is_some() => {
-            return Read::Answered(Produced::Answered(lost(id, parts.status)))
+            return ServerReply::Answered(Reading::Answered(lost(id, parts.status)))
         }
         Err(unreadable @ Unreadable::Other(_)) => (
             Verdict::Release(ReleaseCause::ResponseBody),
             unanswered(id, unreadable),
         ),
     };
-    Read::Answered(Produced::Answered(judged(verdict, message, limit)))
+    ServerReply::Answered(Reading::Answered(judged(verdict, message, limit)))
 }
 
 /// A JSON-RPC answer, judged: kept whole where it fits under the cap.
-fn judged(verdict: Verdict, message: Value, limit: usize) -> Answered<ServerAnswer> {
+fn judged(verdict: Verdict, message: Value, limit: usize) -> ToolAnswer<ServerAnswer> {
     let bytes = Bytes::from(message.to_string());
     let stored = (bytes.len() <= limit).then(|| {
         let mut headers = HeaderMap::new();
@@ -164,8 +164,8 @@ fn judged(verdict: Verdict, message: Value, limit: usize) -> Answered<ServerAnsw
             body: bytes,
         }
     });
-    Answered {
-        judged: Judged::Verdict(verdict),
+    ToolAnswer {
+        judged: Judgement::Verdict(verdict),
         stored,
         // A JSON-RPC answer has no status of its own to keep.
         status: None,
@@ -195,9 +195,9 @@ fn too_large(id: &Value, ceiling: usize) -> Value {
 
 /// A call whose answer was lost after it reached the server ([`Interrupted`]
 /// (crate::Interrupted)): the tool may have run, so it is kept as run with an unknown outcome.
-pub(crate) fn lost(id: &Value, status: StatusCode) -> Answered<ServerAnswer> {
-    Answered {
-        judged: Judged::Interrupted,
+pub(crate) fn lost(id: &Value, status: StatusCode) -> ToolAnswer<ServerAnswer> {
+    ToolAnswer {
+        judged: Judgement::Interrupted,
         stored: None,
         status: Some(status),
         retry_after_s: None,
@@ -246,9 +246,17 @@ mod tests {
     }
 
     /// What the layer reads of `response` as the answer to the call `id`.
-    async fn answered(response: Response<Full<Bytes>>, id: u64) -> Answered<ServerAnswer> {
-        match read(response, &json!(id), 1024, &mut Primed::default(), None).await {
-            Read::Answered(Produced::Answered(answered)) => answered,
+    async fn answered(response: Response<Full<Bytes>>, id: u64) -> ToolAnswer<ServerAnswer> {
+        match read(
+            response,
+            &json!(id),
+            1024,
+            &mut StreamPosition::default(),
+            None,
+        )
+        .await
+        {
+            ServerReply::Answered(Reading::Answered(answered)) => answered,
             _ => panic!("an answer"),
         }
     }
@@ -262,7 +270,7 @@ mod tests {
         let answered = answered(answering(huge, "application/json"), 1).await;
         assert_eq!(
             answered.judged,
-            Judged::Verdict(Verdict::Keep),
+            Judgement::Verdict(Verdict::Keep),
             "kept, never released"
         );
         let ServerAnswer::Message { message, .. } = answered.answer else {
@@ -280,12 +288,22 @@ mod tests {
         response
             .extensions_mut()
             .insert(crate::classify::Interrupted);
-        let Read::Answered(Produced::Answered(answered)) =
-            read(response, &json!(7), 1024, &mut Primed::default(), None).await
+        let ServerReply::Answered(Reading::Answered(answered)) = read(
+            response,
+            &json!(7),
+            1024,
+            &mut StreamPosition::default(),
+            None,
+        )
+        .await
         else {
             panic!("an answer stands in for the lost one");
         };
-        assert_eq!(answered.judged, Judged::Interrupted, "kept, never released");
+        assert_eq!(
+            answered.judged,
+            Judgement::Interrupted,
+            "kept, never released"
+        );
         let ServerAnswer::Message { message, .. } = answered.answer else {
             panic!("a JSON-RPC answer");
         };
@@ -298,7 +316,7 @@ mod tests {
     }
 
     /// How an event stream that breaks off with `error` after a comment is judged.
-    async fn judged_broken_stream(error: BoxError) -> Judged {
+    async fn judged_broken_stream(error: BoxError) -> Judgement {
         use http_body::Frame;
         let frames: Vec<Result<Frame<Bytes>, BoxError>> = vec![
             Ok(Frame::data(Bytes::from_static(b": still working\n\n"))),
@@ -310,8 +328,14 @@ mod tests {
             header::CONTENT_TYPE,
             HeaderValue::from_static("text/event-stream"),
         );
-        let Read::Answered(Produced::Answered(answered)) =
-            read(response, &json!(3), 1024, &mut Primed::default(), None).await
+        let ServerReply::Answered(Reading::Answered(answered)) = read(
+            response,
+            &json!(3),
+            1024,
+            &mut StreamPosition::default(),
+            None,
+        )
+        .await
         else {
             panic!("an answer");
         };
@@ -321,12 +345,12 @@ mod tests {
     #[tokio::test]
     async fn an_event_stream_that_breaks_off_with_interrupted_is_kept_as_may_have_run() {
         let interrupted = judged_broken_stream(Box::new(crate::classify::Interrupted)).await;
-        assert_eq!(interrupted, Judged::Interrupted);
+        assert_eq!(interrupted, Judgement::Interrupted);
         // Any other break of the stream still releases.
         let other = judged_broken_stream(Box::new(std::io::Error::other("reset"))).await;
         assert_eq!(
             other,
-            Judged::Verdict(Verdict::Release(ReleaseCause::ResponseBody))
+            Judgement::Verdict(Verdict::Release(ReleaseCause::ResponseBody))
         );
     }
 
@@ -335,14 +359,18 @@ mod tests {
         // A field the reader does not know, before the answer: the server has the call.
         let stream = "x-trace: 1\ndata: {\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{}}\n\n";
         let answered = answered(answering(stream, "text/event-stream"), 3).await;
-        assert_eq!(answered.judged, Judged::Interrupted, "kept, never released");
+        assert_eq!(
+            answered.judged,
+            Judgement::Interrupted,
+            "kept, never released"
+        );
     }
 
     #[tokio::test]
     async fn a_task_the_server_made_of_a_protected_call_is_kept_as_may_have_run() {
         let task = r#"{"jsonrpc":"2.0","id":4,"result":{"resultType":"task","taskId":"t","status":"working"}}"#;
         let answered = answered(answering(task, "application/json"), 4).await;
-        assert_eq!(answered.judged, Judged::Interrupted, "never released");
+        assert_eq!(answered.judged, Judgement::Interrupted, "never released");
         let ServerAnswer::Message { message, .. } = answered.answer else {
             panic!("a JSON-RPC answer");
         };
@@ -358,7 +386,7 @@ mod tests {
         let ended = "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\"}\n\n";
         for (body, content_type) in [(other, "application/json"), (ended, "text/event-stream")] {
             let answered = answered(answering(body, content_type), 4).await;
-            assert_eq!(answered.judged, Judged::Interrupted, "{body}");
+            assert_eq!(answered.judged, Judgement::Interrupted, "{body}");
         }
     }
 }

@@ -14,7 +14,7 @@ use http::HeaderName;
 use smallvec::SmallVec;
 
 use crate::key::ScopeHash;
-use crate::user_code::{guarded, Panicked};
+use crate::user_code::{guarded, Panic};
 
 /// The default scope header.
 pub const DEFAULT_SCOPE_HEADER: &str = "x-session-id";
@@ -263,7 +263,7 @@ impl ScopeSource {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum ScopeFault {
     /// The user's scope function panicked.
-    Panicked(Panicked),
+    Panicked(Panic),
     /// A header that names the scope came more than once: no one caller is named (a gateway
     /// in front that appends its value would let the client's first one win).
     Repeated(HeaderName),

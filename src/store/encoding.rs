@@ -6,7 +6,7 @@
 
 use bytes::Bytes;
 
-use super::codec::{self, DecodeError, Stored};
+use super::codec::{self, DecodeError, StoredValue};
 use super::{OwnerToken, Record, RunningInfo, Tombstone};
 
 impl Record {
@@ -29,7 +29,7 @@ impl Record {
     /// copied.
     pub fn decode(bytes: impl Into<Bytes>) -> Result<Self, DecodeError> {
         match codec::decode(bytes.into())? {
-            Stored::Completed(record) => Ok(record),
+            StoredValue::Completed(record) => Ok(record),
             _ => Err(DecodeError("not a record")),
         }
     }
@@ -44,7 +44,7 @@ impl Tombstone {
     /// The tombstone that [`Tombstone::encode`] wrote.
     pub fn decode(bytes: impl Into<Bytes>) -> Result<Self, DecodeError> {
         match codec::decode(bytes.into())? {
-            Stored::Failed(tombstone) => Ok(tombstone),
+            StoredValue::Failed(tombstone) => Ok(tombstone),
             _ => Err(DecodeError("not a tombstone")),
         }
     }
@@ -60,7 +60,7 @@ impl RunningInfo {
     /// The running entry that [`RunningInfo::encode`] wrote, and its owner's token.
     pub fn decode(bytes: impl Into<Bytes>) -> Result<(OwnerToken, Self), DecodeError> {
         match codec::decode(bytes.into())? {
-            Stored::Running(token, info) => Ok((token, info)),
+            StoredValue::Running(token, info) => Ok((token, info)),
             _ => Err(DecodeError("not a running entry")),
         }
     }

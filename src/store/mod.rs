@@ -44,7 +44,7 @@ pub(crate) fn store_millis(duration: Duration) -> u64 {
 pub use codec::DecodeError;
 pub(crate) use hints::{answers_at_once, cached};
 pub use memory::{MemoryStore, MemoryStoreBuilder};
-pub(crate) use observed::{Observed, StoreMetrics};
+pub(crate) use observed::{ObservedStore, StoreMetrics};
 #[cfg(feature = "postgres")]
 #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
 pub use postgres::{
@@ -58,7 +58,7 @@ pub use record::{
 pub use redis::{RedisStore, RedisStoreBuilder};
 pub use tiered::{TieredStore, DEFAULT_LOCAL_TTL};
 pub use token::OwnerToken;
-pub(crate) use transaction::{Committed, Transactional, Transactions};
+pub(crate) use transaction::{CommitResult, Transactional, Transactions};
 
 /// What a claim asks the store to remember about the execution it starts.
 #[derive(Debug, Clone)]

@@ -45,14 +45,14 @@ impl Default for StoreMetrics {
 }
 
 /// A layer's view of its store: the same calls, measured and bounded by its timeout.
-pub(crate) struct Observed<St> {
+pub(crate) struct ObservedStore<St> {
     store: Arc<St>,
     metrics: Arc<StoreMetrics>,
     /// How long one call may take before it counts as failed.
     timeout: Duration,
 }
 
-impl<St> Observed<St> {
+impl<St> ObservedStore<St> {
     pub(crate) fn new(store: Arc<St>, metrics: Arc<StoreMetrics>, timeout: Duration) -> Self {
         Self {
             store,
@@ -97,7 +97,7 @@ impl<St> Observed<St> {
     }
 }
 
-impl<St: Store> Store for Observed<St> {
+impl<St: Store> Store for ObservedStore<St> {
     async fn claim(&self, key: &IntentKey, request: &ClaimRequest) -> Result<Claim, StoreError> {
         let claimed = self
             .measured(&self.metrics.claim, self.store.claim(key, request))

@@ -38,7 +38,7 @@ pub(crate) trait Transactional: Send + Sync + 'static {
         token: &'a OwnerToken,
         record: &'a Record,
         retention: Duration,
-    ) -> Pending<'a, Committed>;
+    ) -> Pending<'a, CommitResult>;
 
     /// Rolls back whatever the transaction holds; a connection that cannot say so is closed,
     /// which rolls it back all the same.
@@ -51,7 +51,7 @@ pub(crate) trait Transactional: Send + Sync + 'static {
     not(feature = "postgres"),
     allow(dead_code, reason = "the Postgres store makes them")
 )]
-pub(crate) enum Committed {
+pub(crate) enum CommitResult {
     /// The record and the tool's changes are kept, together.
     Kept,
     /// Another owner holds the intent (this one's lease lapsed and was taken): nothing of this

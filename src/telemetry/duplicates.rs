@@ -6,7 +6,7 @@ use super::Op;
 
 /// What the check of one observed call found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Checked {
+pub(crate) enum Finding {
     /// The intent's first call within its window: `attempt` is 1.
     First,
     /// A repeat: the intent's call number `attempt` (2 or more) within its window.
@@ -17,7 +17,7 @@ pub(crate) enum Checked {
     Uncounted,
 }
 
-impl Checked {
+impl Finding {
     /// What a store's count makes of a call.
     pub(crate) fn from_count(count: u64) -> Self {
         if count <= 1 {
@@ -48,7 +48,7 @@ impl Checked {
 
 /// Counts one observed call: `idempotency_duplicate_checks_total` by result, and the call's
 /// number within its intent in `idempotency_duplicate_attempts`.
-pub(crate) fn checked(op: &Op, checked: Checked) {
+pub(crate) fn checked(op: &Op, checked: Finding) {
     counter!(
         "idempotency_duplicate_checks_total",
         "operation" => op.value(),

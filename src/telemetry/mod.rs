@@ -16,7 +16,7 @@ mod ops;
 mod report;
 mod stopwatch;
 
-pub(crate) use duplicates::{checked, Checked};
+pub(crate) use duplicates::{checked, Finding};
 pub(crate) use ops::{Op, Ops, RouteLabel};
 pub use ops::{ATTEMPT_BUCKETS, DURATION_BUCKETS, MAX_OPERATIONS};
 pub use report::{

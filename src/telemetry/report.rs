@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use serde::Serialize;
 
-use super::duplicates::Checked;
+use super::duplicates::Finding;
 use crate::clock::now_ms;
 use crate::key::{KeyHasher, ScopeHash};
 
@@ -74,13 +74,13 @@ pub struct RepeatingCaller {
 }
 
 impl DuplicateCounts {
-    fn add(&mut self, checked: Checked) {
+    fn add(&mut self, checked: Finding) {
         self.calls += 1;
         match checked {
-            Checked::First => self.intents += 1,
-            Checked::Repeat(_) => self.duplicates += 1,
-            Checked::NotKeyable => self.not_keyable += 1,
-            Checked::Uncounted => self.uncounted += 1,
+            Finding::First => self.intents += 1,
+            Finding::Repeat(_) => self.duplicates += 1,
+            Finding::NotKeyable => self.not_keyable += 1,
+            Finding::Uncounted => self.uncounted += 1,
         }
     }
 
@@ -112,7 +112,7 @@ struct Tally {
 }
 
 impl Tally {
-    fn add(&mut self, minute: u64, scope: Option<ScopeHash>, checked: Checked) {
+    fn add(&mut self, minute: u64, scope: Option<ScopeHash>, checked: Finding) {
         self.since_start.add(checked);
         if self.minutes.is_empty() {
             self.minutes = vec![(u64::MAX, DuplicateCounts::default()); 61];
@@ -122,7 +122,7 @@ impl Tally {
             *slot = (minute, DuplicateCounts::default());
         }
         slot.1.add(checked);
-        if let (Checked::Repeat(_), Some(scope)) = (checked, scope) {
+        if let (Finding::Repeat(_), Some(scope)) = (checked, scope) {
             self.repeated(scope);
         }
     }
@@ -193,7 +193,7 @@ impl std::fmt::Debug for Duplicates {
 }
 
 impl Duplicates {
-    pub(crate) fn add(&self, operation: &str, scope: Option<ScopeHash>, checked: Checked) {
+    pub(crate) fn add(&self, operation: &str, scope: Option<ScopeHash>, checked: Finding) {
         let minute = now_ms() / MINUTE_MS;
         let tallies = &self.0.by_operation;
         let mut tallies = tallies.lock().unwrap_or_else(PoisonError::into_inner);
@@ -244,11 +244,11 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn counts_are_kept_since_the_start_and_for_the_last_hour() {
         let duplicates = Duplicates::default();
-        duplicates.add("send", Some(scope(1)), Checked::First);
-        duplicates.add("send", Some(scope(1)), Checked::Repeat(2));
+        duplicates.add("send", Some(scope(1)), Finding::First);
+        duplicates.add("send", Some(scope(1)), Finding::Repeat(2));
         tokio::time::advance(Duration::from_secs(2 * 60 * 60)).await;
-        duplicates.add("send", Some(scope(1)), Checked::Repeat(3));
-        duplicates.add("send", None, Checked::NotKeyable);
+        duplicates.add("send", Some(scope(1)), Finding::Repeat(3));
+        duplicates.add("send", None, Finding::NotKeyable);
         let report = duplicates.report();
         let send = &report.operations[0];
         assert_eq!(send.since_start.calls, 4);
@@ -271,10 +271,10 @@ mod tests {
     fn a_caller_that_repeats_a_lot_stays_listed_among_many_that_repeat_once() {
         let duplicates = Duplicates::default();
         for _ in 0..5 {
-            duplicates.add("send", Some(scope(0)), Checked::Repeat(2));
+            duplicates.add("send", Some(scope(0)), Finding::Repeat(2));
         }
         for n in 1..=60 {
-            duplicates.add("send", Some(scope(n)), Checked::Repeat(2));
+            duplicates.add("send", Some(scope(n)), Finding::Repeat(2));
         }
         let report = duplicates.report();
         let top = &report.operations[0].top_callers;

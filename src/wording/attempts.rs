@@ -3,7 +3,7 @@
 use http::StatusCode;
 
 use super::kept_for;
-use super::Told;
+use super::Words;
 use crate::engine::Failure;
 use crate::key::IntentKey;
 use crate::store::Omission;
@@ -139,9 +139,9 @@ fn last_status(failure: Failure) -> serde_json::Value {
 }
 
 /// An attempt that ended without a kept outcome, told of as `subject`.
-fn failed(key: &IntentKey, failure: Failure, subject: &str, freed_in: Option<u64>) -> Told {
+fn failed(key: &IntentKey, failure: Failure, subject: &str, freed_in: Option<u64>) -> Words {
     let (outcome, retryable, detail) = failure_told(failure, subject, freed_in);
-    let told = Told::new(
+    let told = Words::new(
         "attempt-failed",
         "Action failed",
         outcome,
@@ -158,12 +158,12 @@ fn failed(key: &IntentKey, failure: Failure, subject: &str, freed_in: Option<u64
 
 /// The attempt ended without a kept outcome; said to its first caller and to duplicates that
 /// waited for it, or came while the key is not yet free (`freed_in`).
-pub(crate) fn attempt_failed(key: &IntentKey, failure: Failure, freed_in: Option<u64>) -> Told {
+pub(crate) fn attempt_failed(key: &IntentKey, failure: Failure, freed_in: Option<u64>) -> Words {
     failed(key, failure, "This action", freed_in)
 }
 
 /// The status path: the last attempt ended without a kept outcome.
-pub(crate) fn status_failed(key: &IntentKey, failure: Failure) -> Told {
+pub(crate) fn status_failed(key: &IntentKey, failure: Failure) -> Words {
     failed(key, failure, "The last attempt of this action", None)
 }
 
@@ -205,14 +205,14 @@ pub(crate) fn in_progress(
     started_s_ago: u64,
     keeps: &str,
     asker: Asker,
-) -> Told {
+) -> Words {
     let retry_after = started_s_ago.div_ceil(2).clamp(1, 30);
     let detail = format!(
         "{} Do not repeat it with new arguments: call again with the same arguments, keeping \
          {keeps}, in {retry_after} s, or GET {status_url} (keeping the same) for its result.",
         asker.says(started_s_ago)
     );
-    Told::new(
+    Words::new(
         "in-progress",
         "Action already in progress",
         "in_progress",
@@ -228,7 +228,7 @@ pub(crate) fn in_progress(
 
 /// The action ran, but its outcome could not be classified: whether it took effect is not
 /// known.
-fn outcome_unknown(key: &IntentKey, status: StatusCode, expires_at_ms: u64) -> Told {
+fn outcome_unknown(key: &IntentKey, status: StatusCode, expires_at_ms: u64) -> Words {
     let code = status.as_u16();
     let kept = kept_for::until(expires_at_ms);
     let detail = if matches!(code, 502 | 504) {
@@ -246,7 +246,7 @@ fn outcome_unknown(key: &IntentKey, status: StatusCode, expires_at_ms: u64) -> T
              first."
         )
     };
-    Told::new(
+    Words::new(
         "outcome-unknown",
         "Outcome unknown",
         "unknown",
@@ -259,8 +259,8 @@ fn outcome_unknown(key: &IntentKey, status: StatusCode, expires_at_ms: u64) -> T
 
 /// The action's request reached the tool, but its answer was lost: whether it took effect is
 /// not known.
-fn answer_lost(key: &IntentKey, status: StatusCode, expires_at_ms: u64) -> Told {
-    Told::new(
+fn answer_lost(key: &IntentKey, status: StatusCode, expires_at_ms: u64) -> Words {
+    Words::new(
         "answer-lost",
         "Outcome unknown",
         "unknown",
@@ -279,8 +279,8 @@ fn answer_lost(key: &IntentKey, status: StatusCode, expires_at_ms: u64) -> Told 
 
 /// The tool's answer broke off after it began (its body ended in [`Interrupted`]
 /// (crate::Interrupted)): said to the first caller, whose outcome is kept for `kept`.
-pub(crate) fn answer_broke_off(kept: std::time::Duration) -> Told {
-    Told::new(
+pub(crate) fn answer_broke_off(kept: std::time::Duration) -> Words {
+    Words::new(
         "answer-lost",
         "Outcome unknown",
         "unknown",
@@ -295,8 +295,8 @@ pub(crate) fn answer_broke_off(kept: std::time::Duration) -> Told {
 }
 
 /// The execution was abandoned at its bound: the action may have happened.
-pub(crate) fn abandoned(key: &IntentKey, expires_at_ms: u64) -> Told {
-    Told::new(
+pub(crate) fn abandoned(key: &IntentKey, expires_at_ms: u64) -> Words {
+    Words::new(
         "abandoned",
         "Action abandoned",
         "unknown",
@@ -312,8 +312,8 @@ pub(crate) fn abandoned(key: &IntentKey, expires_at_ms: u64) -> Told {
 }
 
 /// An operator recorded that the action ran.
-fn resolved(key: &IntentKey, expires_at_ms: u64) -> Told {
-    Told::new(
+fn resolved(key: &IntentKey, expires_at_ms: u64) -> Words {
+    Words::new(
         "already-executed",
         "Action already executed",
         "already_executed",
@@ -334,7 +334,7 @@ pub(crate) fn already_executed(
     status: StatusCode,
     why: Omission,
     expires_at_ms: u64,
-) -> Told {
+) -> Words {
     let why = match why {
         Omission::TooLarge => "was too large to keep",
         Omission::NoStore => "was marked `cache-control: no-store`, so it was not kept",
@@ -342,7 +342,7 @@ pub(crate) fn already_executed(
         Omission::Interrupted => return answer_lost(key, status, expires_at_ms),
         Omission::Resolved => return resolved(key, expires_at_ms),
     };
-    Told::new(
+    Words::new(
         "already-executed",
         "Action already executed",
         "already_executed",

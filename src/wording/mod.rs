@@ -1,6 +1,6 @@
 //! What the layer says about an action, whatever protocol carries it.
 //!
-//! Each [`Told`] has an `outcome`, whether calling again is safe, and a `detail` whose first
+//! Each [`Words`] has an `outcome`, whether calling again is safe, and a `detail` whose first
 //! sentence says what happened to the action, since a model reads it to decide whether to
 //! call again. The HTTP dialect writes it as JSON (a problem document for errors), the MCP
 //! dialect as a tool result; neither reads it back.
@@ -30,7 +30,7 @@ pub(crate) use status::{
 
 /// What the layer says about one action.
 #[derive(Debug, Clone)]
-pub(crate) struct Told {
+pub(crate) struct Words {
     /// A short name of the situation (`missing-scope`, `too-busy`...).
     pub(crate) slug: &'static str,
     /// A title for the situation, where it is an error.
@@ -44,7 +44,7 @@ pub(crate) struct Told {
     pub(crate) retry_after_s: Option<u64>,
 }
 
-impl Told {
+impl Words {
     pub(crate) fn new(
         slug: &'static str,
         title: &'static str,

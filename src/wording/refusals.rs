@@ -1,12 +1,12 @@
 //! What the layer says when it executed nothing: each of these is known for certain.
 
-use super::Told;
+use super::Words;
 use crate::engine::Refusal;
 use crate::key::{IntentKey, KeySource};
 use crate::settings::Settings;
 
 /// The words for a refusal; `key` is the intent, where it was derived.
-pub(crate) fn refusal(refusal: &Refusal, settings: &Settings, key: Option<&IntentKey>) -> Told {
+pub(crate) fn refusal(refusal: &Refusal, settings: &Settings, key: Option<&IntentKey>) -> Words {
     match refusal {
         Refusal::LayerFault(what) => layer_fault(what),
         Refusal::MissingScope => missing_scope(&settings.scope.describe()),
@@ -23,7 +23,7 @@ pub(crate) fn refusal(refusal: &Refusal, settings: &Settings, key: Option<&Inten
 }
 
 /// Names the intent, where it was derived.
-fn named(told: Told, key: Option<&IntentKey>) -> Told {
+fn named(told: Words, key: Option<&IntentKey>) -> Words {
     match key {
         Some(key) => told.intent(key),
         None => told,
@@ -43,8 +43,8 @@ fn key_source(settings: &Settings, source: KeySource) -> String {
 }
 
 /// A JSON body has fields to leave out of its key but no canonical form to find them in.
-fn unkeyable(why: &crate::canonical::CanonicalError) -> Told {
-    Told::new(
+fn unkeyable(why: &crate::canonical::CanonicalError) -> Words {
+    Words::new(
         "unkeyable",
         "Body cannot be keyed",
         "not_executed",
@@ -59,8 +59,8 @@ fn unkeyable(why: &crate::canonical::CanonicalError) -> Told {
 
 /// A hook of the user's (a scope function, a normalisation hook) panicked on this request
 /// before anything was claimed.
-fn layer_fault(what: &str) -> Told {
-    Told::new(
+fn layer_fault(what: &str) -> Words {
+    Words::new(
         "layer-fault",
         "Idempotency hook failed",
         "not_executed",
@@ -78,7 +78,7 @@ fn layer_fault(what: &str) -> Told {
 /// (`by_credential`: whether it reads one). The operator, not the caller, must change
 /// something.
 #[cfg(feature = "mcp")]
-pub(crate) fn unnamed_mcp_caller(by_credential: bool) -> Told {
+pub(crate) fn unnamed_mcp_caller(by_credential: bool) -> Words {
     let lacks = if by_credential {
         "The request has no `Authorization` credential and no `Mcp-Session-Id` session, and \
          no principal is configured."
@@ -86,7 +86,7 @@ pub(crate) fn unnamed_mcp_caller(by_credential: bool) -> Told {
         "No principal is configured, the request has no `Mcp-Session-Id` session, and this \
          server does not tell callers apart by their credential."
     };
-    Told::new(
+    Words::new(
         "missing-scope",
         "Caller cannot be told apart",
         "not_executed",
@@ -105,8 +105,8 @@ pub(crate) fn unnamed_mcp_caller(by_credential: bool) -> Told {
 
 /// A header that names the caller came more than once: which value is the caller's is not
 /// known, so no one is named.
-fn repeated_scope(name: &str) -> Told {
-    Told::new(
+fn repeated_scope(name: &str) -> Words {
+    Words::new(
         "repeated-scope",
         "Scope header repeated",
         "not_executed",
@@ -120,8 +120,8 @@ fn repeated_scope(name: &str) -> Told {
 }
 
 /// A protected request came without a scope.
-fn missing_scope(what: &str) -> Told {
-    Told::new(
+fn missing_scope(what: &str) -> Words {
+    Words::new(
         "missing-scope",
         "Missing caller",
         "not_executed",
@@ -134,8 +134,8 @@ fn missing_scope(what: &str) -> Told {
 }
 
 /// The request body is over the limit.
-fn body_too_large(limit: usize) -> Told {
-    Told::new(
+fn body_too_large(limit: usize) -> Words {
+    Words::new(
         "body-too-large",
         "Request body too large",
         "not_executed",
@@ -149,8 +149,8 @@ fn body_too_large(limit: usize) -> Told {
 }
 
 /// The request body could not be read.
-fn body_unreadable() -> Told {
-    Told::new(
+fn body_unreadable() -> Words {
+    Words::new(
         "body-unreadable",
         "Request body could not be read",
         "not_executed",
@@ -162,8 +162,8 @@ fn body_unreadable() -> Told {
 }
 
 /// The explicit key is not 1 to 255 visible ASCII characters.
-fn malformed_key(source: &str) -> Told {
-    Told::new(
+fn malformed_key(source: &str) -> Words {
+    Words::new(
         "malformed-key",
         "Malformed idempotency key",
         "not_executed",
@@ -176,13 +176,13 @@ fn malformed_key(source: &str) -> Told {
 }
 
 /// An explicit key was reused with another payload: the action under it ran (or runs).
-fn key_reused(running: bool) -> Told {
+fn key_reused(running: bool) -> Words {
     let state = if running {
         "is already running"
     } else {
         "already ran"
     };
-    Told::new(
+    Words::new(
         "key-reused",
         "Idempotency key reused with a different payload",
         "not_executed",
@@ -196,8 +196,8 @@ fn key_reused(running: bool) -> Told {
 }
 
 /// The store could not answer a claim, and the layer fails closed.
-fn store_unavailable() -> Told {
-    Told::new(
+fn store_unavailable() -> Words {
+    Words::new(
         "store-unavailable",
         "Idempotency store unavailable",
         "not_executed",
@@ -215,8 +215,8 @@ const STORE_FULL_RETRY_S: u64 = 30;
 
 /// The store had no room for a new intent's outcome, and refused it rather than drop a record
 /// it keeps.
-fn store_full() -> Told {
-    Told::new(
+fn store_full() -> Words {
+    Words::new(
         "store-full",
         "Idempotency store full",
         "not_executed",
@@ -230,8 +230,8 @@ fn store_full() -> Told {
 }
 
 /// Too many detached executions are running.
-fn too_busy() -> Told {
-    Told::new(
+fn too_busy() -> Words {
+    Words::new(
         "too-busy",
         "Too many actions running",
         "not_executed",

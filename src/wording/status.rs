@@ -1,11 +1,11 @@
 //! What the status path says about an action it was asked about.
 
-use super::Told;
+use super::Words;
 use crate::key::IntentKey;
 
 /// The user's scope hook panicked, so the record cannot be looked up.
-pub(crate) fn status_layer_fault(what: &str) -> Told {
-    Told::new(
+pub(crate) fn status_layer_fault(what: &str) -> Words {
+    Words::new(
         "layer-fault",
         "Idempotency hook failed",
         "unavailable",
@@ -18,8 +18,8 @@ pub(crate) fn status_layer_fault(what: &str) -> Told {
 }
 
 /// Nothing is visible to this scope.
-pub(crate) fn status_not_found(key: &IntentKey) -> Told {
-    Told::new(
+pub(crate) fn status_not_found(key: &IntentKey) -> Words {
+    Words::new(
         "not-found",
         "Intent not found",
         "not_found",
@@ -33,8 +33,8 @@ pub(crate) fn status_not_found(key: &IntentKey) -> Told {
 }
 
 /// The status path was asked about something that is not an intent key.
-pub(crate) fn status_malformed() -> Told {
-    Told::new(
+pub(crate) fn status_malformed() -> Words {
+    Words::new(
         "not-found",
         "Intent not found",
         "not_found",
@@ -46,8 +46,8 @@ pub(crate) fn status_malformed() -> Told {
 }
 
 /// The status path needs the caller's scope too.
-pub(crate) fn status_missing_scope(what: &str) -> Told {
-    Told::new(
+pub(crate) fn status_missing_scope(what: &str) -> Words {
+    Words::new(
         "missing-scope",
         "Missing caller",
         "not_found",
@@ -61,8 +61,8 @@ pub(crate) fn status_missing_scope(what: &str) -> Told {
 }
 
 /// The status path could not ask the store: whether the action ran cannot be told now.
-pub(crate) fn status_unavailable(key: &IntentKey, status_url: &str) -> Told {
-    Told::new(
+pub(crate) fn status_unavailable(key: &IntentKey, status_url: &str) -> Words {
+    Words::new(
         "unavailable",
         "Idempotency store unavailable",
         "unavailable",

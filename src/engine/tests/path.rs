@@ -14,8 +14,8 @@ use tokio::time::Instant;
 use super::TestStore;
 use crate::classify::Verdict;
 use crate::engine::{
-    Answered, Begun, Call, Decided, Engine, Failure, Judged, Outcome, Produced, Refusal,
-    Unprotected,
+    Beginning, Call, Decision, Engine, Failure, Judgement, Outcome, Reading, Refusal, ToolAnswer,
+    UnprotectedCause,
 };
 use crate::store::{MemoryStore, ReleaseCause, Store, StoredResponse};
 use crate::IdempotencyLayer;
@@ -98,28 +98,28 @@ impl<St: Store> Harness<St> {
             .engine
             .begin(parts, body, &scope, &op, Call::default(), work);
         let decided = match begun {
-            Begun::Decided(decided) => decided,
-            Begun::Running(running) => {
+            Beginning::Decided(decided) => decided,
+            Beginning::Running(running) => {
                 let (intent, outcome) = running.await.unwrap();
-                Decided::Keyed { intent, outcome }
+                Decision::Keyed { intent, outcome }
             }
         };
         match decided {
-            Decided::Keyed { outcome, .. } => outcome,
-            Decided::Refused(refusal) => Outcome::NotExecuted(refusal),
+            Decision::Keyed { outcome, .. } => outcome,
+            Decision::Refused(refusal) => Outcome::NotExecuted(refusal),
         }
     }
 }
 
 /// The tests' dialect reading the tool's `text`, judged `verdict`.
-fn answer(text: String, verdict: Verdict) -> Produced<String> {
+fn answer(text: String, verdict: Verdict) -> Reading<String> {
     let stored = StoredResponse {
         status: StatusCode::OK,
         headers: HeaderMap::new(),
         body: Bytes::from(text.clone()),
     };
-    Produced::Answered(Answered {
-        judged: Judged::Verdict(verdict),
+    Reading::Answered(ToolAnswer {
+        judged: Judgement::Verdict(verdict),
         stored: Some(stored),
         status: Some(StatusCode::OK),
         retry_after_s: None,
@@ -317,8 +317,11 @@ async fn a_claim_the_store_cannot_answer_runs_nothing_unless_the_layer_fails_ope
     let calls = (0..3).map(|_| open.call(answers(1)));
     let outcomes = futures_util::future::join_all(calls).await;
     assert_eq!(open.runs(), 1);
-    let unprotected = outcomes
-        .iter()
-        .filter(|o| matches!(o, Outcome::Unprotected(_, Unprotected::StoreUnavailable)));
+    let unprotected = outcomes.iter().filter(|o| {
+        matches!(
+            o,
+            Outcome::Unprotected(_, UnprotectedCause::StoreUnavailable)
+        )
+    });
     assert_eq!(unprotected.count(), 1, "{outcomes:?}");
 }

@@ -38,7 +38,7 @@ pub(crate) enum Envelope {
     /// A `tasks/get`, `tasks/result`, `tasks/update` or `tasks/cancel` request.
     TaskQuery(TaskQuery),
     /// A message the layer will not pass on or run: answered at once, nothing executed.
-    Refused(Refusal),
+    Refused(EnvelopeRefusal),
     /// `notifications/cancelled`: the client gave up on the request `request_id` (`None`
     /// when the notification names none).
     Cancellation { request_id: Option<Value> },
@@ -115,7 +115,7 @@ impl TaskAsk {
 
 /// Why a `tools/call` is refused.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Refusal {
+pub(crate) enum EnvelopeRefusal {
     /// A JSON-RPC batch holding a `tools/call` or a cancellation: Streamable HTTP carries one
     /// message per POST.
     Batch,
@@ -153,13 +153,13 @@ pub(crate) fn read(body: &[u8]) -> Envelope {
         // Strict JSON that serde_json cannot hold (an integer past a double's range).
         Err(_) => {
             let why = CanonicalError::NumberOutOfRange.to_string();
-            return Envelope::Refused(Refusal::Unparsable { why });
+            return Envelope::Refused(EnvelopeRefusal::Unparsable { why });
         }
     };
     match message {
         Value::Object(message) => read_message(message),
         Value::Array(batch) if batch.iter().any(|m| is_tool_call(m) || is_cancellation(m)) => {
-            Envelope::Refused(Refusal::Batch)
+            Envelope::Refused(EnvelopeRefusal::Batch)
         }
         _ => Envelope::Other { id: None },
     }
@@ -167,10 +167,10 @@ pub(crate) fn read(body: &[u8]) -> Envelope {
 
 /// Why a body the strict parser refused is refused: ambiguous where it names a member twice,
 /// else unparsable.
-fn unreadable(body: &[u8], why: CanonicalError) -> Refusal {
+fn unreadable(body: &[u8], why: CanonicalError) -> EnvelopeRefusal {
     if why != CanonicalError::DuplicateMember {
         let why = why.to_string();
-        return Refusal::Unparsable { why };
+        return EnvelopeRefusal::Unparsable { why };
     }
     let id = match serde_json::from_slice::<Value>(body) {
         Ok(Value::Object(mut message)) => message
@@ -178,7 +178,7 @@ fn unreadable(body: &[u8], why: CanonicalError) -> Refusal {
             .filter(|id| id.is_string() || id.is_number()),
         _ => None,
     };
-    Refusal::Ambiguous { id }
+    EnvelopeRefusal::Ambiguous { id }
 }
 
 fn is_tool_call(message: &Value) -> bool {
@@ -220,8 +220,8 @@ fn read_message(mut message: Map<String, Value>) -> Envelope {
     let id = match message.remove("id") {
         Some(id @ (Value::String(_) | Value::Number(_))) => id,
         // Only a tool call is the layer's to refuse; the server answers the rest.
-        None if method == TOOLS_CALL => return Envelope::Refused(Refusal::Notification),
-        Some(_) if method == TOOLS_CALL => return Envelope::Refused(Refusal::BadId),
+        None if method == TOOLS_CALL => return Envelope::Refused(EnvelopeRefusal::Notification),
+        Some(_) if method == TOOLS_CALL => return Envelope::Refused(EnvelopeRefusal::BadId),
         _ => return Envelope::Other { id: None },
     };
     if let Some(what) = discovery {
@@ -252,7 +252,7 @@ fn read_message(mut message: Map<String, Value>) -> Envelope {
             id,
             meta,
         }),
-        None => Envelope::Refused(Refusal::NoToolName { id }),
+        None => Envelope::Refused(EnvelopeRefusal::NoToolName { id }),
     }
 }
 

@@ -41,7 +41,10 @@ fn other_requests_carry_their_id_and_notifications_none() {
 fn a_cancellation_in_a_batch_or_with_an_id_never_slips_past() {
     let batch =
         r#"[{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}]"#;
-    assert!(matches!(read_str(batch), Envelope::Refused(Refusal::Batch)));
+    assert!(matches!(
+        read_str(batch),
+        Envelope::Refused(EnvelopeRefusal::Batch)
+    ));
     let with_id =
         r#"{"jsonrpc":"2.0","id":5,"method":"notifications/cancelled","params":{"requestId":1}}"#;
     assert!(matches!(read_str(with_id), Envelope::Cancellation { .. }));
@@ -65,7 +68,7 @@ fn a_body_the_layer_cannot_read_is_refused_whatever_it_names() {
         (&format!("[{}]", "9".repeat(400)), "out of the range"),
     ] {
         match read_str(body) {
-            Envelope::Refused(Refusal::Unparsable { why: found }) => {
+            Envelope::Refused(EnvelopeRefusal::Unparsable { why: found }) => {
                 assert!(found.contains(why), "{body}: {found}");
             }
             other => panic!("{body}: {other:?}"),
@@ -74,7 +77,7 @@ fn a_body_the_layer_cannot_read_is_refused_whatever_it_names() {
     let invalid = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"s\":\"\xff\"}";
     assert!(matches!(
         read(invalid),
-        Envelope::Refused(Refusal::Unparsable { .. })
+        Envelope::Refused(EnvelopeRefusal::Unparsable { .. })
     ));
 }
 
@@ -83,12 +86,12 @@ fn a_member_named_twice_is_refused_as_ambiguous_answering_the_id_read() {
     let twice = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","method":"tools/list"}"#;
     assert!(matches!(
         read_str(twice),
-        Envelope::Refused(Refusal::Ambiguous { id: Some(id) }) if id == 1
+        Envelope::Refused(EnvelopeRefusal::Ambiguous { id: Some(id) }) if id == 1
     ));
     let deep = r#"{"jsonrpc":"2.0","method":"ping","params":{"a":{"b":1,"b":2}}}"#;
     assert!(matches!(
         read_str(deep),
-        Envelope::Refused(Refusal::Ambiguous { id: None })
+        Envelope::Refused(EnvelopeRefusal::Ambiguous { id: None })
     ));
 }
 
@@ -121,23 +124,23 @@ fn malformed_tool_calls_are_refused() {
     let cases = [
         (
             r#"[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}]"#,
-            Refusal::Batch,
+            EnvelopeRefusal::Batch,
         ),
         (
             r#"{"jsonrpc":"2.0","method":"tools/call","params":{"name":"x"}}"#,
-            Refusal::Notification,
+            EnvelopeRefusal::Notification,
         ),
         (
             r#"{"jsonrpc":"2.0","id":{"n":1},"method":"tools/call","params":{"name":"x"}}"#,
-            Refusal::BadId,
+            EnvelopeRefusal::BadId,
         ),
         (
             r#"{"jsonrpc":"2.0","id":3,"method":"tools/call"}"#,
-            Refusal::NoToolName { id: 3.into() },
+            EnvelopeRefusal::NoToolName { id: 3.into() },
         ),
         (
             r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":7}}"#,
-            Refusal::NoToolName { id: 3.into() },
+            EnvelopeRefusal::NoToolName { id: 3.into() },
         ),
     ];
     for (body, refusal) in cases {

@@ -75,7 +75,7 @@ pub(crate) enum Unreadable {
     /// where the answer may have been: the server has the call, and may have run it.
     Unparsable,
     /// The event stream ended, or broke off after an event with an id, without the answer.
-    /// Where the stream had an event id (a priming event, [`Primed`]), the server means the
+    /// Where the stream had an event id (a priming event, [`StreamPosition`]), the server means the
     /// client to resume it from there (2025-11-25, SEP-1699): the call goes on at the server.
     Ended,
     /// The body was an answer, but to another request: the server has the call, and may
@@ -130,13 +130,13 @@ impl std::error::Error for BodyError {
 /// A chunk is searched from its end for the last blank line, where a stream's chunks usually
 /// end, so that its bytes are not walked again beside the SSE reader.
 #[derive(Debug, Default)]
-struct Unfinished {
+struct PartialEvent {
     held: usize,
     /// Whether the bytes before this chunk ended a line.
     at_line_start: bool,
 }
 
-impl Unfinished {
+impl PartialEvent {
     /// Counts `chunk` in; the bytes of the event still unfinished after it.
     fn take(&mut self, chunk: &[u8]) -> usize {
         let ends_event = |at: usize| {
@@ -165,27 +165,27 @@ impl Unfinished {
 
 /// One event of a stream grew past the bound before it ended.
 #[derive(Debug)]
-struct PastTheBound;
+struct OverLimit;
 
-impl std::fmt::Display for PastTheBound {
+impl std::fmt::Display for OverLimit {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("an event larger than the layer reads")
     }
 }
 
-impl std::error::Error for PastTheBound {}
+impl std::error::Error for OverLimit {}
 
 /// Whether the SSE reader's body error is an event passing its bound.
 fn is_past_the_bound(error: &BoxError) -> bool {
     error
         .downcast_ref::<BodyError>()
-        .is_some_and(|error| error.0.is::<PastTheBound>())
+        .is_some_and(|error| error.0.is::<OverLimit>())
 }
 
 /// Where one call's event stream stands, across its resumptions: the last event id the
 /// server gave (the place to resume from) and the wait it asked for before a reconnection.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct Primed {
+pub(crate) struct StreamPosition {
     pub(crate) last_event_id: Option<String>,
     pub(crate) retry: Option<std::time::Duration>,
 }
@@ -203,7 +203,15 @@ where
     B: Body<Data = Bytes> + Send,
     B::Error: Into<BoxError>,
 {
-    read_answer_from(headers, body, id, limit, &mut Primed::default(), None).await
+    read_answer_from(
+        headers,
+        body,
+        id,
+        limit,
+        &mut StreamPosition::default(),
+        None,
+    )
+    .await
 }
 
 /// [`read_answer`], for a stream that may resume an earlier one: `primed` holds where the
@@ -214,7 +222,7 @@ pub(crate) async fn read_answer_from<B>(
     body: B,
     id: &Value,
     limit: usize,
-    primed: &mut Primed,
+    primed: &mut StreamPosition,
     outlet: Option<&Outlet>,
 ) -> Result<Value, Unreadable>
 where
@@ -225,11 +233,11 @@ where
         // Events are read one at a time and those before the answer relayed or dropped, so the
         // stream as a whole may run as long as the tool does; what the reader holds is bounded
         // per event.
-        let mut unfinished = Unfinished::default();
+        let mut unfinished = PartialEvent::default();
         let chunks = body.into_data_stream().map(move |chunk| {
             let chunk = chunk.map_err(|error| BodyError(error.into()))?;
             if unfinished.take(&chunk) > limit {
-                return Err(BodyError(Box::new(PastTheBound)));
+                return Err(BodyError(Box::new(OverLimit)));
             }
             Ok(chunk)
         });

@@ -38,11 +38,11 @@ async fn the_answer_is_found_after_priming_and_progress_events() {
 async fn a_stream_that_ends_after_a_priming_event_names_where_to_resume() {
     let stream = "id: s1-0\nretry: 250\ndata: \n\n";
     let body = Full::new(Bytes::from(stream));
-    let mut primed = Primed::default();
+    let mut primed = StreamPosition::default();
     let sse = headers("text/event-stream");
     let found = read_answer_from(&sse, body, &json!(7), 1 << 20, &mut primed, None).await;
     assert_eq!(found, Err(Unreadable::Ended));
-    let expected = Primed {
+    let expected = StreamPosition {
         last_event_id: Some("s1-0".to_owned()),
         retry: Some(std::time::Duration::from_millis(250)),
     };
@@ -113,7 +113,7 @@ async fn one_event_that_never_ends_is_read_no_further_than_the_bound() {
 
 #[test]
 fn an_event_ends_at_a_blank_line_whichever_line_ends_it_uses() {
-    let mut unfinished = Unfinished::default();
+    let mut unfinished = PartialEvent::default();
     assert_eq!(unfinished.take(b"data: a\r\n\r\ndata: bc"), 8);
     assert_eq!(unfinished.take(b"\n"), 9);
     assert_eq!(unfinished.take(b"\ndata: d\n"), 8);

@@ -4,8 +4,8 @@ use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 
 use super::{
-    DecodeError, Stored, COMPLETED, FAILED, NOTE, OPERATION, PROTOCOL, RUNNING, SHARE, VERSION,
-    WAIT,
+    DecodeError, StoredValue, COMPLETED, FAILED, NOTE, OPERATION, PROTOCOL, RUNNING, SHARE,
+    VERSION, WAIT,
 };
 use crate::key::{Fingerprint, ScopeHash};
 use crate::store::{
@@ -96,7 +96,7 @@ impl Reader {
     }
 }
 
-pub(crate) fn decode(bytes: Bytes) -> Result<Stored, DecodeError> {
+pub(crate) fn decode(bytes: Bytes) -> Result<StoredValue, DecodeError> {
     let mut r = Reader { bytes, at: 0 };
     if r.u8()? != VERSION {
         return Err(DecodeError("unknown version"));
@@ -111,7 +111,7 @@ pub(crate) fn decode(bytes: Bytes) -> Result<Stored, DecodeError> {
                 scope,
                 fingerprint,
             };
-            Stored::Running(token, info)
+            StoredValue::Running(token, info)
         }
         COMPLETED => {
             let (scope, fingerprint) = r.identity()?;
@@ -190,7 +190,7 @@ pub(crate) fn decode(bytes: Bytes) -> Result<Stored, DecodeError> {
                 }
                 Ok(())
             })?;
-            Stored::Completed(Record {
+            StoredValue::Completed(Record {
                 scope,
                 fingerprint,
                 started_at_ms,
@@ -242,7 +242,7 @@ pub(crate) fn decode(bytes: Bytes) -> Result<Stored, DecodeError> {
                 }
                 Ok(())
             })?;
-            Stored::Failed(Tombstone {
+            StoredValue::Failed(Tombstone {
                 scope,
                 fingerprint,
                 failed_at_ms,

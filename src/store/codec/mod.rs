@@ -41,7 +41,7 @@ pub(crate) const FAILED: u8 = b'F';
 
 /// What one intent's value decodes to.
 #[derive(Debug)]
-pub(crate) enum Stored {
+pub(crate) enum StoredValue {
     /// A running entry, with the token of its owner.
     Running(OwnerToken, RunningInfo),
     Completed(Record),
@@ -49,7 +49,7 @@ pub(crate) enum Stored {
 }
 
 #[cfg(any(feature = "redis", feature = "postgres"))]
-impl Stored {
+impl StoredValue {
     /// What `get` answers of it: the running entry without its owner's token.
     pub(crate) fn into_entry(self) -> super::Entry {
         match self {

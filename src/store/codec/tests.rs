@@ -50,7 +50,7 @@ fn records_round_trip() {
         encoded.len(),
         "written into one allocation of its size"
     );
-    let Stored::Completed(back) = decode(Bytes::from(encoded)).unwrap() else {
+    let StoredValue::Completed(back) = decode(Bytes::from(encoded)).unwrap() else {
         panic!("a record decodes as a record")
     };
     assert_eq!(back.scope, scope);
@@ -82,7 +82,7 @@ fn running_entries_and_tombstones_round_trip() {
         token.as_bytes(),
         "scripts read the token here"
     );
-    let Stored::Running(owner, back) = decode(Bytes::from(bytes)).unwrap() else {
+    let StoredValue::Running(owner, back) = decode(Bytes::from(bytes)).unwrap() else {
         panic!("running")
     };
     assert_eq!(owner, token);
@@ -96,7 +96,8 @@ fn running_entries_and_tombstones_round_trip() {
         retry_after_s: None,
         share: None,
     };
-    let Stored::Failed(back) = decode(Bytes::from(encode_tombstone(&tombstone))).unwrap() else {
+    let StoredValue::Failed(back) = decode(Bytes::from(encode_tombstone(&tombstone))).unwrap()
+    else {
         panic!("failed")
     };
     assert_eq!(back.status, None);
@@ -108,7 +109,7 @@ fn running_entries_and_tombstones_round_trip() {
         retry_after_s: Some(7),
         ..tombstone
     };
-    let Stored::Failed(back) = decode(Bytes::from(encode_tombstone(&busy))).unwrap() else {
+    let StoredValue::Failed(back) = decode(Bytes::from(encode_tombstone(&busy))).unwrap() else {
         panic!("failed")
     };
     assert_eq!(back.retry_after_s, Some(7));
@@ -117,7 +118,8 @@ fn running_entries_and_tombstones_round_trip() {
         share: Some(ScopeHash::of(b"credential")),
         ..busy.clone()
     };
-    let Stored::Failed(back) = decode(Bytes::from(encode_tombstone(&narrowed))).unwrap() else {
+    let StoredValue::Failed(back) = decode(Bytes::from(encode_tombstone(&narrowed))).unwrap()
+    else {
         panic!("failed")
     };
     assert_eq!(
@@ -128,7 +130,7 @@ fn running_entries_and_tombstones_round_trip() {
     // A wait as versions before the extensions wrote it still reads.
     let mut earlier = encode_tombstone(&tombstone);
     earlier.extend_from_slice(&7u32.to_be_bytes());
-    let Stored::Failed(back) = decode(Bytes::from(earlier)).unwrap() else {
+    let StoredValue::Failed(back) = decode(Bytes::from(earlier)).unwrap() else {
         panic!("failed")
     };
     assert_eq!(back.retry_after_s, Some(7));
@@ -149,7 +151,8 @@ fn running_entries_and_tombstones_round_trip() {
             cause,
             ..busy.clone()
         };
-        let Stored::Failed(back) = decode(Bytes::from(encode_tombstone(&released))).unwrap() else {
+        let StoredValue::Failed(back) = decode(Bytes::from(encode_tombstone(&released))).unwrap()
+        else {
             panic!("failed")
         };
         assert_eq!(back.cause, cause);
@@ -183,7 +186,7 @@ fn responses_not_kept_say_why() {
         };
         let encoded = encode_record(&record);
         assert_eq!(encoded.capacity(), encoded.len());
-        let Stored::Completed(back) = decode(Bytes::from(encoded)).unwrap() else {
+        let StoredValue::Completed(back) = decode(Bytes::from(encoded)).unwrap() else {
             panic!("a record decodes as a record")
         };
         assert!(matches!(back.response, KeptResponse::Omitted { why: w, .. } if w == why));
@@ -223,7 +226,7 @@ fn an_mcp_record_carries_its_dialect_and_an_http_one_is_written_as_before() {
     let mcp = encode_record(&record);
     assert_eq!((http.capacity(), mcp.capacity()), (http.len(), mcp.len()));
     assert_eq!(&mcp[..http.len()], &http[..]);
-    let Stored::Completed(back) = decode(Bytes::from(mcp)).unwrap() else {
+    let StoredValue::Completed(back) = decode(Bytes::from(mcp)).unwrap() else {
         panic!("a record decodes as a record")
     };
     assert_eq!(back.protocol, Protocol::Mcp);
@@ -235,7 +238,7 @@ fn unknown_extensions_are_skipped() {
     let record = Record::new(scope, fingerprint, 1, 2, 3, KeptResponse::Abandoned);
     let mut bytes = encode_record(&record);
     bytes.extend_from_slice(&[b'Z', 0, 3, 1, 2, 3]);
-    let Stored::Completed(back) = decode(Bytes::from(bytes.clone())).unwrap() else {
+    let StoredValue::Completed(back) = decode(Bytes::from(bytes.clone())).unwrap() else {
         panic!("a record decodes as a record")
     };
     assert_eq!(back.protocol, Protocol::Http);

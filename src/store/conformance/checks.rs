@@ -44,7 +44,7 @@ pub(super) async fn a_repeated_claim_with_the_same_token_acquires_again<St: Stor
 
 /// A fenced write.
 #[derive(Clone, Copy)]
-enum Write {
+enum FencedWrite {
     Complete,
     Release,
     Extend,
@@ -57,7 +57,7 @@ enum Write {
 async fn under_a_wrong_token<St: Store>(
     store: &St,
     c: &mut Check,
-    write: Write,
+    write: FencedWrite,
 ) -> Result<(), Stop> {
     let key = fresh_key();
     let owner = hold(store, c, &key, HELD).await?;
@@ -66,22 +66,22 @@ async fn under_a_wrong_token<St: Store>(
     expect_running_claim(store, c, &key, &other, &owner, when).await?;
     let token = &other.token;
     let (when, answer) = match write {
-        Write::Complete => {
+        FencedWrite::Complete => {
             let kept = record(&other, plain_response(), KEPT);
             let answer = store.complete(&key, token, kept, KEPT).await;
             ("complete under a wrong token", answer)
         }
-        Write::Release => {
+        FencedWrite::Release => {
             let answer = store
                 .release(&key, token, tombstone(&other, false), KEPT)
                 .await;
             ("release under a wrong token", answer)
         }
-        Write::Extend => {
+        FencedWrite::Extend => {
             let answer = store.extend(&key, token, HELD).await;
             ("extend under a wrong token", answer)
         }
-        Write::Abandon => {
+        FencedWrite::Abandon => {
             let answer = store.abandon(&key, token).await;
             ("abandon under a wrong token", answer)
         }
@@ -118,10 +118,10 @@ macro_rules! under_a_wrong_token_checks {
 }
 
 under_a_wrong_token_checks! {
-    complete_under_a_wrong_token_is_fenced => Write::Complete,
-    release_under_a_wrong_token_is_fenced => Write::Release,
-    extend_under_a_wrong_token_is_fenced => Write::Extend,
-    abandon_under_a_wrong_token_is_fenced => Write::Abandon,
+    complete_under_a_wrong_token_is_fenced => FencedWrite::Complete,
+    release_under_a_wrong_token_is_fenced => FencedWrite::Release,
+    extend_under_a_wrong_token_is_fenced => FencedWrite::Extend,
+    abandon_under_a_wrong_token_is_fenced => FencedWrite::Abandon,
 }
 
 /// Completes a fresh intent with `response` and expects the record back, equal in every

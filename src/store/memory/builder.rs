@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use super::seen::SeenCalls;
 use super::table::Table;
-use super::{Inner, MemoryStore, DEFAULT_MAX_BYTES, DEFAULT_MIN_RETENTION, DEFAULT_SHARE_DIVISOR};
+use super::{
+    MemoryState, MemoryStore, DEFAULT_MAX_BYTES, DEFAULT_MIN_RETENTION, DEFAULT_SHARE_DIVISOR,
+};
 use crate::key::KeyHasher;
 use crate::telemetry::MemoryStoreMetrics;
 
@@ -59,7 +61,7 @@ impl MemoryStoreBuilder {
             .unwrap_or(self.max_bytes / DEFAULT_SHARE_DIVISOR);
         let table = Table::new(self.max_bytes, per_share, self.min_retention);
         MemoryStore {
-            inner: Arc::new(Inner {
+            inner: Arc::new(MemoryState {
                 running: Mutex::new(HashMap::with_hasher(KeyHasher::new())),
                 settled: Mutex::new(table),
                 evictions: AtomicU64::new(0),

@@ -16,12 +16,12 @@ use bytes::Bytes;
 use crate::store::Record;
 
 /// One completed record: encoded, or decoded once read.
-pub(super) enum Kept {
+pub(super) enum CachedRecord {
     Encoded(Bytes),
     Decoded(Arc<Record>),
 }
 
-impl Kept {
+impl CachedRecord {
     pub(super) fn new(record: &Record) -> Self {
         Self::Encoded(Bytes::from(record.encode()))
     }
@@ -83,11 +83,11 @@ mod tests {
             KeptResponse::Full(response),
         );
         record.protocol = Protocol::Mcp;
-        let mut kept = Kept::new(&record);
-        assert!(matches!(kept, Kept::Encoded(_)));
+        let mut kept = CachedRecord::new(&record);
+        assert!(matches!(kept, CachedRecord::Encoded(_)));
         let back = kept.record();
         assert!(
-            matches!(&kept, Kept::Decoded(decoded) if Arc::ptr_eq(decoded, &back)),
+            matches!(&kept, CachedRecord::Decoded(decoded) if Arc::ptr_eq(decoded, &back)),
             "the first read keeps what it decoded"
         );
         assert!(Arc::ptr_eq(&kept.record(), &back));

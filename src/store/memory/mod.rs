@@ -16,7 +16,7 @@ use std::time::Duration;
 use tokio::time::Instant as LeaseClock;
 
 pub use self::builder::MemoryStoreBuilder;
-use self::kept::Kept;
+use self::kept::CachedRecord;
 use self::seen::SeenCalls;
 use self::table::{Cause, Table};
 use super::hints::{Hints, Sealed};
@@ -68,7 +68,7 @@ pub(crate) const DEFAULT_MIN_RETENTION: Duration = Duration::from_secs(15 * 60);
 /// ```
 #[derive(Clone)]
 pub struct MemoryStore {
-    inner: Arc<Inner>,
+    inner: Arc<MemoryState>,
 }
 
 impl std::fmt::Debug for MemoryStore {
@@ -80,7 +80,7 @@ impl std::fmt::Debug for MemoryStore {
     }
 }
 
-struct Inner {
+struct MemoryState {
     running: Mutex<HashMap<IntentKey, Lease, KeyHasher>>,
     settled: Mutex<Table>,
     evictions: AtomicU64,
@@ -96,8 +96,8 @@ struct Lease {
     share: ScopeHash,
 }
 
-enum Settled {
-    Completed(Kept),
+enum Closing {
+    Completed(CachedRecord),
     Failed(Arc<Tombstone>),
 }
 
@@ -168,8 +168,8 @@ impl MemoryStore {
     fn settled_entry(&self, key: &IntentKey, now: impl FnOnce() -> LeaseClock) -> Option<Entry> {
         let mut table = self.settled_table();
         table.get(key, now).map(|settled| match settled {
-            Settled::Completed(kept) => Entry::Completed(kept.record()),
-            Settled::Failed(tombstone) => Entry::Failed(Arc::clone(tombstone)),
+            Closing::Completed(kept) => Entry::Completed(kept.record()),
+            Closing::Failed(tombstone) => Entry::Failed(Arc::clone(tombstone)),
         })
     }
 
@@ -201,7 +201,7 @@ impl MemoryStore {
         &self,
         key: &IntentKey,
         token: &OwnerToken,
-        outcome: Settled,
+        outcome: Closing,
         weight: u32,
         ttl: Duration,
     ) -> Fence {
@@ -221,7 +221,7 @@ impl MemoryStore {
         }
         // Counted and logged outside the locks; what is dropped here is only let go.
         for gone in evicted {
-            let Settled::Completed(..) = gone.value else {
+            let Closing::Completed(..) = gone.value else {
                 continue;
             };
             let count = self.inner.evictions.fetch_add(1, Ordering::Relaxed) + 1;
@@ -260,7 +260,7 @@ impl Store for MemoryStore {
             }
         }
         let mut table = self.settled_table();
-        if let Some(Settled::Completed(kept)) = table.get(key, || now) {
+        if let Some(Closing::Completed(kept)) = table.get(key, || now) {
             let record = kept.record();
             drop(table);
             if let hash_map::Entry::Occupied(lapsed) = held {
@@ -304,7 +304,7 @@ impl Store for MemoryStore {
     ) -> Result<Fence, StoreError> {
         // Encoded here, and the record as built let go while it is still in cache.
         let (settled, weight) = (
-            Settled::Completed(Kept::new(&record)),
+            Closing::Completed(CachedRecord::new(&record)),
             record_weight(&record),
         );
         drop(record);
@@ -318,7 +318,7 @@ impl Store for MemoryStore {
         tombstone: Arc<Tombstone>,
         ttl: Duration,
     ) -> Result<Fence, StoreError> {
-        let settled = Settled::Failed(tombstone);
+        let settled = Closing::Failed(tombstone);
         Ok(self.settle(key, token, settled, TOMBSTONE_WEIGHT, ttl))
     }
 

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use tokio::time::Instant as LeaseClock;
 
-use super::kept::Kept;
-use super::{record_weight, MemoryStore, Settled};
+use super::kept::CachedRecord;
+use super::{record_weight, Closing, MemoryStore};
 use crate::key::IntentKey;
 use crate::store::{Entry, Record, Scanned};
 
@@ -31,8 +31,8 @@ impl MemoryStore {
         let (page, next) = table.page(from, count.max(1), now);
         entries.extend(page.into_iter().map(|(key, settled)| {
             let entry = match settled {
-                Settled::Completed(kept) => Entry::Completed(kept.peek()),
-                Settled::Failed(tombstone) => Entry::Failed(Arc::clone(tombstone)),
+                Closing::Completed(kept) => Entry::Completed(kept.peek()),
+                Closing::Failed(tombstone) => Entry::Failed(Arc::clone(tombstone)),
             };
             (key, entry)
         }));
@@ -55,7 +55,7 @@ impl MemoryStore {
         }
         running.remove(key);
         let share = record.share.unwrap_or(record.scope);
-        let settled = Settled::Completed(Kept::new(record));
+        let settled = Closing::Completed(CachedRecord::new(record));
         let mut table = self.settled_table();
         // What an insert evicts for room is let go, as on any insert.
         let _evicted = table.insert(*key, settled, record_weight(record), share, retention, now);

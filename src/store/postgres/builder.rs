@@ -67,7 +67,7 @@ impl PostgresStoreBuilder {
                 .build()
                 .map_err(StoreError::new)
         };
-        let inner = Arc::new(Inner {
+        let inner = Arc::new(PostgresState {
             pool: pool(self.pool_size, false)?,
             transactions: pool(self.transaction_pool_size, true)?,
             statements: Statements::for_table(&self.table),

@@ -9,7 +9,7 @@ use bytes::Bytes;
 use deadpool_postgres::Pool;
 use tokio_postgres::types::ToSql;
 
-use super::codec::{self, Stored};
+use super::codec::{self, StoredValue};
 use super::{
     Claim, ClaimRequest, Entry, Fence, OwnerToken, Record, RunningInfo, Scanned, Store, StoreError,
     Tombstone,
@@ -52,10 +52,10 @@ const SWEEP_EVERY: Duration = Duration::from_secs(60);
 /// ```
 #[derive(Clone)]
 pub struct PostgresStore {
-    inner: Arc<Inner>,
+    inner: Arc<PostgresState>,
 }
 
-struct Inner {
+struct PostgresState {
     pool: Pool,
     /// The connections of transactional mode's transactions, apart from the store's own, so
     /// that open transactions never leave a claim or a lease renewal without one.
@@ -73,7 +73,7 @@ impl std::fmt::Debug for PostgresStore {
 }
 
 /// Deletes rows past their time, a batch at a time, every minute, while the store lives.
-async fn sweep(inner: Weak<Inner>) {
+async fn sweep(inner: Weak<PostgresState>) {
     loop {
         tokio::time::sleep(SWEEP_EVERY).await;
         let Some(inner) = inner.upgrade() else {
@@ -116,7 +116,7 @@ impl PostgresStore {
     }
 }
 
-impl Inner {
+impl PostgresState {
     /// Runs `sql` once on a pooled connection, bounded by the call timeout: its rows.
     async fn query(
         &self,
@@ -180,7 +180,7 @@ fn millis(duration: Duration) -> i64 {
     i64::try_from(super::store_millis(duration)).unwrap_or(i64::MAX)
 }
 
-fn decode(value: Vec<u8>) -> Result<Stored, StoreError> {
+fn decode(value: Vec<u8>) -> Result<StoredValue, StoreError> {
     codec::decode(Bytes::from(value)).map_err(StoreError::new)
 }
 
@@ -208,9 +208,11 @@ impl Store for PostgresStore {
                 return Ok(Claim::Acquired(request.token));
             }
             match current.map(decode).transpose()? {
-                Some(Stored::Running(_, info)) => return Ok(Claim::Running(info)),
-                Some(Stored::Completed(record)) => return Ok(Claim::Completed(Arc::new(record))),
-                Some(Stored::Failed(_)) | None => continue,
+                Some(StoredValue::Running(_, info)) => return Ok(Claim::Running(info)),
+                Some(StoredValue::Completed(record)) => {
+                    return Ok(Claim::Completed(Arc::new(record)))
+                }
+                Some(StoredValue::Failed(_)) | None => continue,
             }
         }
         Err(StoreError::new(
@@ -287,7 +289,7 @@ impl Store for PostgresStore {
             .query(&self.inner.statements.get, &[&key])
             .await?;
         let value = rows.first().map(|row| row.get::<_, Vec<u8>>(0));
-        Ok(value.map(decode).transpose()?.map(Stored::into_entry))
+        Ok(value.map(decode).transpose()?.map(StoredValue::into_entry))
     }
 
     /// Pages by key: the cursor is the first eight bytes of the last key listed, and the next

@@ -7,10 +7,10 @@ use std::time::Duration;
 use deadpool_postgres::Object;
 use tokio::sync::{Mutex, OwnedMappedMutexGuard, OwnedMutexGuard};
 
-use super::{described, millis, Inner, PostgresStore};
+use super::{described, millis, PostgresState, PostgresStore};
 use crate::key::IntentKey;
 use crate::store::codec;
-use crate::store::transaction::{Committed, Pending, Transactional, Transactions};
+use crate::store::transaction::{CommitResult, Pending, Transactional, Transactions};
 use crate::store::{OwnerToken, Record, StoreError};
 
 /// How often the record a broken commit left is read before its outcome is left unknown.
@@ -27,14 +27,14 @@ impl PostgresStore {
 
 /// The transactions of one store's layer.
 struct PostgresTransactions {
-    inner: Arc<Inner>,
+    inner: Arc<PostgresState>,
 }
 
 impl Transactions for PostgresTransactions {
     fn attach(&self, extensions: &mut http::Extensions) -> Arc<dyn Transactional> {
-        let shared = Arc::new(Shared {
+        let shared = Arc::new(EngineSide {
             inner: Arc::clone(&self.inner),
-            state: Arc::new(Mutex::new(State::NotBegun)),
+            state: Arc::new(Mutex::new(TransactionState::NotBegun)),
         });
         extensions.insert(Transaction {
             state: Arc::clone(&shared.state),
@@ -50,7 +50,7 @@ impl Transactions for PostgresTransactions {
 /// the layer does, with the call's record.
 #[derive(Clone)]
 pub struct Transaction {
-    state: Arc<Mutex<State>>,
+    state: Arc<Mutex<TransactionState>>,
 }
 
 impl std::fmt::Debug for Transaction {
@@ -67,7 +67,7 @@ impl Transaction {
     pub async fn client(&self) -> Result<TransactionClient, TransactionError> {
         let guard = Arc::clone(&self.state).lock_owned().await;
         OwnedMutexGuard::try_map(guard, |state| match state {
-            State::Open(Held(Some(object))) => Some(object),
+            TransactionState::Open(OpenConnection(Some(object))) => Some(object),
             _ => None,
         })
         .map(|guard| TransactionClient { guard })
@@ -78,7 +78,7 @@ impl Transaction {
 /// The connection of a call's transaction, held: it derefs to a [`tokio_postgres::Client`].
 /// The layer commits once every holder has let it go.
 pub struct TransactionClient {
-    guard: OwnedMappedMutexGuard<State, Object>,
+    guard: OwnedMappedMutexGuard<TransactionState, Object>,
 }
 
 impl std::fmt::Debug for TransactionClient {
@@ -115,17 +115,17 @@ impl std::error::Error for TransactionError {}
     clippy::large_enum_variant,
     reason = "one per call, behind its Arc: boxing the connection would only add an allocation"
 )]
-enum State {
+enum TransactionState {
     NotBegun,
     /// Begun on this connection, which holds it until a commit or a rollback.
-    Open(Held),
+    Open(OpenConnection),
     Ended,
 }
 
 /// The connection of an open transaction.
-struct Held(Option<Object>);
+struct OpenConnection(Option<Object>);
 
-impl Drop for Held {
+impl Drop for OpenConnection {
     fn drop(&mut self) {
         // A transaction dropped open (its execution cancelled at shutdown) never goes back to
         // the pool: the connection closes, and the database rolls it back.
@@ -136,12 +136,12 @@ impl Drop for Held {
 }
 
 /// The engine's end of a call's transaction.
-struct Shared {
-    inner: Arc<Inner>,
-    state: Arc<Mutex<State>>,
+struct EngineSide {
+    inner: Arc<PostgresState>,
+    state: Arc<Mutex<TransactionState>>,
 }
 
-impl Shared {
+impl EngineSide {
     /// Takes the open connection out of the transaction, which ends for the handler. A
     /// handler that still holds its client past the call timeout (in a task of its own, say)
     /// keeps it: the transaction is then never committed, and rolls back when the client goes.
@@ -154,15 +154,15 @@ impl Shared {
             );
             return None;
         };
-        match std::mem::replace(&mut *state, State::Ended) {
-            State::Open(mut held) => held.0.take(),
-            State::NotBegun | State::Ended => None,
+        match std::mem::replace(&mut *state, TransactionState::Ended) {
+            TransactionState::Open(mut held) => held.0.take(),
+            TransactionState::NotBegun | TransactionState::Ended => None,
         }
     }
 
     /// What a commit whose answer never came left: the record, if it is this call's, was
     /// committed with the changes; anything else, and neither was.
-    async fn settled(&self, key: &IntentKey, encoded: &[u8]) -> Committed {
+    async fn settled(&self, key: &IntentKey, encoded: &[u8]) -> CommitResult {
         let key = key.as_bytes().as_slice();
         for attempt in 0..SETTLE_READS {
             if attempt > 0 {
@@ -173,15 +173,15 @@ impl Shared {
                 Ok(rows) => {
                     let value = rows.first().map(|row| row.get::<_, &[u8]>(0));
                     return if value == Some(encoded) {
-                        Committed::Kept
+                        CommitResult::Kept
                     } else {
-                        Committed::RolledBack
+                        CommitResult::RolledBack
                     };
                 }
                 Err(error) => tracing::warn!(%error, "reading what a broken commit left failed"),
             }
         }
-        Committed::Unknown
+        CommitResult::Unknown
     }
 }
 
@@ -202,14 +202,14 @@ async fn roll_back(object: Object, timeout: Duration) {
     }
 }
 
-impl Transactional for Shared {
+impl Transactional for EngineSide {
     fn begin(&self) -> Pending<'_, Result<(), StoreError>> {
         Box::pin(async move {
             let timeout = self.inner.call_timeout;
             let begun = tokio::time::timeout(timeout, async {
-                // Held from the first moment: a begin cut off (the caller gone, the timeout)
+                // OpenConnection from the first moment: a begin cut off (the caller gone, the timeout)
                 // closes the connection rather than pool it mid-transaction.
-                let held = Held(Some(
+                let held = OpenConnection(Some(
                     self.inner.transactions.get().await.map_err(described)?,
                 ));
                 if let Some(object) = &held.0 {
@@ -220,7 +220,7 @@ impl Transactional for Shared {
             let held = begun.await.map_err(|_| {
                 StoreError::new(format!("no transaction could begin within {timeout:?}"))
             })??;
-            *self.state.lock().await = State::Open(held);
+            *self.state.lock().await = TransactionState::Open(held);
             Ok(())
         })
     }
@@ -231,10 +231,10 @@ impl Transactional for Shared {
         token: &'a OwnerToken,
         record: &'a Record,
         retention: Duration,
-    ) -> Pending<'a, Committed> {
+    ) -> Pending<'a, CommitResult> {
         Box::pin(async move {
             let Some(object) = self.take().await else {
-                return Committed::RolledBack;
+                return CommitResult::RolledBack;
             };
             let timeout = self.inner.call_timeout;
             let encoded = codec::encode_record(record);
@@ -249,7 +249,7 @@ impl Transactional for Shared {
             match written {
                 Ok(Ok(rows)) if rows.is_empty() => {
                     roll_back(object, timeout).await;
-                    return Committed::Fenced;
+                    return CommitResult::Fenced;
                 }
                 Ok(Ok(_)) => {}
                 // Nothing was committed: a failed statement (one of the handler's, say) has
@@ -257,21 +257,21 @@ impl Transactional for Shared {
                 Ok(Err(error)) => {
                     tracing::warn!(%error, "writing the record in the transaction failed");
                     roll_back(object, timeout).await;
-                    return Committed::RolledBack;
+                    return CommitResult::RolledBack;
                 }
                 // No commit was sent: closing the connection rolls back.
                 Err(_) => {
                     tracing::warn!("writing the record did not end in time; rolled back");
                     drop(Object::take(object));
-                    return Committed::RolledBack;
+                    return CommitResult::RolledBack;
                 }
             }
             match tokio::time::timeout(timeout, object.batch_execute("COMMIT")).await {
-                Ok(Ok(())) => Committed::Kept,
+                Ok(Ok(())) => CommitResult::Kept,
                 // The database answered: it refused the commit, and rolled back.
                 Ok(Err(error)) if error.code().is_some() => {
                     tracing::warn!(%error, "the database refused the commit");
-                    Committed::RolledBack
+                    CommitResult::RolledBack
                 }
                 answered => {
                     match answered {

@@ -11,7 +11,7 @@ use redis::cluster::ClusterClient;
 use redis::cluster_async::ClusterConnection;
 use redis::Script;
 
-use super::codec::{self, Stored};
+use super::codec::{self, StoredValue};
 use super::{
     Claim, ClaimRequest, Entry, Fence, OwnerToken, Record, RunningInfo, Scanned, Store, StoreError,
     Tombstone,
@@ -168,7 +168,7 @@ fn millis_arg(duration: Duration) -> String {
     super::store_millis(duration).to_string()
 }
 
-fn decode(value: Vec<u8>) -> Result<Stored, StoreError> {
+fn decode(value: Vec<u8>) -> Result<StoredValue, StoreError> {
     codec::decode(Bytes::from(value)).map_err(StoreError::new)
 }
 
@@ -193,10 +193,10 @@ impl Store for RedisStore {
                     .insert(*key, (token, running));
                 Ok(Claim::Acquired(token))
             }
-            Some(Stored::Running(_, info)) => Ok(Claim::Running(info)),
-            Some(Stored::Completed(record)) => Ok(Claim::Completed(Arc::new(record))),
+            Some(StoredValue::Running(_, info)) => Ok(Claim::Running(info)),
+            Some(StoredValue::Completed(record)) => Ok(Claim::Completed(Arc::new(record))),
             // The script never returns a tombstone.
-            Some(Stored::Failed(_)) => Err(StoreError::new("claim returned a tombstone")),
+            Some(StoredValue::Failed(_)) => Err(StoreError::new("claim returned a tombstone")),
         }
     }
 
@@ -312,6 +312,6 @@ impl Store for RedisStore {
         get.arg(self.redis_key(key));
         let value: Option<Vec<u8>> =
             timed(self.call_timeout, get.query_async(&mut connection)).await?;
-        Ok(value.map(decode).transpose()?.map(Stored::into_entry))
+        Ok(value.map(decode).transpose()?.map(StoredValue::into_entry))
     }
 }

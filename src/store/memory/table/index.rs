@@ -12,13 +12,13 @@ use std::hash::BuildHasher;
 use crate::key::{IntentKey, KeyHasher};
 
 /// An entry: the hash's low 32 bits, then the node's place plus one; zero is empty.
-type Entry = u64;
+type IndexCell = u64;
 
 /// Entries start at this many and double whenever they would be more than half full.
 const FIRST_CAPACITY: usize = 64;
 
 pub(super) struct Index {
-    entries: Box<[Entry]>,
+    entries: Box<[IndexCell]>,
     len: usize,
     /// Seeded per process, so that no one can aim keys at one run of entries.
     hasher: KeyHasher,
@@ -111,22 +111,22 @@ impl Index {
 }
 
 /// The entry of `node`, placed by `hash`.
-fn entry(hash: u32, node: u32) -> Entry {
+fn entry(hash: u32, node: u32) -> IndexCell {
     (u64::from(hash) << 32) | (u64::from(node) + 1)
 }
 
 /// The hash an entry was placed by.
-fn hash_of(entry: Entry) -> u32 {
+fn hash_of(entry: IndexCell) -> u32 {
     (entry >> 32) as u32
 }
 
 /// The node an entry names; not of the empty entry.
-fn node_of(entry: Entry) -> u32 {
+fn node_of(entry: IndexCell) -> u32 {
     entry as u32 - 1
 }
 
 /// Writes `entry` in the first empty place from its home on; there must be one.
-fn put(entries: &mut [Entry], entry: Entry) {
+fn put(entries: &mut [IndexCell], entry: IndexCell) {
     let mask = entries.len() - 1;
     let mut at = hash_of(entry) as usize & mask;
     while entries[at] != 0 {
@@ -151,7 +151,7 @@ mod tests {
             steps in prop::collection::vec((any::<bool>(), 0..300u32, 0..40u32), 1..2000),
         ) {
             let mut index = Index::new();
-            // Node n is placed by hash `hashes[n]`: hashes that share their low bits, so that
+            // TableNode n is placed by hash `hashes[n]`: hashes that share their low bits, so that
             // runs form, meet and wrap around the end.
             let mut hashes: HashMap<u32, u32> = HashMap::new();
             let mut taken_out: HashMap<u32, u32> = HashMap::new();

@@ -2,8 +2,8 @@
 
 use tokio::time::Instant;
 
-use super::{Cause, Evicted, Evictions, Lifetime, Table, NIL};
-use crate::store::memory::Settled;
+use super::{Cause, Eviction, Evictions, Lifetime, Table, NIL};
+use crate::store::memory::Closing;
 
 impl Table {
     /// Lists the node at `at` as the newest of the values kept for `ttl` nanoseconds.
@@ -52,13 +52,13 @@ impl Table {
         };
         // Taken, not cloned: the record's count is then touched once, where it is let go.
         if let Some(value) = self.unlink(at).filter(|_| live) {
-            evicted.push(Evicted { key, value, cause });
+            evicted.push(Eviction { key, value, cause });
         }
     }
 
     /// Takes the node at `at` out of the index, its orders and the accounts; returns what it
     /// held.
-    pub(super) fn unlink(&mut self, at: u32) -> Option<Settled> {
+    pub(super) fn unlink(&mut self, at: u32) -> Option<Closing> {
         if self.is_failure(at) {
             self.detach(at);
         }

@@ -3,7 +3,7 @@
 //!
 //! Written by hand rather than with a cache crate: a value counts against its share of the
 //! budget as well as against the whole, and what may be dropped for room depends on whose it
-//! is and how old (a cache crate evicts by its own order alone). Kept in a concurrent cache
+//! is and how old (a cache crate evicts by its own order alone). CachedRecord in a concurrent cache
 //! with a per-share index beside it, every insert of a flood did its work twice (two tables,
 //! and an eviction through the second), the largest part of a first execution's cost. Here an
 //! insert updates one map, a few linked lists and the shares' heap.
@@ -27,7 +27,7 @@ use tokio::time::Instant;
 
 use self::index::Index;
 use self::largest::Largest;
-use super::Settled;
+use super::Closing;
 use crate::key::{IntentKey, KeyHasher, ScopeHash};
 
 /// No node.
@@ -43,12 +43,12 @@ pub(super) enum Cause {
 }
 
 /// The values one insert evicted: most evict one or none, so they are kept in place.
-pub(super) type Evictions = SmallVec<[Evicted; 2]>;
+pub(super) type Evictions = SmallVec<[Eviction; 2]>;
 
 /// A value evicted for room before it expired.
-pub(super) struct Evicted {
+pub(super) struct Eviction {
     pub(super) key: IntentKey,
-    pub(super) value: Settled,
+    pub(super) value: Closing,
     pub(super) cause: Cause,
 }
 
@@ -58,7 +58,7 @@ pub(super) struct Evicted {
 /// evicts an old value and relinks the next oldest, all of it memory the cache has let go:
 /// the fewer lines they span, the fewer misses a first execution waits on.
 #[repr(C, align(64))]
-struct Node {
+struct TableNode {
     key: IntentKey,
     /// Towards the more recently used failure record, and the less; a kept record is in no
     /// such order.
@@ -78,7 +78,7 @@ struct Node {
     /// it is listed in, and, from `expires`, when it was kept.
     ttl: u64,
     /// `None` once the node is free.
-    value: Option<Settled>,
+    value: Option<Closing>,
 }
 
 /// One share's values, newest and oldest, and what they weigh.
@@ -109,7 +109,7 @@ pub(super) struct Table {
     /// Each value's node, found by its key's hash: eight bytes a value, where a map of keys
     /// held 36; the key is read from the node.
     index: Index,
-    nodes: Vec<Node>,
+    nodes: Vec<TableNode>,
     free: Vec<u32>,
     /// The failure records, most and least recently used: the first to go for room.
     newest: u32,
@@ -166,7 +166,7 @@ impl Table {
         &mut self,
         key: &IntentKey,
         now: impl FnOnce() -> Instant,
-    ) -> Option<&mut Settled> {
+    ) -> Option<&mut Closing> {
         let at = self.find(key)?;
         // The clock is read only for a key the table holds: most lookups are of new intents.
         if self.nodes[at as usize].expires <= now() {
@@ -188,7 +188,7 @@ impl Table {
     pub(super) fn insert(
         &mut self,
         key: IntentKey,
-        value: Settled,
+        value: Closing,
         weight: u32,
         share: ScopeHash,
         ttl: Duration,
@@ -202,9 +202,9 @@ impl Table {
         }
         let ttl = ttl.min(crate::clock::FARTHEST);
         let ttl_ns = u64::try_from(ttl.as_nanos()).unwrap_or(u64::MAX);
-        let failure = matches!(value, Settled::Failed(_));
+        let failure = matches!(value, Closing::Failed(_));
         let place = self.share_place(share);
-        let node = Node {
+        let node = TableNode {
             key,
             newer: NIL,
             older: NIL,
@@ -267,7 +267,7 @@ impl Table {
         from: usize,
         count: usize,
         now: Instant,
-    ) -> (Vec<(IntentKey, &Settled)>, Option<usize>) {
+    ) -> (Vec<(IntentKey, &Closing)>, Option<usize>) {
         let mut found = Vec::new();
         for (at, node) in self.nodes.iter().enumerate().skip(from) {
             if found.len() == count {
@@ -312,7 +312,7 @@ impl Table {
 
     /// Whether the node at `at` holds a failure record.
     fn is_failure(&self, at: u32) -> bool {
-        matches!(self.nodes[at as usize].value, Some(Settled::Failed(_)))
+        matches!(self.nodes[at as usize].value, Some(Closing::Failed(_)))
     }
 }
 

@@ -4,14 +4,14 @@ use std::sync::Arc;
 
 use super::*;
 use crate::key::Fingerprint;
-use crate::store::memory::kept::Kept;
+use crate::store::memory::kept::CachedRecord;
 use crate::store::{KeptResponse, Record, StoredResponse, Tombstone};
 
 fn key(n: u8) -> IntentKey {
     IntentKey::from_bytes([n; 32])
 }
 
-fn value() -> Settled {
+fn value() -> Closing {
     let tombstone = Tombstone::new(
         ScopeHash::of(b"s"),
         Fingerprint::raw(None, b""),
@@ -20,20 +20,20 @@ fn value() -> Settled {
         crate::store::ReleaseCause::Panic,
         None,
     );
-    Settled::Failed(Arc::new(tombstone))
+    Closing::Failed(Arc::new(tombstone))
 }
 
 /// A kept (completed) record.
-fn kept() -> Settled {
+fn kept() -> Closing {
     let response = StoredResponse::new(http::StatusCode::OK, http::HeaderMap::new(), "ok".into());
     let (scope, fingerprint) = (ScopeHash::of(b"s"), Fingerprint::raw(None, b""));
     let record = Record::new(scope, fingerprint, 1, 2, 3, KeptResponse::Full(response));
-    Settled::Completed(Kept::new(&record))
+    Closing::Completed(CachedRecord::new(&record))
 }
 
 const HOUR: Duration = Duration::from_secs(3600);
 
-fn keys(evicted: &[Evicted]) -> Vec<(IntentKey, Cause)> {
+fn keys(evicted: &[Eviction]) -> Vec<(IntentKey, Cause)> {
     evicted.iter().map(|e| (e.key, e.cause)).collect()
 }
 
@@ -312,6 +312,6 @@ proptest::proptest! {
 
 #[test]
 fn a_node_spans_two_cache_lines_aligned() {
-    assert_eq!(std::mem::size_of::<Node>(), 128);
-    assert_eq!(std::mem::align_of::<Node>(), 64);
+    assert_eq!(std::mem::size_of::<TableNode>(), 128);
+    assert_eq!(std::mem::align_of::<TableNode>(), 64);
 }
