@@ -282,6 +282,9 @@ mod faults_in_user_code_and_stores {
     async fn a_duplicate_waiting_on_another_instance_holds_no_execution_slot() {
         let store = MemoryStore::new();
         let other = IdempotencyLayer::with_store(store.clone());
+        // This instance's calls to the store, counted.
+        let store = FaultyStore::new(store, None);
+        let calls = store.counter();
         let this = IdempotencyLayer::with_store(store).max_detached(1);
         let counts = Counts::default();
         let runs_it = Client::in_memory(tools(counts.clone()).layer(other));
@@ -296,7 +299,8 @@ mod faults_in_user_code_and_stores {
             let waits = waits.clone();
             async move { waits.post("/tools/intent", "s", slow).await }
         });
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        // Waiting: it reads the store for the other instance's outcome.
+        calls.reached(Call::Get, 1).await;
         // This instance's one slot is free: the wait above runs nothing here.
         let other_intent = waits.post("/tools/intent", "s", r#"{"id":2}"#).await;
         assert_eq!(

@@ -19,7 +19,8 @@ use tower_idempotency::IdempotencyLayer;
 
 /// A JSON-RPC server that counts every POST reaching it (`reached`) before it reads it, so
 /// that a body a more lenient parser would run counts even though this one cannot read it;
-/// then each message by its method (and tool), after `delay_ms` in its params or arguments.
+/// then each message by its method (and tool). A message whose params ask to `hold` answers
+/// only once a cancellation has reached the server: its request stays open until then.
 async fn server(State(counts): State<Counts>, body: Bytes) -> Response {
     counts.bump("reached");
     let Ok(message) = serde_json::from_slice::<Value>(&body) else {
@@ -32,11 +33,9 @@ async fn server(State(counts): State<Counts>, body: Bytes) -> Response {
         Some(tool) if method == "tools/call" => counts.bump(&format!("{method} {tool}")),
         _ => counts.bump(method),
     };
-    let delay = params["arguments"]["delay_ms"]
-        .as_u64()
-        .or_else(|| params["delay_ms"].as_u64())
-        .unwrap_or(0);
-    tokio::time::sleep(std::time::Duration::from_millis(delay)).await;
+    if params["hold"] == true {
+        counts.reached("notifications/cancelled", 1).await;
+    }
     match message.get("id") {
         Some(id) => Json(json!({"jsonrpc": "2.0", "id": id, "result": {
             "content": [{"type": "text", "text": format!("run {n}")}]
@@ -223,7 +222,8 @@ async fn a_cancellation_reaches_the_server_only_while_its_request_is_open_throug
     assert_eq!(answer.status, StatusCode::ACCEPTED);
     assert_eq!(counts.get("notifications/cancelled"), 0, "unknown request");
     // A request still open through the layer: its cancellation is the server's.
-    let slow = r#"{"jsonrpc":"2.0","id":8,"method":"resources/read","params":{"uri":"a","delay_ms":1500}}"#;
+    let slow =
+        r#"{"jsonrpc":"2.0","id":8,"method":"resources/read","params":{"uri":"a","hold":true}}"#;
     let cancelling = async {
         counts.reached("resources/read", 1).await;
         send(&client, cancel(8)).await

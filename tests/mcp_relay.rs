@@ -40,8 +40,9 @@ fn progress(token: &Value, progress: u64) -> String {
 }
 
 /// A server whose tool `confirm` sends a progress notification, then asks its client for a
-/// word (`q-1`), and once the client's response has come sends progress again and answers
-/// with the word; other POSTs are kept (responses) and accepted.
+/// word (`q-1`, counted as `asked` once read off its stream), and once the client's response
+/// has come sends progress again and answers with the word; other POSTs are kept (responses)
+/// and accepted.
 async fn server(State(server): State<Server>, body: Bytes) -> Response {
     let message: Value = serde_json::from_slice(&body).unwrap();
     if message.get("method").is_none() {
@@ -53,6 +54,7 @@ async fn server(State(server): State<Server>, body: Bytes) -> Response {
         return StatusCode::ACCEPTED.into_response();
     }
     let n = server.counts.bump("confirm");
+    let counts = server.counts.clone();
     let id = message["id"].clone();
     let token = message["params"]["_meta"]["progressToken"].clone();
     let (events, stream) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(8);
@@ -76,7 +78,14 @@ async fn server(State(server): State<Server>, body: Bytes) -> Response {
         let result = json!({"jsonrpc": "2.0", "id": id, "result": {"content": [{"type": "text", "text": text}]}});
         events.send(event(&result.to_string())).await.ok();
     });
-    let body = Body::from_stream(tokio_stream_of(stream));
+    // Counted once the question is read off the stream: from then on the layer holds it.
+    let question = Bytes::from(format!("event: message\ndata: {QUESTION}\n\n"));
+    let events = futures_util::StreamExt::inspect(tokio_stream_of(stream), move |event| {
+        if event.as_ref().is_ok_and(|event| *event == question) {
+            counts.bump("asked");
+        }
+    });
+    let body = Body::from_stream(events);
     ([(header::CONTENT_TYPE, "text/event-stream")], body).into_response()
 }
 
@@ -247,7 +256,7 @@ async fn json_only_call_running(
 async fn a_caller_that_takes_only_json_gets_the_answer_alone() {
     let (base, server) = start(Duration::from_secs(5)).await;
     let waiting = json_only_call_running(&base, &server).await;
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    server.counts.reached("asked", 1).await;
     send(&base, BOTH, answer_word("red")).await;
     let response = waiting.await.unwrap();
     assert_eq!(response.headers()["content-type"], "application/json");
@@ -260,7 +269,7 @@ async fn a_question_asked_of_a_caller_that_takes_only_json_is_asked_of_a_retry_t
     let (base, server) = start(Duration::from_secs(5)).await;
     let first = json_only_call_running(&base, &server).await;
     // The first caller cannot be asked, and gives up.
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    server.counts.reached("asked", 1).await;
     first.abort();
     let mut retry = send(&base, BOTH, call(2)).await;
     let mut read = String::new();

@@ -41,6 +41,19 @@ fn slow_call(gateway: &Gateway) -> tokio::task::JoinHandle<Answer> {
     tokio::spawn(async move { send(&client, Some("t-ann"), "c1", SLOW).await })
 }
 
+/// Waits until the example runs the action it was sent: its metrics count the execution,
+/// which starts once the call is claimed.
+#[cfg(feature = "redis")]
+async fn executing(gateway: &Gateway) {
+    let executed = r#"idempotency_executions_total{operation="POST /tools/send_email"} 1"#;
+    support::process::eventually("the action started", Duration::from_secs(10), || async {
+        let metrics = gateway.client.get("/metrics", None).await;
+        let metrics = String::from_utf8_lossy(&metrics.body).into_owned();
+        metrics.lines().any(|line| line == executed).then_some(())
+    })
+    .await;
+}
+
 async fn sent(gateway: &Gateway) -> u64 {
     let stats = gateway.client.get("/stats", None).await;
     stats.json()["sent"].as_u64().unwrap()
@@ -116,7 +129,7 @@ async fn sigterm_mid_action_lets_it_finish_and_record_within_the_grace() {
     ];
     let mut gateway = start_example("production", &env);
     let call = slow_call(&gateway);
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    executing(&gateway).await;
     gateway.terminate();
     let answer = call.await.unwrap();
     assert_eq!(
@@ -165,7 +178,7 @@ async fn sigterm_during_a_redis_outage_exits_within_the_grace_and_says_what_it_l
         ],
     );
     let call = slow_call(&gateway);
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    executing(&gateway).await;
     server.kill();
     gateway.terminate();
     let answer = call.await.unwrap();

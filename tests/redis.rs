@@ -245,7 +245,11 @@ async fn a_worker_that_lost_its_lease_cannot_overwrite_the_new_owner() {
     else {
         panic!("the first claim acquires")
     };
-    tokio::time::sleep(Duration::from_millis(250)).await;
+    // A running entry's lease is its key's time to live in Redis.
+    eventually("the lease lapsed", Duration::from_secs(10), || async {
+        store.get(&key).await.unwrap().is_none().then_some(())
+    })
+    .await;
     let Claim::Acquired(owner) = store
         .claim(&key, &claim_request(Duration::from_secs(30)))
         .await

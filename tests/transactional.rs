@@ -201,8 +201,11 @@ async fn an_order_refused_after_its_insert_is_rolled_back_and_its_repeat_runs_ag
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_execution_that_waits_past_the_call_timeout_for_a_connection_is_refused_with_nothing_run(
 ) {
+    use std::sync::Arc;
+
     use axum::routing::post;
     use axum::{Extension, Router};
+    use tokio::sync::Notify;
     use tower_idempotency::store::{PostgresStore, Transaction};
     use tower_idempotency::IdempotencyLayer;
 
@@ -217,23 +220,37 @@ async fn an_execution_that_waits_past_the_call_timeout_for_a_connection_is_refus
         .connect(&server.url())
         .await
         .unwrap();
-    async fn call(Extension(transaction): Extension<Transaction>) -> &'static str {
+    // The call that has the connection holds it until the other has been answered.
+    async fn call(
+        Extension(transaction): Extension<Transaction>,
+        Extension(answered): Extension<Arc<Notify>>,
+    ) -> &'static str {
         let client = transaction.client().await.unwrap();
         client
             .execute("INSERT INTO calls VALUES (1)", &[])
             .await
             .unwrap();
-        tokio::time::sleep(Duration::from_millis(1500)).await;
+        answered.notified().await;
         "done"
     }
+    let answered = Arc::new(Notify::new());
     let app = Router::new()
         .route("/call", post(call))
-        .layer(IdempotencyLayer::with_store(store).transactional());
+        .layer(IdempotencyLayer::with_store(store).transactional())
+        .layer(Extension(Arc::clone(&answered)));
     let client = Client::in_memory(app);
-    let (one, two) = tokio::join!(
-        client.post("/call", "s", r#"{"n":1}"#),
-        client.post("/call", "s", r#"{"n":2}"#),
-    );
+    let send = |body| {
+        let (client, answered) = (&client, &answered);
+        async move {
+            let answer = client.post("/call", "s", body).await;
+            answered.notify_one();
+            answer
+        }
+    };
+    let both = async { tokio::join!(send(r#"{"n":1}"#), send(r#"{"n":2}"#)) };
+    let (one, two) = tokio::time::timeout(Duration::from_secs(30), both)
+        .await
+        .expect("the call without a connection is answered, not left waiting");
     let mut statuses = [one.status, two.status];
     statuses.sort();
     assert_eq!(statuses, [StatusCode::OK, StatusCode::SERVICE_UNAVAILABLE]);
@@ -296,7 +313,7 @@ async fn a_panic_or_an_execution_past_its_bound_is_rolled_back_and_said_so() {
     }
     async fn hangs(Extension(transaction): Extension<Transaction>) -> &'static str {
         insert(&transaction).await;
-        tokio::time::sleep(Duration::from_secs(60)).await;
+        std::future::pending::<()>().await;
         "late"
     }
     let store = PostgresStore::connect(&server.url()).await.unwrap();

@@ -317,20 +317,27 @@ async fn a_credentials_refusal_is_told_as_refused_and_that_a_repeat_runs() {
 
 #[tokio::test(start_paused = true)]
 async fn an_error_of_the_service_in_front_of_the_tool_is_told_as_may_have_run() {
+    use std::sync::Arc;
+
     use http_body_util::{BodyExt, Full};
     use tower::{service_fn, Service, ServiceBuilder, ServiceExt};
 
     // A client service that sent the request and then failed (a timeout, a lost connection).
+    let sent = Arc::new(tokio::sync::Notify::new());
     let service = ServiceBuilder::new()
         .layer(IdempotencyLayer::new().deadline(Duration::from_secs(3)))
-        .service(service_fn(
-            |_: axum::http::Request<Full<bytes::Bytes>>| async {
-                tokio::time::sleep(Duration::from_millis(200)).await;
-                Err::<axum::http::Response<Full<bytes::Bytes>>, _>(std::io::Error::other(
-                    "timed out",
-                ))
-            },
-        ));
+        .service(service_fn({
+            let sent = Arc::clone(&sent);
+            move |_: axum::http::Request<Full<bytes::Bytes>>| {
+                sent.notify_one();
+                async {
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                    Err::<axum::http::Response<Full<bytes::Bytes>>, _>(std::io::Error::other(
+                        "timed out",
+                    ))
+                }
+            }
+        }));
     let request = |path: &str| {
         axum::http::Request::post(path)
             .header("x-session-id", "s")
@@ -340,7 +347,7 @@ async fn an_error_of_the_service_in_front_of_the_tool_is_told_as_may_have_run() 
     };
     let first = service.clone().oneshot(request("/send"));
     let duplicate = async {
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        sent.notified().await;
         service.clone().oneshot(request("/send")).await
     };
     let (first, duplicate) = tokio::join!(first, duplicate);

@@ -114,6 +114,16 @@ async fn health_readiness_and_metrics_are_served_apart_and_readiness_follows_the
     assert_eq!(get("/healthz").await.status, 200);
 }
 
+/// Waits until the proxy whose metrics listener is `metrics` says it is not ready, as it does
+/// from the moment a shutdown begins; its answer.
+async fn not_ready(metrics: &str) -> support::Answer {
+    eventually("readiness turning 503", Duration::from_secs(5), || async {
+        let ready = support::answer(client().get(format!("{metrics}/readyz"))).await;
+        (ready.status == 503).then_some(ready)
+    })
+    .await
+}
+
 #[tokio::test]
 async fn sigterm_lets_the_execution_in_flight_finish_and_record_before_exiting() {
     let redis = RedisServer::start();
@@ -133,11 +143,7 @@ async fn sigterm_lets_the_execution_in_flight_finish_and_record_before_exiting()
     let metrics = first.metrics.clone().unwrap();
     first.terminate();
     // Shutting down: not ready, while the execution runs on.
-    let ready = eventually("readiness turning 503", Duration::from_secs(5), || async {
-        let ready = support::answer(client().get(format!("{metrics}/readyz"))).await;
-        (ready.status == 503).then_some(ready)
-    })
-    .await;
+    let ready = not_ready(&metrics).await;
     assert!(ready.text().contains("shutting down"), "{}", ready.text());
     let (code, stderr) = first.wait_exit(Duration::from_secs(20));
     assert_eq!(code, Some(0), "{stderr}");
@@ -162,7 +168,11 @@ async fn sigterm_waits_for_an_execution_that_starts_after_it_from_a_request_in_f
     let upstream = Upstream::tools(0);
     let (url, redis_url) = (upstream.url(), redis.url());
     let start = |deadline: &str| {
-        Proxy::in_front_of(&url, &["--redis-url", &redis_url, "--deadline", deadline])
+        let flags = ["--redis-url", &redis_url, "--deadline", deadline];
+        Proxy::in_front_of(
+            &url,
+            &[&flags[..], &["--metrics-listen", "127.0.0.1:0"]].concat(),
+        )
     };
     let mut first = start("200ms");
     let slow = r#"{"to":"ada@example.com","delay_ms":1500}"#;
@@ -178,7 +188,9 @@ async fn sigterm_waits_for_an_execution_that_starts_after_it_from_a_request_in_f
     stream.write_all(&slow.as_bytes()[..10]).await.unwrap();
     tokio::time::sleep(Duration::from_millis(200)).await;
     first.terminate();
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The rest of the body once the shutdown has begun.
+    let metrics = first.metrics.clone().unwrap();
+    not_ready(&metrics).await;
     stream.write_all(&slow.as_bytes()[10..]).await.unwrap();
     let mut answer = String::new();
     stream.read_to_string(&mut answer).await.unwrap();

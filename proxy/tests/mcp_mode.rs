@@ -37,6 +37,16 @@ fn behind_proxy(extra: &[&str]) -> (Upstream, Proxy) {
     (upstream, proxy)
 }
 
+/// Waits until the server's counts (its `GET /stats` at `upstream`) show `what`, as `shown`
+/// says.
+async fn until_the_server(upstream: &str, what: &str, shown: impl Fn(&Value) -> bool) {
+    let limit = std::time::Duration::from_secs(10);
+    support::process::eventually(what, limit, || async {
+        shown(&support::stats(upstream).await).then_some(())
+    })
+    .await;
+}
+
 /// The Python SDK server behind a proxy with a 500 ms deadline (and `flags`), and one
 /// scenario of the SDK client (with `args`) against the proxy; what the client reported.
 fn scenario_with(client: &Sdk, name: &str, args: &[&str], flags: &[&str]) -> Value {
@@ -311,7 +321,10 @@ async fn a_server_that_dies_during_a_call_leaves_it_kept_as_may_have_run() {
         let (proxy, session, call) = (proxy.url.clone(), session.clone(), call(1));
         tokio::spawn(async move { rpc(&proxy, Some(&session), &call).await.1 })
     };
-    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    until_the_server(&upstream.url(), "the call running", |stats| {
+        stats["started"]["send_email"] == 1
+    })
+    .await;
     upstream.kill();
     let first = first.await.unwrap();
     assert_eq!(first["id"], 1, "{first}");
@@ -442,8 +455,13 @@ async fn a_stream_the_server_closes_after_a_priming_event_is_resumed_and_the_cal
     };
     let duplicate = {
         let (proxy, session, call) = (proxy.url.clone(), session.clone(), call(2));
+        let upstream = upstream.url();
         tokio::spawn(async move {
-            tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+            // Sent while the call runs with its stream closed.
+            until_the_server(&upstream, "the call's stream closed", |stats| {
+                stats["closed_streams"] == 1
+            })
+            .await;
             rpc(&proxy, Some(&session), &call).await.1
         })
     };

@@ -5,6 +5,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use tokio::sync::Notify;
+
 use tower_idempotency::key::IntentKey;
 use tower_idempotency::store::{
     Claim, ClaimRequest, Entry, Fence, OwnerToken, Record, Store, StoreError, Tombstone,
@@ -77,7 +79,7 @@ pub struct Plan {
 pub struct FaultyStore<S> {
     inner: S,
     plan: Option<Plan>,
-    calls: Arc<[AtomicUsize; 6]>,
+    calls: Calls,
 }
 
 impl<S> FaultyStore<S> {
@@ -85,18 +87,22 @@ impl<S> FaultyStore<S> {
         Self {
             inner,
             plan,
-            calls: Arc::new(Default::default()),
+            calls: Calls {
+                counts: Arc::new(Default::default()),
+                made: Arc::new(Notify::new()),
+            },
         }
     }
 
     /// A handle on the call counters, readable after the store moved into a layer.
     pub fn counter(&self) -> Calls {
-        Calls(Arc::clone(&self.calls))
+        self.calls.clone()
     }
 
     /// Counts the call and says what fault, if any, it must suffer.
     fn next(&self, call: Call) -> Option<Fault> {
-        let ordinal = self.calls[call.index()].fetch_add(1, Ordering::SeqCst);
+        let ordinal = self.calls.counts[call.index()].fetch_add(1, Ordering::SeqCst);
+        self.calls.made.notify_waiters();
         let plan = self.plan?;
         let hit = plan.call == call
             && (ordinal == plan.ordinal || (plan.every && ordinal > plan.ordinal));
@@ -106,11 +112,28 @@ impl<S> FaultyStore<S> {
 
 /// How many calls of each kind a [`FaultyStore`] received.
 #[derive(Clone)]
-pub struct Calls(Arc<[AtomicUsize; 6]>);
+pub struct Calls {
+    counts: Arc<[AtomicUsize; 6]>,
+    made: Arc<Notify>,
+}
 
 impl Calls {
     pub fn of(&self, call: Call) -> usize {
-        self.0[call.index()].load(Ordering::SeqCst)
+        self.counts[call.index()].load(Ordering::SeqCst)
+    }
+
+    /// Returns once the store has received `n` calls of the kind `call` (within 10 s, or the
+    /// test fails).
+    pub async fn reached(&self, call: Call, n: usize) {
+        loop {
+            let made = self.made.notified();
+            if self.of(call) >= n {
+                return;
+            }
+            tokio::time::timeout(Duration::from_secs(10), made)
+                .await
+                .unwrap_or_else(|_| panic!("the store did not receive {n} {call:?} call(s)"));
+        }
     }
 }
 

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Notify;
 
 /// Where the relay breaks the connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,10 +71,17 @@ async fn relay(
     let (mut from_server, mut to_server) = server.into_split();
     let muted = Arc::new(AtomicBool::new(false));
     let deaf = Arc::clone(&muted);
+    // Told when the server answers what it was sent once muted.
+    let answered = Arc::new(Notify::new());
+    let heard = Arc::clone(&answered);
     let answers = tokio::spawn(async move {
         let mut buffer = vec![0u8; 16 * 1024];
         while let Ok(read @ 1..) = from_server.read(&mut buffer).await {
-            if deaf.load(Ordering::SeqCst) || to_client.write_all(&buffer[..read]).await.is_err() {
+            if deaf.load(Ordering::SeqCst) {
+                heard.notify_one();
+                return;
+            }
+            if to_client.write_all(&buffer[..read]).await.is_err() {
                 return;
             }
         }
@@ -86,8 +94,8 @@ async fn relay(
             muted.store(true, Ordering::SeqCst);
             if at == Cut::After {
                 let _ = to_server.write_all(chunk).await;
-                // Time for the server to act on it before the connection goes.
-                tokio::time::sleep(Duration::from_millis(300)).await;
+                // The server has acted on it once it answers: then the connection goes.
+                let _ = tokio::time::timeout(Duration::from_secs(10), answered.notified()).await;
             }
             break;
         }

@@ -14,7 +14,9 @@ SDK's `close_sse_stream`, SEP-1699: handshake-era clients resume it with GET and
 word (the SDK's `ctx.elicit`, a request on the call's event stream) and sends (counts) with
 it; slow_progress(topic) reports progress every half second, six times, then counts.
 GET /stats gives the counts per tool, "cancelled": how many running calls a cancellation
-reached, and "confirmed_with": the words confirm_send was given.
+reached, "confirmed_with": the words confirm_send was given, "started": the calls of
+send_email and polled_send begun, and "closed_streams": the event streams polled_send
+closed.
 
 The server keeps its events in memory so that a stream can be resumed, and primes each
 handshake-era stream with an event id and a 200 ms retry.
@@ -34,12 +36,14 @@ from mcp_serving import serve
 server = MCPServer("python-tools")
 COUNTS = {"send_email": 0, "generate_report": 0, "search": 0, "polled_send": 0,
           "regional_send": 0, "cancelled": 0, "confirm_send": 0, "slow_progress": 0,
-          "confirmed_with": []}
+          "confirmed_with": [], "started": {"send_email": 0, "polled_send": 0},
+          "closed_streams": 0}
 
 
 @server.tool()
 async def send_email(to: str, subject: str, body: str, delay_ms: int = 0) -> str:
     """Sends an e-mail."""
+    COUNTS["started"]["send_email"] += 1
     try:
         await asyncio.sleep(delay_ms / 1000)
     except asyncio.CancelledError:
@@ -64,8 +68,10 @@ async def generate_report(topic: str, seconds: float = 0.0) -> str:
 @server.tool()
 async def polled_send(to: str, delay_ms: int, ctx: Context) -> str:
     """Sends an e-mail, letting the client poll for the answer."""
+    COUNTS["started"]["polled_send"] += 1
     await asyncio.sleep(0.05)
     await ctx.close_sse_stream()
+    COUNTS["closed_streams"] += 1
     await asyncio.sleep(delay_ms / 1000)
     COUNTS["polled_send"] += 1
     return f"sent to {to} (polled_{COUNTS['polled_send']})"
