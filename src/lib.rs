@@ -73,6 +73,7 @@ pub mod key;
 pub mod mcp;
 pub mod reference;
 mod scope;
+mod service_parts;
 mod settings;
 pub mod store;
 mod telemetry;

@@ -16,6 +16,7 @@ use crate::body::ResponseBody;
 use crate::engine::Refusal;
 use crate::idempotency::ResponseFuture;
 use crate::idempotency::{refused, written};
+use crate::service_parts::inner_service_accessors;
 use crate::telemetry;
 
 /// The settings a body refusal is told with: it names only the limit, none of a layer's.
@@ -25,6 +26,7 @@ static DEFAULTS: std::sync::LazyLock<crate::settings::Settings> =
 /// Middleware that refuses requests whose JSON breaks their operation's schema.
 ///
 /// Built by [`ContractLayer`](super::ContractLayer).
+#[derive(Clone)]
 pub struct Contract<S> {
     inner: S,
     contracts: Arc<Contracts>,
@@ -35,30 +37,7 @@ impl<S> Contract<S> {
         Self { inner, contracts }
     }
 
-    /// The inner service.
-    pub fn get_ref(&self) -> &S {
-        &self.inner
-    }
-
-    /// The inner service, mutably.
-    pub fn get_mut(&mut self) -> &mut S {
-        &mut self.inner
-    }
-
-    /// Unwraps the inner service.
-    pub fn into_inner(self) -> S {
-        self.inner
-    }
-}
-
-// Written by hand: a derive would require more than `S: Clone`.
-impl<S: Clone> Clone for Contract<S> {
-    fn clone(&self) -> Self {
-        Self {
-            inner: self.inner.clone(),
-            contracts: Arc::clone(&self.contracts),
-        }
-    }
+    inner_service_accessors!();
 }
 
 impl<S: std::fmt::Debug> std::fmt::Debug for Contract<S> {

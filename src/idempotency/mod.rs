@@ -11,6 +11,7 @@ mod protect;
 mod read;
 mod render;
 mod replay;
+mod route;
 mod scope_settings;
 mod service;
 mod status;
@@ -23,6 +24,8 @@ pub use future::ResponseFuture;
 pub use layer::IdempotencyLayer;
 #[cfg(any(feature = "mcp", feature = "contract"))]
 pub(crate) use render::refused;
+#[cfg(feature = "mcp")]
+pub(crate) use route::{route, Route};
 pub use service::Idempotency;
 #[cfg(feature = "mcp")]
-pub(crate) use status::{asks_status, respond};
+pub(crate) use status::respond;

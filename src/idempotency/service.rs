@@ -11,9 +11,11 @@ use tower_service::Service;
 use super::future::ResponseFuture;
 use super::observe::observe;
 use super::protect::protect;
-use super::status::{asks_status, respond};
+use super::route::{route, Route};
+use super::status::respond;
 use crate::body::{BoxError, ResponseBody};
 use crate::engine::Engine;
+use crate::service_parts::service_parts;
 use crate::store::{MemoryStore, Store};
 
 /// Middleware that makes repeated calls of one intent run once.
@@ -53,41 +55,9 @@ impl<S, St> Idempotency<S, St> {
     pub(crate) fn from_engine(inner: S, engine: Arc<Engine<St>>) -> Self {
         Self { inner, engine }
     }
-
-    /// The inner service.
-    pub fn get_ref(&self) -> &S {
-        &self.inner
-    }
-
-    /// The inner service, mutably.
-    pub fn get_mut(&mut self) -> &mut S {
-        &mut self.inner
-    }
-
-    /// Unwraps the inner service.
-    pub fn into_inner(self) -> S {
-        self.inner
-    }
 }
 
-// Written by hand: a derive would require `St: Clone`, but the store is shared through an Arc.
-impl<S: Clone, St> Clone for Idempotency<S, St> {
-    fn clone(&self) -> Self {
-        Self {
-            inner: self.inner.clone(),
-            engine: Arc::clone(&self.engine),
-        }
-    }
-}
-
-impl<S: std::fmt::Debug, St> std::fmt::Debug for Idempotency<S, St> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Idempotency")
-            .field("inner", &self.inner)
-            .field("engine", &self.engine)
-            .finish()
-    }
-}
+service_parts!(Idempotency, engine);
 
 fn is_safe(method: &Method) -> bool {
     matches!(
@@ -120,20 +90,19 @@ where
         // The service that was driven to readiness goes into the future; a clone stays.
         let clone = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, clone);
-        let settings = &self.engine.settings;
-        // In observe mode the status path is the service's, as every other path is.
-        if !settings.observe && asks_status(settings, &request) {
-            return respond(&self.engine, request);
+        match route(&self.engine.settings, &request, |method| !is_safe(method)) {
+            Route::Status => respond(&self.engine, request),
+            Route::Pass => ResponseFuture::passthrough(inner.call(request)),
+            Route::Observe => {
+                let (parts, body) = request.into_parts();
+                let engine = Arc::clone(&self.engine);
+                ResponseFuture::layered(observe(engine, inner, parts, body))
+            }
+            Route::Protect => {
+                let (parts, body) = request.into_parts();
+                let engine = Arc::clone(&self.engine);
+                ResponseFuture::layered(protect(engine, inner, parts, body))
+            }
         }
-        let path = request.uri().path();
-        if is_safe(request.method()) || !settings.paths.is_protected(path) {
-            return ResponseFuture::passthrough(inner.call(request));
-        }
-        let (parts, body) = request.into_parts();
-        if settings.observe {
-            let engine = Arc::clone(&self.engine);
-            return ResponseFuture::layered(observe(engine, inner, parts, body));
-        }
-        ResponseFuture::layered(protect(Arc::clone(&self.engine), inner, parts, body))
     }
 }

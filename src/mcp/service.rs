@@ -8,12 +8,14 @@ use http::{Method, Request, Response};
 use http_body::Body;
 use tower_service::Service;
 
+use super::endpoint::Endpoint;
+use super::observe::observe_post;
+use super::post;
 use crate::body::BoxError;
 use crate::body::ResponseBody;
 use crate::idempotency::ResponseFuture;
-use crate::idempotency::{asks_status, respond};
-use crate::mcp::endpoint::Endpoint;
-use crate::mcp::{observe, post};
+use crate::idempotency::{respond, route, Route};
+use crate::service_parts::service_parts;
 use crate::store::{MemoryStore, Store};
 
 /// Middleware that makes an MCP server's tool calls safe to repeat; built by
@@ -27,41 +29,9 @@ impl<S, St> McpIdempotency<S, St> {
     pub(crate) fn new(inner: S, endpoint: Arc<Endpoint<St>>) -> Self {
         Self { inner, endpoint }
     }
-
-    /// The inner service.
-    pub fn get_ref(&self) -> &S {
-        &self.inner
-    }
-
-    /// The inner service, mutably.
-    pub fn get_mut(&mut self) -> &mut S {
-        &mut self.inner
-    }
-
-    /// Unwraps the inner service.
-    pub fn into_inner(self) -> S {
-        self.inner
-    }
 }
 
-// Written by hand: a derive would require `St: Clone`.
-impl<S: Clone, St> Clone for McpIdempotency<S, St> {
-    fn clone(&self) -> Self {
-        Self {
-            inner: self.inner.clone(),
-            endpoint: Arc::clone(&self.endpoint),
-        }
-    }
-}
-
-impl<S: std::fmt::Debug, St> std::fmt::Debug for McpIdempotency<S, St> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("McpIdempotency")
-            .field("inner", &self.inner)
-            .field("endpoint", &self.endpoint)
-            .finish()
-    }
-}
+service_parts!(McpIdempotency, endpoint);
 
 impl<S, St, B, ResBody> Service<Request<B>> for McpIdempotency<S, St>
 where
@@ -88,18 +58,18 @@ where
         let clone = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, clone);
         let engine = &self.endpoint.engine;
-        let observing = engine.settings.observe;
-        if !observing && asks_status(&engine.settings, &request) {
-            return respond(engine, request);
+        // MCP calls come as POSTs; every other request is the server's.
+        match route(&engine.settings, &request, |method| method == Method::POST) {
+            Route::Status => respond(engine, request),
+            Route::Pass => ResponseFuture::passthrough(inner.call(request)),
+            Route::Observe => {
+                let endpoint = Arc::clone(&self.endpoint);
+                ResponseFuture::layered(observe_post(endpoint, inner, request))
+            }
+            Route::Protect => {
+                let endpoint = Arc::clone(&self.endpoint);
+                ResponseFuture::layered(post::post(endpoint, inner, request))
+            }
         }
-        let protected = engine.settings.paths.is_protected(request.uri().path());
-        if request.method() != Method::POST || !protected {
-            return ResponseFuture::passthrough(inner.call(request));
-        }
-        let endpoint = Arc::clone(&self.endpoint);
-        if observing {
-            return ResponseFuture::layered(observe::observe_post(endpoint, inner, request));
-        }
-        ResponseFuture::layered(post::post(endpoint, inner, request))
     }
 }
