@@ -12,7 +12,6 @@ use tracing::Instrument;
 
 use super::Tool;
 use crate::body::{read_body, Bufferable, Keepable, ResponseBody};
-use crate::engine::path::Running;
 use crate::engine::{self, Beginning, Call, Decision, Engine, Reading, Refusal, ScopeDecision};
 use crate::scope::{Scope, ScopeFault};
 use crate::store::Store;
@@ -64,7 +63,7 @@ where
     /// here.
     fn answer(
         self,
-        begun: Beginning<Self::Answer, Running<Self::Answer, S::Error>>,
+        begun: Beginning<Self::Answer, S::Error>,
         telling: Telling,
     ) -> impl Future<Output = Answer<ResBody, S::Error>> + Send {
         async move {
@@ -174,7 +173,7 @@ where
 /// What the engine decided of a request it has begun: at once, or once the request's path,
 /// awaited inside its span, comes to an outcome.
 pub(crate) async fn decided<A, E>(
-    begun: Beginning<A, Running<A, E>>,
+    begun: Beginning<A, E>,
     span: &tracing::Span,
 ) -> Result<Decision<A>, E> {
     match begun {

@@ -1,4 +1,4 @@
-//! DetachedTracker executions: tracked for shutdown, bounded in number.
+//! Detached executions: tracked for shutdown, bounded in number.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;

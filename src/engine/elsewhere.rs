@@ -6,15 +6,16 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use super::claim_answer::ClaimAnswer;
 use super::inflight::{Lead, Settlement};
 use super::intent::Intent;
 use super::outcome::{Failure, Outcome, Refusal};
-use super::{concluded, Engine, LeadOutcome};
+use super::Engine;
 use crate::store::{Entry, Record, RunningInfo, Store};
 use crate::telemetry;
 
-fn key_reused<A, E, F>(running: bool) -> LeadOutcome<A, E, F> {
-    concluded(Outcome::key_reused(running))
+fn key_reused<A>(running: bool) -> ClaimAnswer<A> {
+    ClaimAnswer::Done(Outcome::key_reused(running))
 }
 
 /// What the store holds of an intent that this caller found taken: a kept record, or an
@@ -27,13 +28,12 @@ pub(super) enum Holding {
 /// Answers a caller from what the store holds: a kept record is replayed (to this caller and
 /// the duplicates on its slot), a running execution is waited on; a key reused for other
 /// arguments is refused either way.
-pub(super) async fn from_the_store<St: Store, A, E, F>(
+pub(super) async fn from_the_store<St: Store, A>(
     engine: &Arc<Engine<St>>,
-    work: F,
     intent: &Intent,
     lead: Lead,
     held: Holding,
-) -> LeadOutcome<A, E, F> {
+) -> ClaimAnswer<A> {
     match held {
         Holding::Completed(record) if intent.reuses_key_for(&record.fingerprint) => {
             key_reused(false)
@@ -41,16 +41,10 @@ pub(super) async fn from_the_store<St: Store, A, E, F>(
         Holding::Running(info) if intent.reuses_key_for(&info.fingerprint) => key_reused(true),
         Holding::Completed(record) => {
             lead.settle(Settlement::Replay(Arc::clone(&record)));
-            concluded(Outcome::Replayed(record))
+            ClaimAnswer::Done(Outcome::Replayed(record))
         }
         Holding::Running(info) => {
-            let waiting = Box::pin(wait_elsewhere(
-                engine,
-                work,
-                intent,
-                lead,
-                info.started_at_ms,
-            ));
+            let waiting = Box::pin(wait_elsewhere(engine, intent, lead, info.started_at_ms));
             waiting.await
         }
     }
@@ -58,33 +52,31 @@ pub(super) async fn from_the_store<St: Store, A, E, F>(
 
 /// No room for another execution: a completed or running intent is still answered, since
 /// that needs none; anything else is refused with nothing executed.
-pub(super) async fn at_capacity<St: Store, A, E, F>(
+pub(super) async fn at_capacity<St: Store, A>(
     engine: &Arc<Engine<St>>,
-    work: F,
     intent: &Intent,
     lead: Lead,
-) -> LeadOutcome<A, E, F> {
+) -> ClaimAnswer<A> {
     let held = match engine.store.get(&intent.key).await {
         Ok(Some(Entry::Completed(record))) => Holding::Completed(record),
         Ok(Some(Entry::Running(info))) => Holding::Running(info),
         _ => {
             tracing::warn!("too many detached executions; refusing");
-            return concluded(Outcome::NotExecuted(Refusal::TooBusy));
+            return ClaimAnswer::Done(Outcome::NotExecuted(Refusal::TooBusy));
         }
     };
-    from_the_store(engine, work, intent, lead, held).await
+    from_the_store(engine, intent, lead, held).await
 }
 
 /// Waits for an execution that runs elsewhere (another process, or another layer sharing
 /// the store), started at `started_at_ms`, polling the store until it settles or this
 /// caller's deadline. Counted as coalesced.
-async fn wait_elsewhere<St: Store, A, E, F>(
+async fn wait_elsewhere<St: Store, A>(
     engine: &Arc<Engine<St>>,
-    work: F,
     intent: &Intent,
     lead: Lead,
     started_at_ms: u64,
-) -> LeadOutcome<A, E, F> {
+) -> ClaimAnswer<A> {
     telemetry::coalesced(&intent.op);
     lead.set_started_at_ms(started_at_ms);
     let mut pause = Duration::from_millis(10);
@@ -92,7 +84,7 @@ async fn wait_elsewhere<St: Store, A, E, F>(
         let now = Instant::now();
         if now >= intent.deadline {
             drop(lead);
-            return concluded(Outcome::InProgress {
+            return ClaimAnswer::Done(Outcome::InProgress {
                 started_at_ms,
                 duplicate: true,
             });
@@ -108,11 +100,11 @@ async fn wait_elsewhere<St: Store, A, E, F>(
                     return key_reused(false);
                 }
                 lead.settle(Settlement::Replay(Arc::clone(&record)));
-                return concluded(Outcome::Replayed(record));
+                return ClaimAnswer::Done(Outcome::Replayed(record));
             }
             Ok(Some(Entry::Failed(tombstone))) if tombstone.failed_at_ms >= started_at_ms => {
                 drop(lead);
-                return concluded(Outcome::Failed {
+                return ClaimAnswer::Done(Outcome::Failed {
                     failure: Failure::of(&tombstone),
                     answer: None,
                     freed_in_s: None,
@@ -120,7 +112,7 @@ async fn wait_elsewhere<St: Store, A, E, F>(
             }
             Ok(_) => {
                 drop(lead);
-                return LeadOutcome::Again(work);
+                return ClaimAnswer::Again;
             }
         }
     }

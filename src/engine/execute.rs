@@ -28,7 +28,7 @@ pub(crate) struct ClaimTicket {
     pub(crate) lead: Lead,
     pub(crate) reservation: Reservation,
     pub(crate) started_at_ms: u64,
-    /// Beginning, in transactional mode: the outcome is committed in it.
+    /// Begun, in transactional mode: the outcome is committed in it.
     pub(crate) transaction: Option<Arc<dyn Transactional>>,
 }
 

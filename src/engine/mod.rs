@@ -20,7 +20,8 @@
 //!           4. completed ──────────────────────────────────── Replayed
 //!              running elsewhere: poll the store ─────────── its outcome, or InProgress
 //!                (released meanwhile: from the top)
-//!             ▼  acquired
+//!             ▼  acquired          steps 2 to 4 answer a ClaimAnswer: Execute, Done,
+//!                                  Again, or RunUnprotected; the path holds the work
 //!           5. execute::start, detached from the caller ──── Executed / Failed when it
 //!              (the recorder writes the outcome, settles        answers by the deadline,
 //!               the slot, and renews the lease meanwhile)     else InProgress
@@ -39,6 +40,7 @@
 //! awaiting future until the statement ends, so `Box::pin(work()).await` would carry the whole
 //! state of `work` in every request's future anyway.
 
+mod claim_answer;
 pub(crate) mod detached;
 mod elsewhere;
 mod execute;
@@ -134,32 +136,20 @@ pub(crate) enum Decision<A> {
     clippy::large_enum_variant,
     reason = "it lives for one match, on the stack; boxing the decided side would cost a replay an allocation"
 )]
-pub(crate) enum Beginning<A, X> {
-    /// Decision at once: refused, or replayed from a record this process holds.
+pub(crate) enum Beginning<A, E> {
+    /// Decided at once: refused, or replayed from a record this process holds.
     Decided(Decision<A>),
     /// On its path: the boxed future yields the intent and its outcome.
-    Running(X),
+    Running(path::Running<A, E>),
 }
 
-impl<A, X> std::fmt::Debug for Beginning<A, X> {
+impl<A, E> std::fmt::Debug for Beginning<A, E> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Self::Decided(_) => f.write_str("Beginning::Decided"),
             Self::Running(_) => f.write_str("Beginning::Running"),
         }
     }
-}
-
-/// What leading an intent came to.
-enum LeadOutcome<A, E, F> {
-    Decided(Result<Outcome<A>, E>),
-    /// The store released the intent while this caller waited on another instance's
-    /// execution: take it from the top, with the work still to run.
-    Again(F),
-}
-
-fn concluded<A, E, F>(outcome: Outcome<A>) -> LeadOutcome<A, E, F> {
-    LeadOutcome::Decided(Ok(outcome))
 }
 
 /// What a request's scope decides of protecting it.

@@ -12,6 +12,7 @@ use bytes::Bytes;
 use http::request::Parts;
 use tokio::sync::oneshot;
 
+use super::claim_answer::{ClaimAnswer, UnprotectedRun};
 use super::elsewhere::{at_capacity, from_the_store, Holding};
 use super::execute::{self, ClaimTicket};
 use super::fail_open;
@@ -21,7 +22,7 @@ use super::intent::{self, Call};
 use super::outcome::{Outcome, Reading, Refusal};
 use super::recorder::Recorder;
 use super::relay::{Attachment, Hold, Relay, Relaying};
-use super::{concluded, Beginning, Decision, Engine, LeadOutcome, Work};
+use super::{Beginning, Decision, Engine, Work};
 use crate::clock::{ms_at, now_ms};
 use crate::key::IntentKey;
 use crate::scope::Scope;
@@ -50,7 +51,7 @@ impl<St: Store> Engine<St> {
         op: &Op,
         mut call: Call,
         work: impl FnOnce(Parts, Bytes) -> F,
-    ) -> Beginning<A, Running<A, E>>
+    ) -> Beginning<A, E>
     where
         F: Future<Output = Result<Reading<A>, E>> + Send + 'static,
         A: Send + 'static,
@@ -103,7 +104,7 @@ impl<St: Store> Engine<St> {
 pub(crate) async fn run<St, A, E, F>(
     engine: Arc<Engine<St>>,
     intent: Intent,
-    mut work: F,
+    work: F,
     transaction: Option<Arc<dyn Transactional>>,
     mut relaying: Option<Relaying>,
 ) -> Result<(Intent, Outcome<A>), E>
@@ -146,20 +147,30 @@ where
                 }
             },
         };
-        // 2. to 5. Claim, and carry out what the store's answer leaves to do.
-        let led = lead_intent(
-            &engine,
-            &intent,
-            lead,
-            work,
-            transaction.clone(),
-            hold.clone(),
-        );
-        match led.await {
-            LeadOutcome::Decided(outcome) => break outcome,
-            LeadOutcome::Again(unrun) => {
-                work = unrun;
-                now = now_ms();
+        // 2. to 4. A place to run in, the claim, and what the store holds.
+        let claimed = claim_intent(&engine, &intent, lead, transaction.as_ref());
+        match claimed.await {
+            ClaimAnswer::Done(outcome) => break Ok(outcome),
+            // Released while this caller waited on another instance: from the top.
+            ClaimAnswer::Again => now = now_ms(),
+            // 5. Run, detached from this caller, who waits for the first answer until its
+            // deadline.
+            ClaimAnswer::Execute(ticket) => {
+                telemetry::executed(&intent.op);
+                let started_at_ms = ticket.started_at_ms;
+                let launch = execute::start(&engine, work, &intent, ticket);
+                let answer = execute::first_answer(launch, &intent, started_at_ms, hold);
+                break answer.await;
+            }
+            ClaimAnswer::RunUnprotected(ticket) => {
+                let recorder = Recorder {
+                    engine: &engine,
+                    intent: &intent,
+                    token: ticket.token,
+                    started_at_ms: ticket.started_at_ms,
+                };
+                let running = Box::pin(fail_open::run_unprotected(recorder, work, ticket.lead));
+                break running.await;
             }
         }
     };
@@ -199,21 +210,16 @@ async fn follow<A>(intent: &Intent, slot: &Slot, hold: Option<&Hold>) -> Option<
     }
 }
 
-/// The leader: takes a place among the detached executions, claims the intent, and carries
-/// out what the store's answer leaves to do.
-async fn lead_intent<St, A, E, F>(
+/// The leader: takes a place among the detached executions, claims the intent, and says what
+/// the store's answer leaves to do; in `transaction` where the layer is transactional.
+async fn claim_intent<St, A>(
     engine: &Arc<Engine<St>>,
     intent: &Intent,
     lead: Lead,
-    work: F,
-    transaction: Option<Arc<dyn Transactional>>,
-    hold: Option<Hold>,
-) -> LeadOutcome<A, E, F>
+    transaction: Option<&Arc<dyn Transactional>>,
+) -> ClaimAnswer<A>
 where
     St: Store,
-    F: Work<A, E>,
-    A: Send + 'static,
-    E: Send + 'static,
 {
     // 2. A place to run in; without one, the store still answers what needs none.
     let Some(reservation) = engine
@@ -221,7 +227,7 @@ where
         .detached
         .try_reserve(engine.settings.max_detached)
     else {
-        let refusing = Box::pin(at_capacity(engine, work, intent, lead));
+        let refusing = Box::pin(at_capacity(engine, intent, lead));
         return refusing.await;
     };
     // 3. The claim.
@@ -232,8 +238,7 @@ where
         // Fail closed whatever the setting: the store answered, and took nothing. (Counted
         // and logged by the store's observer.)
         Err(error) if error.is_full() => {
-            drop(reservation);
-            return concluded(Outcome::NotExecuted(Refusal::StoreFull));
+            return ClaimAnswer::Done(Outcome::NotExecuted(Refusal::StoreFull));
         }
         Err(error) => {
             tracing::warn!(%error, "the store could not answer a claim");
@@ -241,48 +246,40 @@ where
             drop(reservation);
             // A transactional layer fails closed: the tool needs the transaction.
             if !engine.settings.fail_open || transaction.is_some() {
-                return concluded(Outcome::NotExecuted(Refusal::StoreUnavailable));
+                return ClaimAnswer::Done(Outcome::NotExecuted(Refusal::StoreUnavailable));
             }
             tracing::warn!("fail-open: running without protection");
-            let recorder = Recorder {
-                engine,
-                intent,
+            return ClaimAnswer::RunUnprotected(UnprotectedRun {
                 token,
+                lead,
                 started_at_ms,
-            };
-            let running = Box::pin(fail_open::run_unprotected(recorder, work, lead));
-            return LeadOutcome::Decided(running.await);
+            });
         }
     };
     // 4. What the store holds decides.
     match claimed {
         Claim::Completed(record) => {
-            from_the_store(engine, work, intent, lead, Holding::Completed(record)).await
+            from_the_store(engine, intent, lead, Holding::Completed(record)).await
         }
         Claim::Running(info) => {
             // Waiting on an execution elsewhere runs nothing here: it holds no place.
             drop(reservation);
-            from_the_store(engine, work, intent, lead, Holding::Running(info)).await
+            from_the_store(engine, intent, lead, Holding::Running(info)).await
         }
-        // 5. Run, detached from this caller, who waits for the first answer until its deadline.
         Claim::Acquired(token) => {
-            if let Some(transaction) = &transaction {
+            if let Some(transaction) = transaction {
                 if let Err(refused) = begin_transaction(engine, intent, token, &**transaction).await
                 {
-                    return concluded(refused);
+                    return ClaimAnswer::Done(refused);
                 }
             }
-            telemetry::executed(&intent.op);
-            let claimed = ClaimTicket {
+            ClaimAnswer::Execute(ClaimTicket {
                 token,
                 lead,
                 reservation,
                 started_at_ms,
-                transaction,
-            };
-            let started = execute::start(engine, work, intent, claimed);
-            let answer = execute::first_answer(started, intent, started_at_ms, hold);
-            LeadOutcome::Decided(answer.await)
+                transaction: transaction.cloned(),
+            })
         }
     }
 }

@@ -296,7 +296,7 @@ mod tests {
         let (json, json_ld) = (json(), HeaderValue::from_static("application/ld+json"));
         let body: &[u8] = br#"{"a":1}"#;
         let base = seen(b"s1", Some(&json), body);
-        // KeyInputs twice: remembered, so that a request that differs must not be answered from it.
+        // Seen twice: remembered, so that a request that differs must not be answered from it.
         derive(&recent, &base, &made);
         derive(&recent, &base, &made);
         let others = [

@@ -27,7 +27,7 @@ const COMPLETION_RETRY_WINDOW: Duration = Duration::from_secs(10 * 60);
 
 /// Writes an execution's outcome to the store. It borrows what it needs: an execution that
 /// ends at once on a store that answers at once (the common case) records its outcome with no
-/// copy of its intent; a write that must go on in a task of its own takes an [`RecorderParts`] one.
+/// copy of its intent; a write that must go on in a task of its own takes a [`RecorderParts`] one.
 pub(crate) struct Recorder<'a, St> {
     pub(crate) engine: &'a Arc<Engine<St>>,
     pub(crate) intent: &'a Intent,

@@ -28,7 +28,7 @@ const UNREAD: usize = 256;
 #[derive(Default)]
 pub(crate) struct Relay {
     callers: Mutex<Callers>,
-    /// Words when whether the execution waits on a caller may have changed.
+    /// Told when whether the execution waits on a caller may have changed.
     changed: Notify,
 }
 

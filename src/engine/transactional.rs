@@ -21,7 +21,7 @@ use crate::telemetry;
 
 /// What settling in the transaction comes to.
 pub(super) enum Settling<A, E> {
-    /// Settlement by this plan, whose write the store took (or refused, to be retried).
+    /// Settled by this plan, whose write the store took (or refused, to be retried).
     Written(Plan<A, E>, Result<(), StoreError>),
     /// Nothing this execution can settle: the intent is another owner's, or its outcome is
     /// not known yet. The first caller's answer; the waiters ask the store again.

@@ -23,7 +23,6 @@ use super::resume::{self, Resumption};
 use super::tool::ServerAnswer;
 use crate::body::{Bufferable, Keepable, ResponseBody};
 use crate::dialect::{decided, finish, Answer, Dialect, Payload, Telling, Tool};
-use crate::engine::path::Running;
 use crate::engine::relay::{Attachment, Relay, Relaying};
 use crate::engine::{Beginning, Call, Decision, Engine, Reading};
 use crate::scope::{Scope, ScopeFault};
@@ -119,7 +118,7 @@ where
     }
 
     fn call(&mut self, parts: &Parts) -> Call {
-        // RelaySetup unless the layer answers with a task at once: to this caller where it takes
+        // Relayed unless the layer answers with a task at once: to this caller where it takes
         // an event stream, and to a later one that does.
         let relaying = match self.as_task {
             true => None,
@@ -174,7 +173,7 @@ where
 
     async fn answer(
         mut self,
-        begun: Beginning<ServerAnswer, Running<ServerAnswer, S::Error>>,
+        begun: Beginning<ServerAnswer, S::Error>,
         telling: Telling,
     ) -> Answer<ResBody, S::Error> {
         match (begun, self.attached.take()) {

@@ -207,7 +207,7 @@ impl Transactional for EngineSide {
         Box::pin(async move {
             let timeout = self.inner.call_timeout;
             let begun = tokio::time::timeout(timeout, async {
-                // OpenConnection from the first moment: a begin cut off (the caller gone, the timeout)
+                // Held from the first moment: a begin cut off (the caller gone, the timeout)
                 // closes the connection rather than pool it mid-transaction.
                 let held = OpenConnection(Some(
                     self.inner.transactions.get().await.map_err(described)?,

@@ -151,7 +151,7 @@ mod tests {
             steps in prop::collection::vec((any::<bool>(), 0..300u32, 0..40u32), 1..2000),
         ) {
             let mut index = Index::new();
-            // TableNode n is placed by hash `hashes[n]`: hashes that share their low bits, so that
+            // Node n is placed by hash `hashes[n]`: hashes that share their low bits, so that
             // runs form, meet and wrap around the end.
             let mut hashes: HashMap<u32, u32> = HashMap::new();
             let mut taken_out: HashMap<u32, u32> = HashMap::new();

@@ -3,7 +3,7 @@
 //!
 //! Written by hand rather than with a cache crate: a value counts against its share of the
 //! budget as well as against the whole, and what may be dropped for room depends on whose it
-//! is and how old (a cache crate evicts by its own order alone). CachedRecord in a concurrent cache
+//! is and how old (a cache crate evicts by its own order alone). Kept in a concurrent cache
 //! with a per-share index beside it, every insert of a flood did its work twice (two tables,
 //! and an eviction through the second), the largest part of a first execution's cost. Here an
 //! insert updates one map, a few linked lists and the shares' heap.
