@@ -178,10 +178,7 @@ pub(crate) async fn decided<A, E>(
 ) -> Result<Decision<A>, E> {
     match begun {
         Beginning::Decided(decided) => Ok(decided),
-        Beginning::Running(running) => {
-            let ran = running.instrument(span.clone()).await;
-            ran.map(|(intent, outcome)| Decision::Keyed { intent, outcome })
-        }
+        Beginning::Running(running) => running.instrument(span.clone()).await,
     }
 }
 

@@ -15,7 +15,7 @@ use super::detached::Reservation;
 use super::inflight::{Lead, Settlement};
 use super::intent::Intent;
 use super::outcome::{Failure, Outcome};
-use super::recorder::{FirstOutcome, Plan, Recorder, RecorderParts, Write};
+use super::recorder::{Plan, Recorder, RecorderParts, Write};
 use super::relay::{self, Hold};
 use super::transactional::{self, Settling};
 use super::{Engine, Work};
@@ -36,9 +36,9 @@ pub(crate) struct ClaimTicket {
 pub(crate) enum Launch<A, E> {
     /// The tool answered at once and its outcome is settled (or its write is being retried):
     /// the first caller's answer.
-    Answered(FirstOutcome<A, E>),
+    Answered(Result<Outcome<A>, E>),
     /// The answer comes later, on this channel.
-    Later(oneshot::Receiver<FirstOutcome<A, E>>),
+    Later(oneshot::Receiver<Result<Outcome<A>, E>>),
 }
 
 /// Starts the execution detached from the caller.
@@ -166,21 +166,17 @@ where
 /// The first caller's answer from a started execution, if it needs no waiting: "in progress"
 /// for an asynchronous intent, or the outcome the tool has already given. Otherwise the
 /// channel to wait on.
-fn answer_now<A, E>(
-    started: Launch<A, E>,
-    intent: &Intent,
-    started_at_ms: u64,
-) -> Result<FirstOutcome<A, E>, oneshot::Receiver<FirstOutcome<A, E>>> {
+fn answer_now<A, E>(started: Launch<A, E>, intent: &Intent, started_at_ms: u64) -> Launch<A, E> {
     if intent.asynchronous {
-        return Ok(Ok(still_running(started_at_ms)));
+        return Launch::Answered(Ok(still_running(started_at_ms)));
     }
     // Most tools have answered by now: their outcome is taken with no timer armed.
     match started {
-        Launch::Answered(answered) => Ok(answered),
+        Launch::Answered(answered) => Launch::Answered(answered),
         Launch::Later(mut answer) => match answer.try_recv() {
-            Ok(answered) => Ok(answered),
-            Err(oneshot::error::TryRecvError::Closed) => Ok(Ok(dropped_midway())),
-            Err(oneshot::error::TryRecvError::Empty) => Err(answer),
+            Ok(answered) => Launch::Answered(answered),
+            Err(oneshot::error::TryRecvError::Closed) => Launch::Answered(Ok(dropped_midway())),
+            Err(oneshot::error::TryRecvError::Empty) => Launch::Later(answer),
         },
     }
 }
@@ -194,15 +190,15 @@ pub(super) async fn first_answer<A, E>(
     hold: Option<Hold>,
 ) -> Result<Outcome<A>, E> {
     match answer_now(started, intent, started_at_ms) {
-        Ok(answered) => answered,
-        Err(answer) => wait_for_answer(answer, intent, started_at_ms, hold).await,
+        Launch::Answered(answered) => answered,
+        Launch::Later(answer) => wait_for_answer(answer, intent, started_at_ms, hold).await,
     }
 }
 
 /// Waits for the first answer of a running execution until the caller's deadline, held back
 /// while the execution waits on this caller (`hold`).
 async fn wait_for_answer<A, E>(
-    answer: oneshot::Receiver<FirstOutcome<A, E>>,
+    answer: oneshot::Receiver<Result<Outcome<A>, E>>,
     intent: &Intent,
     started_at_ms: u64,
     hold: Option<Hold>,
@@ -267,8 +263,8 @@ async fn settle_after_wait<St: Store, A, E>(
     write: Write,
     settled: Settlement,
     written: Result<(), StoreError>,
-    first: oneshot::Sender<FirstOutcome<A, E>>,
-    answer: FirstOutcome<A, E>,
+    first: oneshot::Sender<Result<Outcome<A>, E>>,
+    answer: Result<Outcome<A>, E>,
 ) {
     let retrying = after.written(written, move || owned, write, settled);
     // The caller may have had its answer already (202) or gone away: either is fine.

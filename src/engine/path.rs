@@ -32,7 +32,7 @@ use crate::user_code::guarded;
 
 /// The path of one request, boxed: it yields the intent and its outcome.
 pub(crate) type Running<A, E> =
-    Pin<Box<dyn Future<Output = Result<(Intent, Outcome<A>), E>> + Send + 'static>>;
+    Pin<Box<dyn Future<Output = Result<Decision<A>, E>> + Send + 'static>>;
 
 impl<St: Store> Engine<St> {
     /// Protects one request whose scope is known and whose body is read: derives its intent,
@@ -107,7 +107,7 @@ pub(crate) async fn run<St, A, E, F>(
     work: F,
     transaction: Option<Arc<dyn Transactional>>,
     mut relaying: Option<Relaying>,
-) -> Result<(Intent, Outcome<A>), E>
+) -> Result<Decision<A>, E>
 where
     St: Store,
     F: Work<A, E>,
@@ -174,7 +174,7 @@ where
             }
         }
     };
-    outcome.map(|outcome| (intent, outcome))
+    outcome.map(|outcome| Decision::Keyed { intent, outcome })
 }
 
 /// Attaches the caller to `relay`, the execution of `key`'s, and hands it its attachment;

@@ -15,9 +15,6 @@ use crate::store::{
 };
 use crate::telemetry;
 
-/// What the first caller is given: the outcome of its execution, or the tool's error.
-pub(crate) type FirstOutcome<A, E> = Result<Outcome<A>, E>;
-
 /// How the tool's call ended: its dialect's reading, its error, or a panic; `None` when it
 /// passed its bound.
 pub(crate) type ToolEnd<A, E> = Option<std::thread::Result<Result<Reading<A>, E>>>;
@@ -71,7 +68,7 @@ impl<St> Recorder<'_, St> {
 pub(crate) struct Plan<A, E> {
     pub(crate) write: Write,
     pub(crate) settled: Settlement,
-    pub(crate) answer: FirstOutcome<A, E>,
+    pub(crate) answer: Result<Outcome<A>, E>,
 }
 
 /// A write of an outcome: the record of a completed execution, or the release of its key.

@@ -15,7 +15,7 @@
 use std::sync::Arc;
 
 use super::outcome::{Failure, Outcome};
-use super::recorder::{FirstOutcome, Plan, Recorder, Write};
+use super::recorder::{Plan, Recorder, Write};
 use crate::store::{CommitResult, KeptResponse, ReleaseCause, Store, StoreError, Transactional};
 use crate::telemetry;
 
@@ -25,7 +25,7 @@ pub(super) enum Settling<A, E> {
     Written(Plan<A, E>, Result<(), StoreError>),
     /// Nothing this execution can settle: the intent is another owner's, or its outcome is
     /// not known yet. The first caller's answer; the waiters ask the store again.
-    Left(FirstOutcome<A, E>),
+    Left(Result<Outcome<A>, E>),
 }
 
 /// Commits or rolls back the transaction of an ended execution, as its plan says, and

@@ -19,7 +19,7 @@ use crate::body::ResponseBody;
 use crate::dialect::{Answer, Telling};
 use crate::engine::path::Running;
 use crate::engine::relay::Attachment;
-use crate::engine::{self, Decision, Intent, Outcome};
+use crate::engine::{self, Decision};
 use crate::headers::with_intent;
 use crate::store::Store;
 use crate::telemetry;
@@ -31,12 +31,12 @@ pub(crate) struct Live<St> {
     pub(crate) telling: Telling,
 }
 
-type Ran<E> = Result<(Intent, Outcome<ServerAnswer>), E>;
+type Ran<E> = Result<Decision<ServerAnswer>, E>;
 
 impl<St> Live<St> {
     /// Records what the engine decided and writes it in `form`, as the dialect's driver does.
     fn written<E>(&self, ran: Ran<E>, form: Form) -> Result<Response<Bytes>, E> {
-        let decided = ran.map(|(intent, outcome)| Decision::Keyed { intent, outcome });
+        let decided = ran;
         let telling = &self.telling;
         let _entered = telling.span.enter();
         engine::record(&telling.op, decided.as_ref().ok());

@@ -99,10 +99,7 @@ impl<St: Store> Harness<St> {
             .begin(parts, body, &scope, &op, Call::default(), work);
         let decided = match begun {
             Beginning::Decided(decided) => decided,
-            Beginning::Running(running) => {
-                let (intent, outcome) = running.await.unwrap();
-                Decision::Keyed { intent, outcome }
-            }
+            Beginning::Running(running) => running.await.unwrap(),
         };
         match decided {
             Decision::Keyed { outcome, .. } => outcome,
