@@ -29,6 +29,9 @@
 #   BASE=<commit> MODES="bare base ours" bash benches/http_load.sh
 #                                                    # `base`: this crate's layer as built at
 #                                                    # <commit>, beside today's, in one run
+#   BASES="base-a=<commit> base-b=<commit>" MODES="bare base-a base-b ours" bash benches/http_load.sh
+#                                                    # several builds of the layer in one run
+#                                                    # (a trial: one without a piece each)
 #
 # Needs wrk, taskset and GNU time (apt-get install wrk util-linux time).
 set -euo pipefail
@@ -49,18 +52,26 @@ work=$(mktemp -d)
 server=""
 cleanup() {
   [ -n "$server" ] && kill "$server" 2>/dev/null || true
-  if [ -d "$work/base" ]; then git worktree remove --force "$work/base" 2>/dev/null || true; fi
+  for tree in "$work"/tree-*; do
+    if [ -d "$tree" ]; then git worktree remove --force "$tree" 2>/dev/null || true; fi
+  done
   rm -rf "$work"
 }
 trap cleanup EXIT
-# The same app, with this crate as it was at $BASE, served as mode `base`.
-base_app=""
-if [ -n "${BASE:-}" ]; then
-  git worktree add --detach -q "$work/base" "$BASE"
-  (cd "$work/base/benches/peer" &&
+# The same app with this crate as it was at each commit named, served as the mode of its name
+# (`BASE=<commit>` names mode `base`). They build one after another in one target folder, so
+# that only this crate and the app are built again for each.
+declare -A built_at
+bases="${BASES:-}"
+if [ -n "${BASE:-}" ]; then bases="base=$BASE $bases"; fi
+for spec in $bases; do
+  name=${spec%%=*} commit=${spec#*=}
+  git worktree add --detach -q "$work/tree-$name" "$commit"
+  (cd "$work/tree-$name/benches/peer" &&
     cargo build --release --ignore-rust-version --target-dir "$OLDPWD/target/peer-base") >&2
-  base_app=target/peer-base/release/idempotency-peer-bench
-fi
+  cp target/peer-base/release/idempotency-peer-bench "$work/app-$name"
+  built_at[$name]="$work/app-$name"
+done
 
 # The server's CPU time so far, user and kernel, in clock ticks: what it spent, whatever share
 # of the core the machine's other tenants took meanwhile.
@@ -81,9 +92,10 @@ run() { # round, placement, mode
   if [ "$placement" = pinned ]; then serve=(taskset -c 0); load=(taskset -c 1); fi
   local port; port=$(free_port)
   local binary=$app served=$mode
-  if [ "$mode" = base ]; then
-    [ -n "$base_app" ] || { echo "mode base needs BASE=<commit>" >&2; exit 1; }
-    binary=$base_app served=ours
+  if [ -n "${built_at[$mode]:-}" ]; then
+    binary=${built_at[$mode]} served=ours
+  elif [[ "$mode" == base* ]]; then
+    echo "mode $mode needs BASE=<commit> or BASES=\"$mode=<commit>\"" >&2; exit 1
   fi
   "${serve[@]}" "$binary" "$served" "127.0.0.1:$port" > "$work/server.out" 2>&1 &
   server=$!
