@@ -98,3 +98,26 @@ pub use telemetry::{
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
+
+/// The code blocks of the pages in `docs/`, compiled as doc tests, as the README's are.
+#[cfg(doctest)]
+mod docs {
+    #[doc = include_str!("../docs/compatibility.md")]
+    struct Compatibility;
+    #[doc = include_str!("../docs/guarantees.md")]
+    struct Guarantees;
+    #[doc = include_str!("../docs/handling.md")]
+    struct Handling;
+    #[doc = include_str!("../docs/mcp.md")]
+    struct Mcp;
+    #[doc = include_str!("../docs/observability.md")]
+    struct Observability;
+    #[doc = include_str!("../docs/outcomes.md")]
+    struct Outcomes;
+    #[doc = include_str!("../docs/production.md")]
+    struct Production;
+    #[doc = include_str!("../docs/settings.md")]
+    struct Settings;
+    #[doc = include_str!("../docs/stores.md")]
+    struct Stores;
+}

@@ -1,8 +1,8 @@
-//! The dashboard queries the docs give, evaluated by a real Prometheus (Debian's package,
-//! started on a free port with a folder of its own) that scrapes two proxies, one enforcing and
-//! one observing, and the tool gateway example with its contract, while a test drives them
-//! through every event the queries read. A query that names a series nobody exports returns
-//! nothing, and fails here.
+//! The dashboard queries and the alerts the docs give, evaluated by a real Prometheus (Debian's
+//! package, started on a free port with a folder of its own) that scrapes proxies and the tool
+//! gateway example while a test drives them through the events the queries and alerts read. A
+//! query that names a series nobody exports returns nothing, and fails here; an alert that
+//! misses the first event it is about fails here too.
 
 mod support;
 
@@ -58,10 +58,18 @@ struct Prometheus {
 
 impl Prometheus {
     fn start(binary: &Path, targets: &[String]) -> Self {
+        Self::with_rules(binary, targets, "groups: []\n")
+    }
+
+    /// Like [`Prometheus::start`], evaluating the rule file `rules` every second.
+    fn with_rules(binary: &Path, targets: &[String], rules: &str) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let listed: Vec<String> = targets.iter().map(|t| format!("'{t}'")).collect();
+        let rules_path = dir.path().join("rules.yml");
+        std::fs::write(&rules_path, rules).unwrap();
         let config = format!(
-            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n  - job_name: idempotency\n    static_configs:\n      - targets: [{}]\n",
+            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nrule_files: ['{}']\nscrape_configs:\n  - job_name: idempotency\n    static_configs:\n      - targets: [{}]\n",
+            rules_path.display(),
             listed.join(", ")
         );
         let config_path = dir.path().join("prometheus.yml");
@@ -235,4 +243,165 @@ async fn every_documented_dashboard_query_returns_data_from_a_real_prometheus() 
         "documented queries with no data:\n{}",
         empty.join("\n")
     );
+}
+
+/// The alerts of docs/production.md's table: a name Prometheus accepts, and the expression.
+fn documented_alerts() -> Vec<(String, String)> {
+    let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/production.md");
+    let text = std::fs::read_to_string(&docs).expect("docs/production.md");
+    let alerts = &text[text.find("## Alerts").expect("an Alerts section")..];
+    alerts
+        .lines()
+        .filter_map(|line| {
+            let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+            let expression = cells.get(2)?.strip_prefix('`')?.strip_suffix('`')?;
+            Some((cells[1].replace(' ', "_"), expression.to_owned()))
+        })
+        .collect()
+}
+
+/// The names of the alerts firing now.
+async fn firing(prometheus: &Prometheus) -> Vec<String> {
+    let mut names: Vec<String> = prometheus
+        .query(r#"ALERTS{alertstate="firing"}"#)
+        .await
+        .iter()
+        .filter_map(|sample| sample["metric"]["alertname"].as_str().map(str::to_owned))
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
+/// Waits until every alert of `names` fires, for at most `limit`.
+async fn until_firing(prometheus: &Prometheus, names: &[&str], limit: Duration) {
+    let ends = std::time::Instant::now() + limit;
+    loop {
+        let fired = firing(prometheus).await;
+        if names.iter().all(|name| fired.iter().any(|f| f == name)) {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < ends,
+            "{names:?} not all firing within {limit:?}: {fired:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_documented_alert_fires_on_its_first_event() {
+    let alerts = documented_alerts();
+    assert!(alerts.len() >= 6, "the docs' alerts: {alerts:?}");
+    let Some(binary) = prometheus_binary() else {
+        return;
+    };
+    let mut redis = support::redis_server::RedisServer::start();
+    let upstream = Upstream::tools(0);
+    let metrics = ["--metrics-listen", "127.0.0.1:0"];
+    let url = redis.url();
+    // Two instances on one Redis, and one that runs calls unprotected when Redis is down.
+    let shared = [&metrics[..], &["--redis-url", &url, "--deadline", "150ms"]].concat();
+    let (first, second) = (
+        Proxy::in_front_of(&upstream.url(), &shared),
+        Proxy::in_front_of(&upstream.url(), &shared),
+    );
+    let open = support::config_file(&format!(
+        "[store]\nredis_url = \"{url}\"\nfail_open = true\n"
+    ));
+    let open_path = open.path().to_str().unwrap();
+    let fail_open = Proxy::in_front_of(
+        &upstream.url(),
+        &[&metrics[..], &["--config", open_path]].concat(),
+    );
+    // A memory store with room for a few records of one caller.
+    let small = support::config_file("[store]\nmemory_max_bytes = 16384\n");
+    let small_path = small.path().to_str().unwrap();
+    let memory = Proxy::in_front_of(
+        &upstream.url(),
+        &[&metrics[..], &["--config", small_path]].concat(),
+    );
+    let proxies = [&first, &second, &fail_open, &memory];
+    let targets: Vec<String> = proxies
+        .iter()
+        .map(|proxy| {
+            proxy
+                .metrics
+                .as_deref()
+                .unwrap()
+                .trim_start_matches("http://")
+                .to_owned()
+        })
+        .collect();
+    let rules: String = alerts
+        .iter()
+        .map(|(name, expression)| format!("      - alert: {name}\n        expr: '{expression}'\n"))
+        .collect();
+    let prometheus = Prometheus::with_rules(
+        &binary,
+        &targets,
+        &format!("groups:\n  - name: documented\n    rules:\n{rules}"),
+    );
+
+    // Each proxy meets the tool once, so that its operation's series exist; then two scrapes.
+    for proxy in proxies {
+        let sent = post(
+            &proxy.url,
+            "/tools/send_email",
+            Some("s1"),
+            r#"{"to":"ada@example.com"}"#,
+        )
+        .await;
+        assert_eq!(sent.status, 200, "{sent:?}");
+    }
+    let scraped = prometheus.scrapes(targets.len(), 1).await;
+    prometheus.scrapes(targets.len(), scraped + 2).await;
+    // Before any event each alert's expression has its series, at 0, and none fires.
+    for (name, expression) in &alerts {
+        let series = expression.trim_end_matches(" > 0");
+        let result = prometheus.query(series).await;
+        let zero = |sample: &Value| sample["value"][1].as_str() == Some("0");
+        assert!(
+            !result.is_empty() && result.iter().all(zero),
+            "{name}: {series} before any event -> {result:?}"
+        );
+    }
+    assert_eq!(firing(&prometheus).await, Vec::<String>::new());
+
+    // A completion fenced and a lease lost: the first instance runs a call past its first
+    // renewal (a third of the 30 s lease), Redis loses its entry, and the second instance
+    // claims the intent and runs it too.
+    let slow = r#"{"to":"ada@example.com","delay_ms":10500}"#;
+    let started = post(&first.url, "/tools/send_email", Some("s1"), slow).await;
+    assert_eq!(started.status, 202, "{started:?}");
+    support::redis_server::command(redis.port, "FLUSHALL").expect("FLUSHALL");
+    let again = post(&second.url, "/tools/send_email", Some("s1"), slow).await;
+    assert_eq!(again.status, 202, "{again:?}");
+    // One caller's records past its share of the memory store: its oldest are evicted.
+    for n in 0..24 {
+        post(
+            &memory.url,
+            "/tools/send_email",
+            Some("s1"),
+            &format!(r#"{{"n":{n}}}"#),
+        )
+        .await;
+    }
+    let fenced = ["completions_fenced", "leases_lost", "records_evicted"];
+    until_firing(&prometheus, &fenced, Duration::from_secs(60)).await;
+
+    // Redis gone: the fail-open instance runs a call unprotected, and its store calls fail.
+    redis.kill();
+    let unprotected = post(
+        &fail_open.url,
+        "/tools/send_email",
+        Some("s1"),
+        r#"{"to":"bob@example.com"}"#,
+    )
+    .await;
+    assert_eq!(unprotected.status, 200, "{unprotected:?}");
+    let driven = [&fenced[..], &["unprotected_requests", "store_errors"]].concat();
+    until_firing(&prometheus, &driven, Duration::from_secs(60)).await;
+    // `completions_given_up` takes 10 minutes of refused writes: its series is checked at 0
+    // above, and it is never driven here.
 }

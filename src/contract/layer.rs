@@ -83,6 +83,7 @@ impl ContractLayer {
             label: format!("{method} {path}"),
             validator,
         };
+        crate::telemetry::schema_series(&contract.label, super::violation::REASONS);
         self.contracts_mut()
             .operations
             .entry(method)

@@ -5,6 +5,21 @@ use jsonschema::ValidationError;
 
 use crate::wording::Words;
 
+/// Every reason a violation gives, registered at 0 for each configured operation.
+pub(crate) const REASONS: &[&str] = &[
+    "not_json",
+    "required",
+    "type",
+    "format",
+    "additional_properties",
+    "enum",
+    "pattern",
+    "length",
+    "range",
+    "items",
+    "schema",
+];
+
 /// A violation, described without echoing the offending value.
 #[derive(Debug)]
 pub(crate) struct Violation {
@@ -94,6 +109,10 @@ impl Violation {
             }
             _ => ("schema", "does not match the schema".to_owned()),
         };
+        debug_assert!(
+            REASONS.contains(&reason),
+            "a reason with no series: {reason}"
+        );
         Self {
             reason,
             field,

@@ -5,6 +5,11 @@ use std::sync::Arc;
 
 use tokio_util::task::TaskTracker;
 
+use crate::telemetry::Drain;
+
+/// How often a shutdown's drain reads the executions still running into its gauge.
+const DRAIN_READING: std::time::Duration = std::time::Duration::from_millis(250);
+
 /// Executions run detached from their callers, so that a caller that disconnects cannot cancel
 /// a side effect halfway. This handle waits for them at shutdown.
 ///
@@ -21,6 +26,7 @@ use tokio_util::task::TaskTracker;
 #[derive(Clone, Debug)]
 pub struct DetachedExecutions {
     tracker: TaskTracker,
+    drain: Drain,
 }
 
 impl DetachedExecutions {
@@ -44,7 +50,8 @@ impl DetachedExecutions {
     /// Waits for the detached executions, at most `grace` (an orchestrator's shutdown grace
     /// period, less a margin), and returns how many were still running then: those are cut
     /// off when the process exits, their leases lapse, and another instance may run them
-    /// again. Each one left is counted (`idempotency_shutdown_unfinished_total`) and logged.
+    /// again. The gauge `idempotency_shutdown_unfinished` reads the executions still running
+    /// from the start of the wait, and those left at its end; each one left is logged.
     /// Call it once the server's connections are done (axum's graceful shutdown has
     /// returned): a request still in flight may start an execution after the signal.
     ///
@@ -62,13 +69,28 @@ impl DetachedExecutions {
     /// ```
     pub async fn wait_for(&self, grace: std::time::Duration) -> usize {
         self.tracker.close();
-        let finished = tokio::time::timeout(grace, self.tracker.wait()).await;
+        let ends = tokio::time::Instant::now() + grace;
+        let finished = loop {
+            self.drain.running(self.tracker.len());
+            let left = ends.saturating_duration_since(tokio::time::Instant::now());
+            let step = left.min(DRAIN_READING);
+            if tokio::time::timeout(step, self.tracker.wait())
+                .await
+                .is_ok()
+            {
+                break true;
+            }
+            if step == left {
+                break false;
+            }
+        };
         self.tracker.reopen();
-        if finished.is_ok() {
+        if finished {
+            self.drain.running(0);
             return 0;
         }
         let unfinished = self.tracker.len();
-        crate::telemetry::shutdown_unfinished(unfinished);
+        self.drain.cut_off(unfinished);
         unfinished
     }
 }
@@ -80,6 +102,7 @@ impl DetachedExecutions {
 pub(crate) struct DetachedTracker {
     tracker: TaskTracker,
     running: Arc<AtomicUsize>,
+    drain: Drain,
 }
 
 /// A place held by one execution; dropping it frees the place.
@@ -114,6 +137,7 @@ impl DetachedTracker {
     pub(crate) fn handle(&self) -> DetachedExecutions {
         DetachedExecutions {
             tracker: self.tracker.clone(),
+            drain: self.drain.clone(),
         }
     }
 }

@@ -1,7 +1,5 @@
 //! What observe mode counts: each call of a protected route checked for a repeat of its intent.
 
-use metrics::{counter, histogram};
-
 use super::Op;
 
 /// What the check of one observed call found.
@@ -49,14 +47,5 @@ impl Finding {
 /// Counts one observed call: `idempotency_duplicate_checks_total` by result, and the call's
 /// number within its intent in `idempotency_duplicate_attempts`.
 pub(crate) fn checked(op: &Op, checked: Finding) {
-    counter!(
-        "idempotency_duplicate_checks_total",
-        "operation" => op.value(),
-        "result" => checked.as_str()
-    )
-    .increment(1);
-    if let Some(attempt) = checked.attempt() {
-        histogram!("idempotency_duplicate_attempts", "operation" => op.value())
-            .record(attempt as f64);
-    }
+    op.hot.checks().checked(checked);
 }

@@ -12,6 +12,7 @@ use metrics::{counter, histogram, Counter, Gauge, Histogram};
 use crate::key::IntentKey;
 
 mod duplicates;
+mod hot;
 mod ops;
 mod report;
 mod stopwatch;
@@ -52,23 +53,22 @@ pub(crate) fn replayed(op: &Op) {
 }
 
 pub(crate) fn coalesced(op: &Op) {
-    counter!("idempotency_coalesced_total", "operation" => op.value()).increment(1);
+    op.hot.coalesced.increment(1);
     tracing::debug!("coalesced onto a running execution");
 }
 
 pub(crate) fn in_progress(op: &Op) {
-    counter!("idempotency_in_progress_total", "operation" => op.value()).increment(1);
+    op.hot.in_progress.increment(1);
     tracing::debug!("rewritten to in_progress at the deadline");
 }
 
 pub(crate) fn released(op: &Op, cause: &'static str) {
-    counter!("idempotency_releases_total", "operation" => op.value(), "cause" => cause)
-        .increment(1);
+    op.hot.released(cause);
     tracing::debug!(cause, "released the intent for a retry");
 }
 
 pub(crate) fn fenced(op: &Op) {
-    counter!("idempotency_fenced_total", "operation" => op.value()).increment(1);
+    op.hot.fenced.increment(1);
     tracing::warn!(
         "completion fenced: another owner holds this intent, so this outcome was not recorded"
     );
@@ -77,12 +77,12 @@ pub(crate) fn fenced(op: &Op) {
 /// A completion the store kept refusing was given up: the lease lapses, and a repeat may run
 /// the action again.
 pub(crate) fn completion_abandoned(op: &Op) {
-    counter!("idempotency_completions_abandoned_total", "operation" => op.value()).increment(1);
+    op.hot.abandoned.increment(1);
 }
 
 /// A lease renewal found another owner (or none): another instance may run the action.
 pub(crate) fn lease_lost(op: &Op) {
-    counter!("idempotency_lease_lost_total", "operation" => op.value()).increment(1);
+    op.hot.lease_lost.increment(1);
     tracing::warn!(
         "the lease of a running execution was lost: another instance may run this action, and \
          this execution's outcome will not be recorded"
@@ -91,8 +91,7 @@ pub(crate) fn lease_lost(op: &Op) {
 
 /// A protected request ran without protection: no scope (when allowed) or fail-open.
 pub(crate) fn unprotected(op: &Op, reason: &'static str) {
-    counter!("idempotency_unprotected_total", "operation" => op.value(), "reason" => reason)
-        .increment(1);
+    op.hot.unprotected(reason);
 }
 
 /// A client's cancellation of a protected call, answered by the layer instead of the server.
@@ -102,19 +101,41 @@ pub(crate) fn cancellation_absorbed() {
     tracing::debug!("absorbed a cancellation: the protected call goes on");
 }
 
-/// Executions still running when a shutdown's grace period ended.
-pub(crate) fn shutdown_unfinished(unfinished: usize) {
-    counter!("idempotency_shutdown_unfinished_total").increment(unfinished as u64);
-    tracing::error!(
-        unfinished,
-        "shutdown: executions still running at the end of the grace period are cut off; \
-         their leases lapse and another instance may run them again"
-    );
+/// Executions still running in a shutdown's drain (`idempotency_shutdown_unfinished`),
+/// registered at 0 with the layer: a gauge a scrape reads while the process drains, since a
+/// count made as the process exits is never scraped.
+#[derive(Clone, Debug)]
+pub(crate) struct Drain {
+    running: Gauge,
+}
+
+impl Default for Drain {
+    fn default() -> Self {
+        Self {
+            running: metrics::gauge!("idempotency_shutdown_unfinished"),
+        }
+    }
+}
+
+impl Drain {
+    /// Executions still running, as the drain waits for them.
+    pub(crate) fn running(&self, running: usize) {
+        self.running.set(running as f64);
+    }
+
+    /// Executions still running when the grace period ended: cut off, and logged.
+    pub(crate) fn cut_off(&self, unfinished: usize) {
+        self.running(unfinished);
+        tracing::error!(
+            unfinished,
+            "shutdown: executions still running at the end of the grace period are cut off; \
+             their leases lapse and another instance may run them again"
+        );
+    }
 }
 
 pub(crate) fn not_executed(op: &Op, reason: &'static str) {
-    counter!("idempotency_not_executed_total", "operation" => op.value(), "reason" => reason)
-        .increment(1);
+    op.hot.refused(reason);
     tracing::debug!(reason, "refused: not executed");
 }
 
@@ -218,6 +239,17 @@ impl MemoryStoreMetrics {
     /// (`cause="scope_share"`).
     pub(crate) fn evicted_over_share(&self) {
         self.over_share.increment(1);
+    }
+}
+
+/// Registers `idempotency_rejected_by_schema_total` at 0 for each of `reasons`, when the
+/// contract of `operation` is configured.
+#[cfg(feature = "contract")]
+pub(crate) fn schema_series(operation: &str, reasons: &[&'static str]) {
+    for reason in reasons {
+        let operation = metrics::SharedString::from(operation.to_owned());
+        counter!("idempotency_rejected_by_schema_total", "operation" => operation, "reason" => *reason)
+            .increment(0);
     }
 }
 

@@ -7,7 +7,8 @@ use std::sync::{Arc, PoisonError, RwLock};
 
 use http::request::Parts;
 use http::Method;
-use metrics::{counter, histogram, Counter, Histogram, SharedString};
+
+use super::hot::Hot;
 
 /// A user function that names the operation of a request for metrics and traces.
 pub(crate) type RouteLabel = Arc<dyn Fn(&Parts) -> String + Send + Sync>;
@@ -29,64 +30,6 @@ impl Op {
 impl std::fmt::Debug for Op {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_tuple("Op").field(&self.label).finish()
-    }
-}
-
-/// Handles registered once per operation: looking a labelled metric up in the recorder on
-/// every request costs more than the rest of a replay's bookkeeping.
-pub(super) struct Hot {
-    pub(super) executions: Counter,
-    pub(super) replays: Counter,
-    pub(super) attempts: Histogram,
-    pub(super) duration: Histogram,
-    /// Answers per status class: 1xx to 5xx, then `error`.
-    pub(super) classes: [Counter; 6],
-    /// Requests per outcome, in the order of [`OUTCOMES`].
-    outcomes: [Counter; OUTCOMES.len()],
-}
-
-/// How a request through a protected or observed route ends: the engine's outcomes, the tool's
-/// own error, and `observed` for a call observe mode passed on.
-const OUTCOMES: [&str; 8] = [
-    "executed",
-    "replayed",
-    "in_progress",
-    "failed",
-    "not_executed",
-    "unprotected",
-    "error",
-    "observed",
-];
-
-impl Hot {
-    fn new(label: &Arc<str>) -> Self {
-        let op = || SharedString::from(Arc::clone(label));
-        let class = |class: &'static str| counter!("idempotency_requests_total", "operation" => op(), "class" => class);
-        Self {
-            executions: counter!("idempotency_executions_total", "operation" => op()),
-            replays: counter!("idempotency_replays_total", "operation" => op()),
-            attempts: histogram!("idempotency_intent_attempts", "operation" => op()),
-            duration: histogram!("idempotency_request_duration_seconds", "operation" => op()),
-            classes: [
-                class("1xx"),
-                class("2xx"),
-                class("3xx"),
-                class("4xx"),
-                class("5xx"),
-                class("error"),
-            ],
-            outcomes: OUTCOMES.map(|outcome| {
-                counter!("idempotency_outcomes_total", "operation" => op(), "outcome" => outcome)
-            }),
-        }
-    }
-
-    /// The counter of `outcome`, one of [`OUTCOMES`].
-    pub(super) fn outcome(&self, outcome: &str) -> &Counter {
-        let at = OUTCOMES.iter().position(|known| *known == outcome);
-        debug_assert!(at.is_some(), "an outcome with no counter: {outcome}");
-        // Never past the list: an outcome it lacks is counted as an error of its own.
-        &self.outcomes[at.unwrap_or(6)]
     }
 }
 
@@ -248,10 +191,6 @@ impl Op {
             hot: Arc::new(Hot::new(&label)),
             label,
         }
-    }
-
-    pub(super) fn value(&self) -> SharedString {
-        SharedString::from(Arc::clone(&self.label))
     }
 
     pub(crate) fn as_str(&self) -> &str {
