@@ -13,7 +13,7 @@ pub(super) enum ClaimAnswer<A> {
     Execute(ClaimTicket),
     /// The store could not answer, and the layer fails open: run without protection, the
     /// in-process slot still held.
-    RunUnprotected(UnprotectedRun),
+    RunUnprotected(FailOpenTicket),
     /// Answered without running anything here.
     Done(Outcome<A>),
     /// The store released the intent while this caller waited on another instance's
@@ -22,7 +22,7 @@ pub(super) enum ClaimAnswer<A> {
 }
 
 /// A fail-open run's slot, and the token and time its outcome is told with.
-pub(super) struct UnprotectedRun {
+pub(super) struct FailOpenTicket {
     pub(super) token: OwnerToken,
     pub(super) lead: Lead,
     pub(super) started_at_ms: u64,

@@ -12,7 +12,7 @@ use bytes::Bytes;
 use http::request::Parts;
 use tokio::sync::oneshot;
 
-use super::claim_answer::{ClaimAnswer, UnprotectedRun};
+use super::claim_answer::{ClaimAnswer, FailOpenTicket};
 use super::elsewhere::{at_capacity, from_the_store, Holding};
 use super::execute::{self, ClaimTicket};
 use super::fail_open;
@@ -249,7 +249,7 @@ where
                 return ClaimAnswer::Done(Outcome::NotExecuted(Refusal::StoreUnavailable));
             }
             tracing::warn!("fail-open: running without protection");
-            return ClaimAnswer::RunUnprotected(UnprotectedRun {
+            return ClaimAnswer::RunUnprotected(FailOpenTicket {
                 token,
                 lead,
                 started_at_ms,

@@ -25,9 +25,9 @@ pub(super) struct Hot {
     pub(super) classes: [Counter; 6],
     /// Requests per outcome, in the order of [`OUTCOMES`].
     outcomes: [Counter; OUTCOMES.len()],
-    releases: Labelled,
-    refusals: Labelled,
-    unprotected: Labelled,
+    releases: LabelledCounters,
+    refusals: LabelledCounters,
+    unprotected: LabelledCounters,
     /// Observe mode's, registered at the operation's first observed call: an enforcing
     /// layer never counts them.
     checks: OnceLock<Checks>,
@@ -114,9 +114,9 @@ impl Hot {
             outcomes: OUTCOMES.map(|outcome| {
                 counter!("idempotency_outcomes_total", "operation" => op(), "outcome" => outcome)
             }),
-            releases: Labelled::new("idempotency_releases_total", "cause", RELEASE_CAUSES, label),
-            refusals: Labelled::new("idempotency_not_executed_total", "reason", REFUSALS, label),
-            unprotected: Labelled::new("idempotency_unprotected_total", "reason", UNPROTECTED, label),
+            releases: LabelledCounters::new("idempotency_releases_total", "cause", RELEASE_CAUSES, label),
+            refusals: LabelledCounters::new("idempotency_not_executed_total", "reason", REFUSALS, label),
+            unprotected: LabelledCounters::new("idempotency_unprotected_total", "reason", UNPROTECTED, label),
             checks: OnceLock::new(),
         }
     }
@@ -151,7 +151,7 @@ impl Hot {
 }
 
 /// One counter per known value of a label, beside the operation.
-struct Labelled {
+struct LabelledCounters {
     name: &'static str,
     key: &'static str,
     values: &'static [&'static str],
@@ -159,7 +159,7 @@ struct Labelled {
     label: Arc<str>,
 }
 
-impl Labelled {
+impl LabelledCounters {
     fn new(
         name: &'static str,
         key: &'static str,
