@@ -110,7 +110,7 @@ pub(crate) fn derive(
         let key = key_of(scope, parts, &printed, header_key.as_ref());
         Derivation {
             printed,
-            scope: ScopeHash::of(scope),
+            scope: scope_hash(scope),
             key,
         }
     });
@@ -144,6 +144,31 @@ pub(crate) fn derive(
     })
 }
 
+/// Longest scope whose hash a thread remembers.
+const REMEMBERED_SCOPE: usize = 256;
+
+/// The scope's hash, remembered for the last scope this thread hashed: the requests of a busy
+/// layer come from few sessions at a time, and each hash is a SHA-256 of its own.
+fn scope_hash(scope: &[u8]) -> ScopeHash {
+    thread_local! {
+        static LAST: std::cell::RefCell<(Vec<u8>, Option<ScopeHash>)> =
+            const { std::cell::RefCell::new((Vec::new(), None)) };
+    }
+    if scope.len() > REMEMBERED_SCOPE {
+        return ScopeHash::of(scope);
+    }
+    LAST.with_borrow_mut(|(last, hash)| match hash {
+        Some(hash) if last.as_slice() == scope => *hash,
+        _ => {
+            let computed = ScopeHash::of(scope);
+            last.clear();
+            last.extend_from_slice(scope);
+            *hash = Some(computed);
+            computed
+        }
+    })
+}
+
 /// The intent key of a request whose body `printed` fingerprinted: from the explicit key sent
 /// in the header or the body's key field, else from the fingerprint; refused if the body
 /// cannot be keyed or its key field is malformed.
@@ -174,4 +199,17 @@ fn key_of(
         &parts.uri,
         material,
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_remembered_scope_hash_is_always_the_hash_of_the_scope_asked() {
+        let long = vec![b's'; REMEMBERED_SCOPE + 1];
+        for scope in [&b"a"[..], b"a", b"b", b"a", b"", &long, b"b"] {
+            assert_eq!(scope_hash(scope), ScopeHash::of(scope));
+        }
+    }
 }
