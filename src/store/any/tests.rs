@@ -133,6 +133,16 @@ async fn memory_takes_its_budget_and_no_cache() {
     assert_eq!(store.memory().map(|m| m.weighted_size()), Some(0));
 }
 
+#[tokio::test]
+async fn the_layer_takes_it_with_its_operator_api_and_for_mcp() {
+    let store = AnyStore::from_url("memory").await.unwrap();
+    let layer = crate::IdempotencyLayer::new().store(store);
+    let _operator = layer.admin();
+    #[cfg(feature = "mcp")]
+    let _mcp = layer.clone().mcp().tasks();
+    assert_eq!(layer.store_ref().backend(), Backend::Memory);
+}
+
 /// A port on loopback with nothing listening.
 #[cfg(any(feature = "redis", feature = "postgres"))]
 fn closed_port() -> u16 {
