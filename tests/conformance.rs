@@ -149,6 +149,12 @@ mod any_store {
         let store = AnyStore::from_url(&nodes.join(",")).await.unwrap();
         assert_eq!(store.backend(), Backend::RedisCluster);
         conformance::assert_conforms(&store).await;
+        // One URL for all three: `redis+cluster://` with their hosts.
+        let hosts: Vec<&str> = nodes.iter().map(|node| &node["redis://".len()..]).collect();
+        let url = format!("redis+cluster://{}", hosts.join(","));
+        let store = AnyStore::from_url(&url).await.unwrap();
+        assert_eq!(store.backend(), Backend::RedisCluster);
+        conformance::assert_conforms(&store).await;
         // Through one node, the client learns the others.
         let one = AnyStore::cluster_builder(&nodes[..1]).unwrap();
         let store = one.build().await.unwrap();

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 #[cfg(any(feature = "redis", feature = "postgres"))]
 use super::redaction::redacted;
-use super::url::{Backend, Place};
+use super::url::{Backend, Location};
 use super::{AnyStore, Inner};
 #[cfg(feature = "postgres")]
 use crate::store::PostgresStore;
@@ -36,7 +36,7 @@ use crate::store::{Store, TieredStore};
 #[derive(Debug, Clone)]
 #[must_use = "a builder does nothing until it builds"]
 pub struct AnyStoreBuilder {
-    place: Place,
+    place: Location,
     #[cfg_attr(not(feature = "redis"), allow(dead_code, reason = "Redis's"))]
     prefix: Option<String>,
     #[cfg_attr(not(feature = "postgres"), allow(dead_code, reason = "Postgres's"))]
@@ -64,7 +64,7 @@ pub struct AnyStoreBuilder {
 }
 
 impl AnyStoreBuilder {
-    pub(super) fn new(place: Place) -> Self {
+    pub(super) fn new(place: Location) -> Self {
         Self {
             place,
             prefix: None,
@@ -81,13 +81,13 @@ impl AnyStoreBuilder {
     /// Which kind of store the URL names.
     pub fn backend(&self) -> Backend {
         match &self.place {
-            Place::Memory => Backend::Memory,
+            Location::Memory => Backend::Memory,
             #[cfg(feature = "redis")]
-            Place::Redis(_) => Backend::Redis,
+            Location::Redis(_) => Backend::Redis,
             #[cfg(feature = "redis")]
-            Place::Cluster(_) => Backend::RedisCluster,
+            Location::Cluster(_) => Backend::RedisCluster,
             #[cfg(feature = "postgres")]
-            Place::Postgres(_) => Backend::Postgres,
+            Location::Postgres(_) => Backend::Postgres,
         }
     }
 
@@ -151,22 +151,22 @@ impl AnyStoreBuilder {
     /// exist). An error names the store without its password.
     pub async fn build(self) -> Result<AnyStore, StoreError> {
         let inner = match &self.place {
-            Place::Memory => Inner::Memory(self.memory()),
+            Location::Memory => Inner::Memory(self.memory()),
             #[cfg(feature = "redis")]
-            Place::Redis(url) => {
+            Location::Redis(url) => {
                 let store = (self.redis().connect(url).await)
                     .map_err(|error| unreachable(&format!("Redis at {url}"), &error))?;
                 self.redis_inner(store)
             }
             #[cfg(feature = "redis")]
-            Place::Cluster(nodes) => {
+            Location::Cluster(nodes) => {
                 let store = (self.redis().connect_cluster(nodes).await).map_err(|error| {
                     unreachable(&format!("the Redis Cluster at {}", nodes.join(",")), &error)
                 })?;
                 self.redis_inner(store)
             }
             #[cfg(feature = "postgres")]
-            Place::Postgres(url) => {
+            Location::Postgres(url) => {
                 let store = (self.postgres().connect(url).await)
                     .map_err(|error| unreachable(&format!("PostgreSQL at {url}"), &error))?;
                 if self.tiered {

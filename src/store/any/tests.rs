@@ -181,3 +181,16 @@ async fn a_postgres_store_that_cannot_be_reached_is_named_without_its_password()
     let shown = format!("cannot connect to PostgreSQL at postgres://app:***@127.0.0.1:{port}/app");
     assert_named_without_password(&error, &shown);
 }
+
+#[test]
+fn a_redis_cluster_url_names_each_host_with_its_credentials_and_path() {
+    let nodes = super::url::cluster_hosts("redis+cluster://:p,w@a:7000,b:7001/2").unwrap();
+    assert_eq!(nodes, ["redis://:p,w@a:7000/2", "redis://:p,w@b:7001/2"]);
+    let nodes = super::url::cluster_hosts("rediss+cluster://a:7000").unwrap();
+    assert_eq!(nodes, ["rediss://a:7000"]);
+    assert_eq!(super::url::cluster_hosts("redis://a:7000"), None);
+    assert_eq!(
+        Backend::of("redis+cluster://a:7000,b:7001"),
+        Some(Backend::RedisCluster)
+    );
+}

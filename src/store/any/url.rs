@@ -18,7 +18,9 @@ pub enum Backend {
     Memory,
     /// `redis://…` or `rediss://…` (TLS): one Redis server.
     Redis,
-    /// Two or more `redis://` or `rediss://` node URLs, separated by commas: a Redis Cluster.
+    /// A Redis Cluster: `redis+cluster://HOST:PORT,HOST:PORT,…` (`rediss+cluster://` over TLS;
+    /// credentials and a path, where given, hold for every node), or two or more `redis://` or
+    /// `rediss://` node URLs separated by commas.
     RedisCluster,
     /// `postgres://…` or `postgresql://…`.
     Postgres,
@@ -35,6 +37,9 @@ impl Backend {
     /// assert_eq!(Backend::of("mysql://db/app"), None);
     /// ```
     pub fn of(url: &str) -> Option<Self> {
+        if cluster_hosts(url).is_some() {
+            return Some(Self::RedisCluster);
+        }
         let nodes = nodes(url);
         if nodes.len() > 1 {
             let all_redis = nodes.iter().all(|node| redis_scheme(node).is_some());
@@ -69,7 +74,7 @@ impl fmt::Display for Backend {
 
 /// A store's place, checked: what the builder connects to.
 #[derive(Debug, Clone)]
-pub(super) enum Place {
+pub(super) enum Location {
     Memory,
     #[cfg(feature = "redis")]
     Redis(String),
@@ -80,17 +85,20 @@ pub(super) enum Place {
 }
 
 /// What `url` names, or why this build cannot use it.
-pub(super) fn place(url: &str) -> Result<Place, StoreError> {
+pub(super) fn place(url: &str) -> Result<Location, StoreError> {
     match Backend::of(url).ok_or_else(|| unknown(url))? {
-        Backend::Memory => Ok(Place::Memory),
-        Backend::RedisCluster => cluster(&nodes(url)),
+        Backend::Memory => Ok(Location::Memory),
+        Backend::RedisCluster => match cluster_hosts(url) {
+            Some(nodes) => cluster(&nodes),
+            None => cluster(&nodes(url)),
+        },
         #[cfg(feature = "redis")]
         Backend::Redis => {
             enabled(url, redis_feature(url))?;
-            Ok(Place::Redis(url.to_owned()))
+            Ok(Location::Redis(url.to_owned()))
         }
         #[cfg(feature = "postgres")]
-        Backend::Postgres => Ok(Place::Postgres(url.to_owned())),
+        Backend::Postgres => Ok(Location::Postgres(url.to_owned())),
         #[allow(
             unreachable_patterns,
             reason = "reached in a build without a store's feature"
@@ -105,7 +113,7 @@ pub(super) fn place(url: &str) -> Result<Place, StoreError> {
 }
 
 /// A Redis Cluster reached through any of `nodes`, each a `redis://` or `rediss://` URL.
-pub(super) fn cluster<U: AsRef<str>>(nodes: &[U]) -> Result<Place, StoreError> {
+pub(super) fn cluster<U: AsRef<str>>(nodes: &[U]) -> Result<Location, StoreError> {
     let nodes: Vec<&str> = nodes.iter().map(AsRef::as_ref).collect();
     if nodes.is_empty() {
         return Err(StoreError::new(
@@ -125,7 +133,7 @@ pub(super) fn cluster<U: AsRef<str>>(nodes: &[U]) -> Result<Place, StoreError> {
     }
     #[cfg(feature = "redis")]
     {
-        Ok(Place::Cluster(
+        Ok(Location::Cluster(
             nodes.iter().map(|&node| node.to_owned()).collect(),
         ))
     }
@@ -134,6 +142,33 @@ pub(super) fn cluster<U: AsRef<str>>(nodes: &[U]) -> Result<Place, StoreError> {
         // Refused above all the same: every node needs the feature.
         Err(needs(nodes[0], "redis"))
     }
+}
+
+/// The node URLs of a `redis+cluster://` (or `rediss+cluster://`) URL: one scheme, one set of
+/// credentials and one path for a list of hosts, `redis+cluster://:PASSWORD@a:7000,b:7001`
+/// naming `redis://:PASSWORD@a:7000` and `redis://:PASSWORD@b:7001`. The credentials end at
+/// the last `@` before the path, so that a password may hold a comma; `None` for any other
+/// scheme.
+pub(super) fn cluster_hosts(url: &str) -> Option<Vec<String>> {
+    let (scheme, rest) = url.split_once("://")?;
+    let node_scheme = match scheme {
+        "redis+cluster" => "redis",
+        "rediss+cluster" => "rediss",
+        _ => return None,
+    };
+    let end = rest.find(['/', '?']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(end);
+    let (credentials, hosts) = match authority.rfind('@') {
+        Some(at) => authority.split_at(at + 1),
+        None => ("", authority),
+    };
+    Some(
+        hosts
+            .split(',')
+            .filter(|host| !host.is_empty())
+            .map(|host| format!("{node_scheme}://{credentials}{host}{tail}"))
+            .collect(),
+    )
 }
 
 /// The URLs of a list of nodes: split at each comma that a new `scheme://` follows, so that a
@@ -191,8 +226,8 @@ fn needs(url: &str, feature: &str) -> StoreError {
 fn unknown(url: &str) -> StoreError {
     StoreError::new(format!(
         "`{}` names no store: expected `memory`, a Redis URL (redis://HOST:PORT, rediss:// \
-         over TLS), the nodes of a Redis Cluster (redis://HOST:PORT,redis://HOST:PORT) or a \
-         PostgreSQL URL (postgres://USER@HOST/DATABASE)",
+         over TLS), the nodes of a Redis Cluster (redis+cluster://HOST:PORT,HOST:PORT, or \
+         redis://HOST:PORT,redis://HOST:PORT) or a PostgreSQL URL (postgres://USER@HOST/DATABASE)",
         redacted(url)
     ))
 }
