@@ -116,6 +116,68 @@ mod postgres {
     }
 }
 
+/// Every store a URL names, chosen at run time, conforms as it does by its own type.
+mod any_store {
+    use tower_idempotency::store::{conformance, AnyStore, Backend};
+
+    #[tokio::test]
+    async fn memory_by_url_conforms() {
+        let store = AnyStore::from_url("memory").await.unwrap();
+        assert_eq!(store.backend(), Backend::Memory);
+        conformance::assert_conforms(&store).await;
+    }
+
+    #[cfg(feature = "redis")]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn redis_by_url_conforms_alone_and_under_the_tiered_cache() {
+        let server = crate::support::redis_server::RedisServer::start();
+        let store = AnyStore::from_url(&server.url()).await.unwrap();
+        assert_eq!(store.backend(), Backend::Redis);
+        conformance::assert_conforms(&store).await;
+        let builder = AnyStore::builder(&server.url()).unwrap().prefix("tiered:");
+        let tiered = builder.tiered().build().await.unwrap();
+        assert!(tiered.is_tiered());
+        conformance::assert_conforms(&tiered).await;
+    }
+
+    #[cfg(feature = "redis")]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_redis_cluster_of_three_by_its_nodes_urls_conforms() {
+        let cluster = crate::support::redis_server::RedisCluster::start();
+        let nodes = cluster.urls();
+        assert_eq!(nodes.len(), 3);
+        let store = AnyStore::from_url(&nodes.join(",")).await.unwrap();
+        assert_eq!(store.backend(), Backend::RedisCluster);
+        conformance::assert_conforms(&store).await;
+        // One URL for all three: `redis+cluster://` with their hosts.
+        let hosts: Vec<&str> = nodes.iter().map(|node| &node["redis://".len()..]).collect();
+        let url = format!("redis+cluster://{}", hosts.join(","));
+        let store = AnyStore::from_url(&url).await.unwrap();
+        assert_eq!(store.backend(), Backend::RedisCluster);
+        conformance::assert_conforms(&store).await;
+        // Through one node, the client learns the others.
+        let one = AnyStore::cluster_builder(&nodes[..1]).unwrap();
+        let store = one.build().await.unwrap();
+        assert_eq!(store.backend(), Backend::RedisCluster);
+        conformance::assert_conforms(&store).await;
+    }
+
+    #[cfg(feature = "postgres")]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn postgres_by_url_conforms_alone_and_under_the_tiered_cache() {
+        let server = crate::support::postgres_server::PostgresServer::start();
+        let store = AnyStore::from_url(&server.url()).await.unwrap();
+        assert_eq!(store.backend(), Backend::Postgres);
+        conformance::assert_conforms(&store).await;
+        let postgresql = server.url().replacen("postgres://", "postgresql://", 1);
+        let builder = AnyStore::builder(&postgresql)
+            .unwrap()
+            .table("any_store_intents");
+        let tiered = builder.pool_size(4).tiered().build().await.unwrap();
+        conformance::assert_conforms(&tiered).await;
+    }
+}
+
 #[tokio::test]
 async fn a_store_that_does_not_fence_fails_the_suite() {
     let violations = conformance::check(&NoFence::new())

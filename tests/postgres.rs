@@ -1,6 +1,7 @@
 //! The Postgres store under the layer, on a PostgreSQL the tests start themselves: an owner
-//! killed mid-execution leaves its intent to another instance once its lease lapses, and
-//! observe mode counts repeats across instances on one database.
+//! killed mid-execution leaves its intent to another instance once its lease lapses, observe
+//! mode counts repeats across instances on one database, and transactional mode holds on a
+//! store chosen by URL.
 #![cfg(feature = "postgres")]
 
 mod support;
@@ -52,4 +53,34 @@ async fn in_observe_mode_instances_on_one_database_count_repeats_together() {
         [1, 5],
         "one first call, five repeats, across both instances"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn transactional_mode_on_a_store_chosen_by_url_commits_in_the_handlers_transaction() {
+    use axum::routing::post;
+    use axum::{Extension, Router};
+    use tower_idempotency::store::{AnyStore, Transaction};
+
+    let memory = AnyStore::from_url("memory").await.unwrap();
+    let refused = IdempotencyLayer::with_store(memory).transactional();
+    let refused = refused.expect_err("the memory store has no transaction to give");
+    assert!(refused.to_string().contains("PostgreSQL"), "{refused}");
+
+    let database = PostgresServer::start();
+    let builder = AnyStore::builder(&database.url()).unwrap();
+    let store = builder.tiered().build().await.unwrap();
+    async fn create(Extension(transaction): Extension<Transaction>) -> String {
+        let client = transaction.client().await.unwrap();
+        let sql =
+            "CREATE TABLE IF NOT EXISTS orders (item text); INSERT INTO orders VALUES ('tea')";
+        client.batch_execute(sql).await.unwrap();
+        let row = client.query_one("SELECT count(*) FROM orders", &[]).await;
+        row.unwrap().get::<_, i64>(0).to_string()
+    }
+    let layer = IdempotencyLayer::with_store(store).transactional().unwrap();
+    let client = Client::in_memory(Router::new().route("/orders", post(create)).layer(layer));
+    let first = client.post("/orders", "s", r#"{"item":"tea"}"#).await;
+    assert_eq!(first.text(), "1", "{first:?}");
+    let again = client.post("/orders", "s", r#"{"item":"tea"}"#).await;
+    assert_eq!(again.text(), "1", "a replay, with one order: {again:?}");
 }

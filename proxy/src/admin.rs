@@ -129,7 +129,7 @@ async fn ready<St: Store>(admin: &Admin<St>) -> Result<(), String> {
         Ok(Err(error)) => {
             // The database's own words stay in the log: a probe's answer may be seen by more
             // than the operator.
-            let error = crate::secrets::redacted(&error.to_string());
+            let error = tower_idempotency::store::redacted(&error.to_string());
             tracing::warn!(%error, "not ready: the store cannot answer a readiness probe");
             Err("the store cannot answer (the proxy's log says why)".to_owned())
         }

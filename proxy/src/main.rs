@@ -15,7 +15,6 @@ mod config;
 mod forward;
 mod logs;
 mod routes;
-mod secrets;
 mod serve;
 mod stack;
 mod upstream;
@@ -23,6 +22,7 @@ mod upstream;
 use std::process::ExitCode;
 
 use clap::Parser;
+use tower_idempotency::store::redacted;
 
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
@@ -30,10 +30,7 @@ fn main() -> ExitCode {
         Ok(config) => config,
         Err(error) => {
             // A file's line is quoted as written: a store URL on it shows no password.
-            eprintln!(
-                "idempotency-proxy: {}",
-                secrets::redacted(&error.to_string())
-            );
+            eprintln!("idempotency-proxy: {}", redacted(&error.to_string()));
             return ExitCode::from(2);
         }
     };
@@ -51,7 +48,7 @@ fn main() -> ExitCode {
     match runtime.block_on(serve::run(config)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("idempotency-proxy: {}", secrets::redacted(&error));
+            eprintln!("idempotency-proxy: {}", redacted(&error));
             ExitCode::FAILURE
         }
     }

@@ -12,14 +12,13 @@ use hyper_util::service::TowerToHyperService;
 use metrics_exporter_prometheus::{BuildError, Matcher, PrometheusBuilder, PrometheusHandle};
 use tokio::net::TcpListener;
 use tower::ServiceExt;
-use tower_idempotency::store::{MemoryStore, PostgresStore, RedisStore, Store, TieredStore};
+use tower_idempotency::store::Store;
 use tower_idempotency::{ATTEMPT_BUCKETS, DURATION_BUCKETS};
 
 use crate::admin::{self, Admin};
 use crate::body::Inbound;
-use crate::config::{Config, LogFormat, Mode, StoreKind};
+use crate::config::{Config, LogFormat, Mode};
 use crate::forward::{drop_forwarding, is_trusted, strip_hop_by_hop, ClientAddr};
-use crate::secrets::redacted;
 use crate::stack;
 
 /// The Prometheus exporter, its histograms with the layer's buckets.
@@ -53,15 +52,6 @@ fn default_prefix(upstream: &http::Uri) -> String {
     format!("idempotency:{place}:")
 }
 
-/// A shared store with a local cache in front, as the file sizes it.
-fn cached<S: Store>(remote: S, store: &crate::config::Store) -> TieredStore<S> {
-    let tiered = match store.memory_max_bytes {
-        Some(bytes) => TieredStore::with_local_bytes(remote, bytes),
-        None => TieredStore::new(remote),
-    };
-    tiered.local_ttl(store.local_ttl)
-}
-
 /// Runs until a shutdown signal; `Err` says why it could not start.
 pub async fn run(config: Config) -> Result<(), String> {
     // Metrics are recorded only where they are served.
@@ -70,50 +60,17 @@ pub async fn run(config: Config) -> Result<(), String> {
         .map(|_| recorder().and_then(PrometheusBuilder::install_recorder))
         .transpose()
         .map_err(|error| format!("cannot install the metrics recorder: {error}"))?;
-    let store = &config.store;
-    let redis = || {
-        let prefix = store
-            .prefix
-            .clone()
-            .unwrap_or_else(|| default_prefix(&config.upstream.url));
-        let mut builder = RedisStore::builder().prefix(prefix);
-        if let Some(timeout) = store.call_timeout {
-            builder = builder.call_timeout(timeout);
-        }
-        builder
+    // The crate's store for what the settings name: one program whatever they name.
+    let prefix = || default_prefix(&config.upstream.url);
+    let built = match config.store.builder(prefix) {
+        Ok(builder) => builder.build().await,
+        Err(error) => Err(error),
     };
-    match &store.kind {
-        StoreKind::Memory => {
-            let mut builder = MemoryStore::builder();
-            if let Some(bytes) = store.memory_max_bytes {
-                builder = builder.max_bytes(bytes);
-            }
-            serve(&config, builder.build(), prometheus).await
-        }
-        StoreKind::Redis(url) => {
-            let remote = redis().connect(url).await.map_err(|error| {
-                format!("cannot connect to Redis at {}: {error}", redacted(url))
-            })?;
-            serve(&config, cached(remote, store), prometheus).await
-        }
-        StoreKind::Cluster(urls) => {
-            let remote = redis().connect_cluster(urls).await.map_err(|error| {
-                let nodes = redacted(&urls.join(","));
-                format!("cannot connect to the Redis Cluster at {nodes}: {error}")
-            })?;
-            serve(&config, cached(remote, store), prometheus).await
-        }
-        StoreKind::Postgres(url) => {
-            let mut builder = PostgresStore::builder();
-            if let Some(timeout) = store.call_timeout {
-                builder = builder.call_timeout(timeout);
-            }
-            let remote = builder.connect(url).await.map_err(|error| {
-                format!("cannot connect to PostgreSQL at {}: {error}", redacted(url))
-            })?;
-            serve(&config, cached(remote, store), prometheus).await
-        }
-    }
+    // The store error's own words ("cannot connect to Redis at …"), without the wrapper's.
+    let store = built.map_err(|error| {
+        std::error::Error::source(&error).map_or_else(|| error.to_string(), ToString::to_string)
+    })?;
+    serve(&config, store, prometheus).await
 }
 
 async fn serve<St: Store>(

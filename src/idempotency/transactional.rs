@@ -1,7 +1,7 @@
 //! Transactional mode on the layer: the call's record committed in the handler's own
 //! Postgres transaction ([`Transaction`](crate::store::Transaction)).
 
-use crate::store::{PostgresStore, TieredStore};
+use crate::store::{AnyStore, PostgresStore, StoreError, TieredStore};
 use crate::IdempotencyLayer;
 
 impl IdempotencyLayer<PostgresStore> {
@@ -56,5 +56,22 @@ impl IdempotencyLayer<TieredStore<PostgresStore>> {
     pub fn transactional(self) -> Self {
         let transactions = self.store_ref().remote().transactions();
         self.set(|s| s.transactions = Some(transactions))
+    }
+}
+
+impl IdempotencyLayer<AnyStore> {
+    /// Transactional mode on a store chosen at run time: as
+    /// [`IdempotencyLayer::<PostgresStore>::transactional`](IdempotencyLayer::transactional),
+    /// where the store is PostgreSQL (under the cache or not); an error where it is not, which
+    /// has no transaction to give the handler.
+    pub fn transactional(self) -> Result<Self, StoreError> {
+        let Some(store) = self.store_ref().postgres() else {
+            return Err(StoreError::new(format!(
+                "transactional mode needs a PostgreSQL store, not {}",
+                self.store_ref().backend()
+            )));
+        };
+        let transactions = store.transactions();
+        Ok(self.set(|s| s.transactions = Some(transactions)))
     }
 }

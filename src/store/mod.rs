@@ -4,6 +4,7 @@
 //! write by the [`OwnerToken`] that claim handed out, so an owner that lost its lease can never
 //! overwrite the record of the one that took over.
 
+mod any;
 mod codec;
 #[cfg(feature = "conformance")]
 #[cfg_attr(docsrs, doc(cfg(feature = "conformance")))]
@@ -41,6 +42,8 @@ pub(crate) fn store_millis(duration: Duration) -> u64 {
     u64::try_from(millis).unwrap_or(u64::MAX)
 }
 
+pub use any::redaction::redacted;
+pub use any::{AnyStore, AnyStoreBuilder, Backend};
 pub use codec::DecodeError;
 pub(crate) use hints::{answers_at_once, cached};
 pub use memory::{MemoryStore, MemoryStoreBuilder};

@@ -1,19 +1,21 @@
-//! Which store the flags and the file name, checked: one kind, with a URL of its scheme.
+//! Which store the flags and the file name, checked: one kind, with a URL of its scheme; and
+//! the crate's builder for it.
+
+use tower_idempotency::store::{redacted, AnyStore, AnyStoreBuilder, Backend, StoreError};
 
 use super::file::StoreTable;
 use super::{ConfigError, Store, StoreKind};
 use crate::cli::Cli;
-use crate::secrets::redacted;
 
 pub(super) fn store(
     cli: &Cli,
     table: &StoreTable,
     where_: &dyn Fn(std::ops::Range<usize>) -> String,
 ) -> Result<Store, ConfigError> {
-    let redis = |url: &str| url_of(url, &["redis", "rediss"], "Redis", "redis://127.0.0.1:6379");
+    let redis = |url: &str| url_of(url, Backend::Redis, "Redis", "redis://127.0.0.1:6379");
     let postgres = |url: &str| {
         let example = "postgres://app@127.0.0.1:5432/app";
-        url_of(url, &["postgres", "postgresql"], "PostgreSQL", example)
+        url_of(url, Backend::Postgres, "PostgreSQL", example)
     };
     let kind = if let Some(url) = &cli.postgres_url {
         StoreKind::Postgres(postgres(url).map_err(|m| ConfigError(format!("--postgres-url: {m}")))?)
@@ -83,16 +85,42 @@ pub(super) fn store(
     })
 }
 
-/// `url` if it has one of `schemes`; else what a URL of `what` looks like, and `url` without
-/// its password.
-fn url_of(url: &str, schemes: &[&str], what: &str, example: &str) -> Result<String, String> {
-    let scheme = url.split_once("://").map(|(scheme, _)| scheme);
-    if scheme.is_some_and(|scheme| schemes.contains(&scheme)) {
-        Ok(url.to_owned())
-    } else {
-        Err(format!(
+/// `url` if the crate reads it as a URL of `backend` that this build has; else what a URL of
+/// `what` looks like, and `url` without its password.
+fn url_of(url: &str, backend: Backend, what: &str, example: &str) -> Result<String, String> {
+    if Backend::of(url) != Some(backend) {
+        return Err(format!(
             "`{}` is not a {what} URL: expected one like {example}",
             redacted(url)
-        ))
+        ));
+    }
+    // A store whose feature this build lacks (`rediss://` without `redis-tls`) is refused here.
+    AnyStore::builder(url)
+        .map(|_| url.to_owned())
+        .map_err(|error| error.to_string())
+}
+
+impl Store {
+    /// The crate's builder for this store, with the file's settings: Redis keys under the
+    /// prefix (`default_prefix` where none is set), and the local cache in front of a shared
+    /// store.
+    pub fn builder(
+        &self,
+        default_prefix: impl FnOnce() -> String,
+    ) -> Result<AnyStoreBuilder, StoreError> {
+        let builder = match &self.kind {
+            StoreKind::Memory => AnyStore::builder("memory"),
+            StoreKind::Redis(url) | StoreKind::Postgres(url) => AnyStore::builder(url),
+            StoreKind::Cluster(nodes) => AnyStore::cluster_builder(nodes),
+        }?;
+        let prefix = self.prefix.clone().unwrap_or_else(default_prefix);
+        let mut builder = builder.prefix(prefix).local_ttl(self.local_ttl);
+        if let Some(timeout) = self.call_timeout {
+            builder = builder.call_timeout(timeout);
+        }
+        if let Some(bytes) = self.memory_max_bytes {
+            builder = builder.max_bytes(bytes);
+        }
+        Ok(builder)
     }
 }

@@ -118,6 +118,11 @@ impl RedisStore {
         super::TieredStore::new(self)
     }
 
+    /// Whether it keeps intents in a Redis Cluster rather than on one server.
+    pub(crate) fn is_cluster(&self) -> bool {
+        matches!(self.connection, Connection::Cluster(_))
+    }
+
     fn redis_key(&self, key: &IntentKey) -> String {
         let mut name = String::with_capacity(self.prefix.len() + 66);
         name.push_str(&self.prefix);

@@ -1,5 +1,5 @@
-//! Store URLs as they may be shown: every password in them replaced by `***`, wherever the
-//! proxy prints one (a refused setting, a store it cannot reach, a log line).
+//! Store URLs as they may be shown: every password in them replaced by `***`, wherever one is
+//! printed (a refused URL, a store that cannot be reached, a log line).
 //!
 //! Hand-written rather than parsed by `url`: a URL that is refused is one a parser may not
 //! take (`postgresql+asyncpg://`, a password with a raw `@` or space), and its password must
@@ -12,6 +12,15 @@ const HIDDEN: &str = "***";
 /// a URL's (`scheme://user:***@host`, and `password=***` in its query) and a libpq
 /// `key=value` string's (`password=***`, quoted or not, `sslpassword` too). Text with no
 /// password comes back as it was.
+///
+/// [`AnyStore`](super::AnyStore)'s errors are shown this way already; this is for text that
+/// may hold a store URL from elsewhere (a configuration file's line, a log message).
+///
+/// ```
+/// use tower_idempotency::store::redacted;
+///
+/// assert_eq!(redacted("redis://app:secret@10.0.0.5:6379"), "redis://app:***@10.0.0.5:6379");
+/// ```
 pub fn redacted(text: &str) -> String {
     key_value_passwords(&url_passwords(text))
 }
