@@ -49,7 +49,7 @@ where
 
     /// The call of the tool, and its answer read for the engine: what an execution runs.
     fn work(
-        &mut self,
+        &self,
         inner: S,
         parts: Parts,
         body: Bytes,
@@ -161,7 +161,7 @@ where
                 }
             };
             let call = dialect.call(&parts);
-            let engine = Arc::clone(dialect.engine());
+            let engine = dialect.engine();
             let work = |parts, bytes| dialect.work(inner, parts, bytes);
             let span = &telling.span;
             span.in_scope(|| engine.begin(parts, bytes, &scope, &telling.op, call, work))

@@ -44,7 +44,7 @@ where
     }
 
     fn work(
-        &mut self,
+        &self,
         mut inner: S,
         parts: Parts,
         body: Bytes,

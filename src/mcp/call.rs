@@ -88,7 +88,7 @@ where
         form,
         as_task,
         timing,
-        outlet: None,
+        outlet: std::sync::Mutex::new(None),
         attached: None,
     };
     crate::dialect::protect(mcp, inner, parts, Payload::Read(bytes))
@@ -125,7 +125,7 @@ where
             false => {
                 let listens = message::accepts(&parts.headers, "text/event-stream");
                 let relayed = relayed(&self.endpoint, parts, &self.call, listens);
-                self.outlet = Some(relayed.outlet);
+                self.outlet = std::sync::Mutex::new(Some(relayed.outlet));
                 self.attached = relayed.attached;
                 Some(relayed.relaying)
             }
@@ -138,7 +138,7 @@ where
     }
 
     fn work(
-        &mut self,
+        &self,
         mut inner: S,
         mut parts: Parts,
         mut bytes: Bytes,
@@ -147,7 +147,9 @@ where
         let era = self.era;
         let id = self.call.id.clone();
         let limit = self.endpoint.engine.settings.response_limit;
-        let outlet = self.outlet.take();
+        let outlet = (self.outlet.lock())
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
         async move {
             // Only the layer makes a task of a protected call.
             if names_extension {

@@ -32,7 +32,8 @@ pub(crate) struct McpCall<St> {
     pub(crate) retention: Duration,
     pub(super) timing: Timing,
     /// Where what the server says mid-call goes, once the call is relayed.
-    pub(super) outlet: Option<Outlet>,
+    /// Taken by the call's work, which the driver asks for through a shared borrow.
+    pub(super) outlet: std::sync::Mutex<Option<Outlet>>,
     /// For a caller that takes an event stream: where its attachment comes back, with the
     /// call's slot for its cancellation.
     pub(super) attached: Option<(oneshot::Receiver<Attachment>, u128)>,
