@@ -12,6 +12,7 @@ use tracing::Instrument;
 
 use super::Tool;
 use crate::body::{read_body, Bufferable, Keepable, ResponseBody};
+use crate::engine::path::Running;
 use crate::engine::{self, Beginning, Call, Decision, Engine, Reading, Refusal, ScopeDecision};
 use crate::scope::{Scope, ScopeFault};
 use crate::store::Store;
@@ -58,16 +59,16 @@ where
     /// The engine's decision as the response the caller gets.
     fn render(&self, decided: Decision<Self::Answer>) -> Response<ResponseBody<ResBody>>;
 
-    /// The answer of a request the engine has begun: what it decides, rendered and counted.
-    /// A protocol that answers otherwise while the execution runs (an event stream) says so
-    /// here.
-    fn answer(
+    /// The answer of a request on its path through the engine: what it comes to, rendered and
+    /// counted. A protocol that answers otherwise while the execution runs (an event stream)
+    /// says so here.
+    fn answer_running(
         self,
-        begun: Beginning<Self::Answer, S::Error>,
+        running: Running<Self::Answer, S::Error>,
         telling: Telling,
     ) -> impl Future<Output = Answer<ResBody, S::Error>> + Send {
         async move {
-            let decided = decided(begun, &telling.span).await;
+            let decided = running.instrument(telling.span.clone()).await;
             finish(&self, &telling, decided)
         }
     }
@@ -166,19 +167,12 @@ where
             let span = &telling.span;
             span.in_scope(|| engine.begin(parts, bytes, &scope, &telling.op, call, work))
         };
-        dialect.answer(begun, telling).await
-    }
-}
-
-/// What the engine decided of a request it has begun: at once, or once the request's path,
-/// awaited inside its span, comes to an outcome.
-pub(crate) async fn decided<A, E>(
-    begun: Beginning<A, E>,
-    span: &tracing::Span,
-) -> Result<Decision<A>, E> {
-    match begun {
-        Beginning::Decided(decided) => Ok(decided),
-        Beginning::Running(running) => running.instrument(span.clone()).await,
+        // A decision the engine made at once (a refusal, a replay this process holds) is
+        // answered here, with no future of the dialect's.
+        match begun {
+            Beginning::Decided(decided) => finish(&dialect, &telling, Ok(decided)),
+            Beginning::Running(running) => dialect.answer_running(running, telling).await,
+        }
     }
 }
 

@@ -7,7 +7,7 @@ mod drive;
 pub(crate) use drive::{protect, Answer, Dialect, Payload};
 // What a protocol that answers while its execution runs (MCP's event streams) finishes with.
 #[cfg(feature = "mcp")]
-pub(crate) use drive::{decided, finish, Telling};
+pub(crate) use drive::{finish, Telling};
 
 use ::http::{Request, Response};
 use tower_service::Service;

@@ -9,6 +9,7 @@ use bytes::Bytes;
 use http::request::Parts;
 use http::{header, Request, Response};
 use tokio::sync::oneshot;
+use tracing::Instrument;
 
 use super::cancellation;
 use super::dialect::McpCall;
@@ -22,9 +23,10 @@ use super::relay::{self, Outlet};
 use super::resume::{self, Resumption};
 use super::tool::ServerAnswer;
 use crate::body::{Bufferable, Keepable, ResponseBody};
-use crate::dialect::{decided, finish, Answer, Dialect, Payload, Telling, Tool};
+use crate::dialect::{finish, Answer, Dialect, Payload, Telling, Tool};
+use crate::engine::path::Running;
 use crate::engine::relay::{Attachment, Relay, Relaying};
-use crate::engine::{Beginning, Call, Decision, Engine, Reading};
+use crate::engine::{Call, Decision, Engine, Reading};
 use crate::scope::{Scope, ScopeFault};
 use crate::store::{Protocol, Store};
 use crate::telemetry::Op;
@@ -173,18 +175,18 @@ where
             .map(ResponseBody::full)
     }
 
-    async fn answer(
+    async fn answer_running(
         mut self,
-        begun: Beginning<ServerAnswer, S::Error>,
+        running: Running<ServerAnswer, S::Error>,
         telling: Telling,
     ) -> Answer<ResBody, S::Error> {
-        match (begun, self.attached.take()) {
-            (Beginning::Running(running), Some((attached, slot))) => {
+        match self.attached.take() {
+            Some((attached, slot)) => {
                 let live = Live { mcp: self, telling };
                 live::answer(live, slot, running, attached).await
             }
-            (begun, _) => {
-                let decided = decided(begun, &telling.span).await;
+            None => {
+                let decided = running.instrument(telling.span.clone()).await;
                 finish::<_, S, B, ResBody>(&self, &telling, decided)
             }
         }
