@@ -91,15 +91,14 @@ impl AnyStoreBuilder {
         }
     }
 
-    /// Redis: the prefix of every key ([`RedisStoreBuilder::prefix`](crate::store::RedisStoreBuilder::prefix),
-    /// default `idempotency:`).
+    /// Redis: the prefix of every key (`RedisStoreBuilder::prefix`, default `idempotency:`).
     pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
         self.prefix = Some(prefix.into());
         self
     }
 
-    /// PostgreSQL: the table of intents ([`PostgresStoreBuilder::table`](crate::store::PostgresStoreBuilder::table),
-    /// default `idempotency_intents`).
+    /// PostgreSQL: the table of intents (`PostgresStoreBuilder::table`, default
+    /// `idempotency_intents`).
     pub fn table(mut self, table: impl Into<String>) -> Self {
         self.table = Some(table.into());
         self

@@ -89,13 +89,13 @@ impl AnyStore {
     /// Connects to the store `url` names, with the defaults of its kind:
     ///
     /// - `memory` (or `memory://`): a [`MemoryStore`] of 64 MiB;
-    /// - `redis://HOST:PORT`, `rediss://HOST:PORT` (TLS): a [`RedisStore`](super::RedisStore)
-    ///   on one server;
-    /// - the nodes of a Redis Cluster, their URLs separated by commas
-    ///   (`redis://10.0.0.1:7000,redis://10.0.0.2:7000`), or [`AnyStore::cluster_builder`]
-    ///   for a cluster reached through one node;
+    /// - `redis://HOST:PORT`, `rediss://HOST:PORT` (TLS): a `RedisStore` on one server
+    ///   (feature `redis`);
+    /// - a Redis Cluster: `redis+cluster://10.0.0.1:7000,10.0.0.2:7000`, or its nodes' URLs
+    ///   separated by commas (`redis://10.0.0.1:7000,redis://10.0.0.2:7000`), or
+    ///   [`AnyStore::cluster_builder`] for a cluster reached through one node;
     /// - `postgres://USER:PASSWORD@HOST:PORT/DATABASE` (or `postgresql://`): a
-    ///   [`PostgresStore`](super::PostgresStore), which makes its table if it does not exist.
+    ///   `PostgresStore` (feature `postgres`), which makes its table if it does not exist.
     ///
     /// An error says why, with the URL shown without its password: a URL that names no store,
     /// one whose feature this build lacks, a store that cannot be reached.
