@@ -275,18 +275,15 @@ async fn firing(prometheus: &Prometheus) -> Vec<String> {
 
 /// Waits until every alert of `names` fires, for at most `limit`.
 async fn until_firing(prometheus: &Prometheus, names: &[&str], limit: Duration) {
-    let ends = std::time::Instant::now() + limit;
-    loop {
+    let what = format!("the alerts {names:?} all firing");
+    eventually(&what, limit, || async {
         let fired = firing(prometheus).await;
-        if names.iter().all(|name| fired.iter().any(|f| f == name)) {
-            return;
-        }
-        assert!(
-            std::time::Instant::now() < ends,
-            "{names:?} not all firing within {limit:?}: {fired:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
+        names
+            .iter()
+            .all(|name| fired.iter().any(|f| f == name))
+            .then_some(())
+    })
+    .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
