@@ -87,7 +87,7 @@ pub use headers::{INTENT_HEADER, REPLAYED_HEADER};
 pub use idempotency::{Idempotency, IdempotencyLayer, ResponseFuture};
 pub use key::IntentKey;
 pub use scope::DEFAULT_SCOPE_HEADER;
-pub use settings::DEFAULT_STATUS_PATH;
+pub use settings::{RetryBudget, DEFAULT_STATUS_PATH};
 pub use store::ReleaseCause;
 pub use telemetry::{
     DuplicateCounts, DuplicateReport, Duplicates, OperationDuplicates, RepeatingCaller,

@@ -174,6 +174,9 @@ fn tools<St>(config: &Config, mut layer: McpIdempotencyLayer<St>) -> McpIdempote
         if let Some(retention) = tool.retention {
             layer = layer.retention_for_tool(name, retention);
         }
+        if let Some(budget) = tool.retry_budget {
+            layer = layer.retry_budget_for_tool(name, budget);
+        }
         for pointer in &tool.ignore_arguments {
             layer = layer.ignore_argument_of_tool(name, pointer);
         }
@@ -189,7 +192,8 @@ fn when_missing<St: Store>(config: &Config, layer: IdempotencyLayer<St>) -> Idem
     }
 }
 
-/// A route's times: its deadline, retention and execution bound, where it sets them.
+/// A route's times: its deadline, retention and execution bound, where it sets them, and its
+/// retry budget.
 fn timing<St: Store>(route: &Route, mut layer: IdempotencyLayer<St>) -> IdempotencyLayer<St> {
     if let Some(deadline) = route.deadline {
         layer = layer.deadline(deadline);
@@ -200,5 +204,5 @@ fn timing<St: Store>(route: &Route, mut layer: IdempotencyLayer<St>) -> Idempote
     if let Some(limit) = route.max_execution {
         layer = layer.max_execution(limit);
     }
-    layer
+    layer.retry_budget(route.retry_budget)
 }

@@ -8,6 +8,44 @@ use std::collections::{HashMap, HashSet};
 use support::redis_server::{RedisCluster, RedisServer};
 use support::{post, stats, Proxy, Upstream};
 
+#[tokio::test]
+async fn two_proxies_on_one_redis_share_an_intents_failures_in_a_row() {
+    let redis = RedisServer::start();
+    let upstream = Upstream::tools(0);
+    let text = format!(
+        "[store]\nredis_url = \"{}\"\n[defaults]\nretry_backoff = \"2s\"\nmax_failures = 3\nfailure_cooldown = \"1h\"\n",
+        redis.url()
+    );
+    let (one, _one_config) = support::proxy_with_config(&upstream.url(), &text);
+    let (two, _two_config) = support::proxy_with_config(&upstream.url(), &text);
+    let call = |proxy: &Proxy| {
+        let url = proxy.url.clone();
+        async move { post(&url, "/tools/broken", Some("s1"), "{}").await }
+    };
+    // One failure on each proxy: the second ran at once.
+    assert_eq!(call(&one).await.status, 500);
+    assert_eq!(call(&two).await.status, 500);
+    // Two failures in a row, written by the second proxy, hold the first back for 2 s.
+    let held = call(&one).await;
+    assert_eq!(held.status, 429, "{held:?}");
+    assert_eq!(held.header("retry-after"), Some("2"));
+    assert!(
+        held.text().contains("its last 2 attempts in a row"),
+        "{held:?}"
+    );
+    assert_eq!(stats(&upstream.url()).await["broken"], 2);
+    tokio::time::sleep(std::time::Duration::from_millis(2_100)).await;
+    // Past the wait, the third attempt runs, through either proxy; then both hold it back
+    // for the cooldown.
+    assert_eq!(call(&one).await.status, 500);
+    for proxy in [&one, &two] {
+        let held = call(proxy).await;
+        assert_eq!(held.status, 429, "{held:?}");
+        assert_eq!(held.header("retry-after"), Some("3600"));
+    }
+    assert_eq!(stats(&upstream.url()).await["broken"], 3);
+}
+
 const INTENTS: usize = 10;
 const CALLS_PER_INTENT: usize = 8;
 

@@ -28,6 +28,9 @@ pub(crate) struct ClaimTicket {
     pub(crate) lead: Lead,
     pub(crate) reservation: Reservation,
     pub(crate) started_at_ms: u64,
+    /// The intent's failures in a row before this attempt (from the tombstone the claim
+    /// replaced).
+    pub(crate) failures_before: u32,
     /// Begun, in transactional mode: the outcome is committed in it.
     pub(crate) transaction: Option<Arc<dyn Transactional>>,
 }
@@ -66,6 +69,7 @@ where
         lead,
         reservation,
         started_at_ms,
+        failures_before,
         transaction,
     } = claimed;
     let recorder = Recorder {
@@ -73,6 +77,7 @@ where
         intent,
         token,
         started_at_ms,
+        failures_before,
     };
     let after = Settle {
         lead,

@@ -14,7 +14,7 @@ use crate::key::{
     Unkeyable,
 };
 use crate::scope::Scope;
-use crate::settings::{Settings, Timing};
+use crate::settings::{RetryBudget, Settings, Timing};
 use crate::store::Protocol;
 use crate::telemetry::Op;
 
@@ -52,6 +52,8 @@ pub(crate) struct Intent {
     pub(crate) retention: Duration,
     /// How long the execution may run before it is abandoned, if it is bounded.
     pub(crate) max_execution: Option<Duration>,
+    /// How soon the intent may run again after its attempts failed in a row.
+    pub(crate) retry_budget: RetryBudget,
     /// The protocol the call came in, kept with its record.
     pub(crate) protocol: Protocol,
 }
@@ -140,6 +142,9 @@ pub(crate) fn derive(
         asynchronous: deadline.is_zero(),
         retention,
         max_execution: settings.paths.max_execution(path),
+        retry_budget: timing
+            .retry_budget
+            .unwrap_or_else(|| settings.paths.retry_budget(path)),
         protocol,
     })
 }

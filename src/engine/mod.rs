@@ -40,6 +40,8 @@
 //! awaiting future until the statement ends, so `Box::pin(work()).await` would carry the whole
 //! state of `work` in every request's future anyway.
 
+mod backoff;
+mod claim;
 mod claim_answer;
 pub(crate) mod detached;
 mod elsewhere;

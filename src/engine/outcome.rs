@@ -109,6 +109,13 @@ pub(crate) enum Refusal {
     StoreFull,
     /// Too many executions run at once.
     TooBusy,
+    /// The intent's attempts failed `failures` times in a row, the last as `last`, and its
+    /// retry budget holds it back for `wait_s` more seconds.
+    BackingOff {
+        failures: u32,
+        last: Failure,
+        wait_s: u64,
+    },
 }
 
 impl From<Unread> for Refusal {
@@ -135,6 +142,7 @@ impl Refusal {
             Self::StoreUnavailable => "store-unavailable",
             Self::StoreFull => "store-full",
             Self::TooBusy => "too-busy",
+            Self::BackingOff { .. } => "backing-off",
         }
     }
 }

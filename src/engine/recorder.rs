@@ -30,6 +30,8 @@ pub(crate) struct Recorder<'a, St> {
     pub(crate) intent: &'a Intent,
     pub(crate) token: OwnerToken,
     pub(crate) started_at_ms: u64,
+    /// The intent's failures in a row before this attempt, which a failure adds to.
+    pub(crate) failures_before: u32,
 }
 
 /// A recorder's parts, owned, so that it can be moved into a task.
@@ -38,6 +40,7 @@ pub(crate) struct RecorderParts<St> {
     intent: Intent,
     token: OwnerToken,
     started_at_ms: u64,
+    failures_before: u32,
 }
 
 impl<St> RecorderParts<St> {
@@ -47,6 +50,7 @@ impl<St> RecorderParts<St> {
             intent: &self.intent,
             token: self.token,
             started_at_ms: self.started_at_ms,
+            failures_before: self.failures_before,
         }
     }
 }
@@ -59,6 +63,7 @@ impl<St> Recorder<'_, St> {
             intent: self.intent.clone(),
             token: self.token,
             started_at_ms: self.started_at_ms,
+            failures_before: self.failures_before,
         }
     }
 }
@@ -213,6 +218,11 @@ impl<St: Store> Recorder<'_, St> {
             cause,
             retry_after_s,
             share: (self.intent.share != self.intent.scope).then_some(self.intent.share),
+            failures: if cause.counts_as_failure() {
+                self.failures_before.saturating_add(1)
+            } else {
+                0
+            },
         })
     }
 
@@ -284,7 +294,10 @@ impl<St: Store> Recorder<'_, St> {
     }
 
     async fn write_release(&self, tombstone: &Arc<Tombstone>) -> Result<Fence, StoreError> {
-        let ttl = self.engine.settings.failure_ttl;
+        // Kept through the wait the retry budget sets, so that the attempt after it still
+        // reads the failures in a row.
+        let wait = self.intent.retry_budget.wait_after(tombstone.failures);
+        let ttl = self.engine.settings.failure_ttl.saturating_add(wait);
         let key = &self.intent.key;
         let tombstone = Arc::clone(tombstone);
         self.engine

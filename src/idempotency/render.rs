@@ -22,6 +22,7 @@ pub(crate) fn refusal_status(refusal: &Refusal) -> StatusCode {
         | Refusal::Unkeyable(_) => StatusCode::BAD_REQUEST,
         Refusal::BodyTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
         Refusal::KeyReused { .. } => StatusCode::UNPROCESSABLE_ENTITY,
+        Refusal::BackingOff { .. } => StatusCode::TOO_MANY_REQUESTS,
         Refusal::StoreUnavailable | Refusal::StoreFull | Refusal::TooBusy => {
             StatusCode::SERVICE_UNAVAILABLE
         }

@@ -152,6 +152,12 @@ impl<St> McpIdempotencyLayer<St> {
         self.tool(name, |rule| rule.timing.retention = Some(retention))
     }
 
+    /// How soon a call of this tool whose attempts keep failing may run again; see
+    /// [`IdempotencyLayer::retry_budget`].
+    pub fn retry_budget_for_tool(self, name: &str, budget: crate::RetryBudget) -> Self {
+        self.tool(name, |rule| rule.timing.retry_budget = Some(budget))
+    }
+
     /// Scopes calls by the configured principal alone ([`IdempotencyLayer::scope_header`],
     /// [`IdempotencyLayer::scope_fn`]), not narrowed by the session: a client that crashes
     /// and reconnects with a new session still gets the results of its earlier calls. The

@@ -2,6 +2,9 @@
 //! layer is built: a builder call makes new settings, never changes the ones a service holds.
 
 mod paths;
+mod retry_budget;
+
+pub use retry_budget::RetryBudget;
 
 /// Default bound on executions running at once.
 pub(crate) const DEFAULT_MAX_DETACHED: usize = 1024;
@@ -42,6 +45,7 @@ pub const DEFAULT_STATUS_PATH: &str = "/_idempotency";
 pub(crate) struct Timing {
     pub(crate) deadline: Option<Duration>,
     pub(crate) retention: Option<Duration>,
+    pub(crate) retry_budget: Option<RetryBudget>,
 }
 
 #[derive(Clone)]

@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use super::RetryBudget;
+
 /// Prefix rules over request paths; the longest matching prefix wins.
 #[derive(Debug, Clone)]
 pub(crate) struct PathRules {
@@ -10,9 +12,11 @@ pub(crate) struct PathRules {
     deadlines: Vec<(String, Duration)>,
     retentions: Vec<(String, Duration)>,
     max_executions: Vec<(String, Duration)>,
+    retry_budgets: Vec<(String, RetryBudget)>,
     pub(crate) default_deadline: Duration,
     pub(crate) default_retention: Duration,
     pub(crate) default_max_execution: Option<Duration>,
+    pub(crate) default_retry_budget: RetryBudget,
 }
 
 /// Whether `prefix` covers `path` on a segment boundary: `/tools` covers `/tools` and
@@ -40,9 +44,11 @@ impl PathRules {
             deadlines: Vec::new(),
             retentions: Vec::new(),
             max_executions: Vec::new(),
+            retry_budgets: Vec::new(),
             default_deadline,
             default_retention,
             default_max_execution: None,
+            default_retry_budget: RetryBudget::default(),
         }
     }
 
@@ -64,6 +70,10 @@ impl PathRules {
 
     pub(crate) fn max_execution_for(&mut self, prefix: impl Into<String>, limit: Duration) {
         self.max_executions.push((prefix.into(), limit));
+    }
+
+    pub(crate) fn retry_budget_for(&mut self, prefix: impl Into<String>, budget: RetryBudget) {
+        self.retry_budgets.push((prefix.into(), budget));
     }
 
     /// Protected unless excluded; with no `protect` rule every path is protected.
@@ -98,6 +108,13 @@ impl PathRules {
         longest(&self.retentions, path)
             .copied()
             .unwrap_or(self.default_retention)
+    }
+
+    /// How soon an intent on `path` may run again after its attempts failed.
+    pub(crate) fn retry_budget(&self, path: &str) -> RetryBudget {
+        longest(&self.retry_budgets, path)
+            .copied()
+            .unwrap_or(self.default_retry_budget)
     }
 
     /// How long an execution on `path` may run before it is abandoned, if it is bounded.

@@ -119,6 +119,11 @@ impl ClaimRequest {
 pub enum Claim {
     /// Nobody holds the intent: the caller now does, and must complete or release it.
     Acquired(OwnerToken),
+    /// Nobody holds the intent and its last attempt failed: the caller now holds it, as with
+    /// [`Claim::Acquired`], and this is the failed attempt's tombstone, whose failures in a
+    /// row the layer's retry budget reads. A store may answer `Acquired` instead (the budget
+    /// then counts from zero).
+    AcquiredAfterFailure(OwnerToken, Arc<Tombstone>),
     /// Another execution holds the lease.
     Running(RunningInfo),
     /// The intent completed; here is what it answered.
@@ -221,7 +226,8 @@ pub trait Store: Send + Sync + 'static {
     /// Atomically: acquire the intent under `request.token`, or report who runs it, or return
     /// its record.
     ///
-    /// A failed attempt's tombstone does not block a claim; a running entry under the same
+    /// A failed attempt's tombstone does not block a claim (the answer is then
+    /// [`Claim::AcquiredAfterFailure`], with the tombstone); a running entry under the same
     /// token does not either (the claim is repeated). A store that has no room for a new
     /// intent's outcome may refuse it with [`StoreError::full`], taking nothing.
     fn claim(

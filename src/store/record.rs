@@ -234,6 +234,17 @@ pub enum ReleaseCause {
 }
 
 impl ReleaseCause {
+    /// Whether an attempt released for this cause counts against the intent's retry budget:
+    /// the tool failed, or may have. An answer of the credentials, a server's cancellation and
+    /// a request for more input say nothing of the tool's health, and a retry with other
+    /// credentials or with the input must run.
+    pub fn counts_as_failure(&self) -> bool {
+        !matches!(
+            self,
+            Self::Credentials | Self::Cancelled | Self::InputRequired
+        )
+    }
+
     /// A short label for logs and metrics.
     pub fn as_str(&self) -> &'static str {
         match self {
@@ -265,6 +276,10 @@ pub struct Tombstone {
     pub status: Option<StatusCode>,
     /// Why the key was released.
     pub cause: ReleaseCause,
+    /// How many attempts of the intent in a row have failed, this one included (0 where this
+    /// one's cause is not counted against the retry budget: an answer of the credentials, a
+    /// server's cancellation, a request for input). The next attempt's wait follows from it.
+    pub failures: u32,
     /// How long the tool asked callers to wait before they try again (`retry-after`, in
     /// seconds), if it did.
     pub retry_after_s: Option<u64>,
@@ -294,6 +309,7 @@ impl Tombstone {
             cause,
             retry_after_s,
             share: None,
+            failures: u32::from(cause.counts_as_failure()),
         }
     }
 }

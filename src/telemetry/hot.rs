@@ -19,6 +19,7 @@ pub(super) struct Hot {
     pub(super) fenced: Counter,
     pub(super) lease_lost: Counter,
     pub(super) abandoned: Counter,
+    pub(super) backoff_refusals: Counter,
     pub(super) attempts: Histogram,
     pub(super) duration: Histogram,
     /// Answers per status class: 1xx to 5xx, then `error`.
@@ -73,6 +74,7 @@ const REFUSALS: &[&str] = &[
     "store-unavailable",
     "store-full",
     "too-busy",
+    "backing-off",
     #[cfg(feature = "mcp")]
     "mcp-version",
     #[cfg(feature = "mcp")]
@@ -101,6 +103,7 @@ impl Hot {
             fenced: one("idempotency_fenced_total"),
             lease_lost: one("idempotency_lease_lost_total"),
             abandoned: one("idempotency_completions_abandoned_total"),
+            backoff_refusals: one("idempotency_backoff_refusals_total"),
             attempts: histogram!("idempotency_intent_attempts", "operation" => op()),
             duration: histogram!("idempotency_request_duration_seconds", "operation" => op()),
             classes: [

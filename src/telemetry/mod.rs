@@ -67,6 +67,12 @@ pub(crate) fn released(op: &Op, cause: &'static str) {
     tracing::debug!(cause, "released the intent for a retry");
 }
 
+/// An attempt inside the wait its intent's retry budget sets was answered without running.
+pub(crate) fn backoff_refused(op: &Op, failures: u32, wait_s: u64) {
+    op.hot.backoff_refusals.increment(1);
+    tracing::info!(failures, wait_s, "held back by the retry budget: not run");
+}
+
 pub(crate) fn fenced(op: &Op) {
     op.hot.fenced.increment(1);
     tracing::warn!(

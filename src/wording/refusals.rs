@@ -1,7 +1,8 @@
 //! What the layer says when it executed nothing: each of these is known for certain.
 
+use super::attempts::failure_told;
 use super::Words;
-use crate::engine::Refusal;
+use crate::engine::{Failure, Refusal};
 use crate::key::{IntentKey, KeySource};
 use crate::settings::Settings;
 
@@ -19,7 +20,53 @@ pub(crate) fn refusal(refusal: &Refusal, settings: &Settings, key: Option<&Inten
         Refusal::StoreUnavailable => named(store_unavailable(), key).retry_after(1),
         Refusal::StoreFull => named(store_full(), key).retry_after(STORE_FULL_RETRY_S),
         Refusal::TooBusy => named(too_busy(), key).retry_after(1),
+        Refusal::BackingOff {
+            failures,
+            last,
+            wait_s,
+        } => named(backing_off(*failures, *last, *wait_s), key).retry_after(*wait_s),
     }
+}
+
+/// How an attempt that counts against the retry budget ended, in a few words after "the last".
+fn briefly(failure: Failure) -> String {
+    match failure {
+        Failure::Status(status, _) => format!("answered status {}", status.as_u16()),
+        Failure::Error => "met an error of the service in front of the tool".to_owned(),
+        Failure::Answered => "was answered with an error by the tool's server".to_owned(),
+        Failure::Panic => "crashed or stopped before it answered".to_owned(),
+        Failure::Body => "broke off in the middle of its answer".to_owned(),
+        Failure::RolledBack => "had its database transaction rolled back".to_owned(),
+        Failure::CommitUnknown => "lost its connection while it committed".to_owned(),
+        Failure::Cancelled => "was cancelled by the tool's server".to_owned(),
+        Failure::AsksForInput => "asked for more input".to_owned(),
+    }
+}
+
+/// The intent's attempts failed `failures` times in a row and its retry budget holds it back
+/// for `wait_s` more seconds: this call ran nothing.
+fn backing_off(failures: u32, last: Failure, wait_s: u64) -> Words {
+    let (last_outcome, _, last_told) = failure_told(last, "The last attempt", None);
+    let check = if last_outcome == "unknown" {
+        " The last attempt may have run: check whether it took effect before calling again."
+    } else {
+        ""
+    };
+    Words::new(
+        "backing-off",
+        "Held back after failing repeatedly",
+        "not_executed",
+        true,
+        format!(
+            "This call was not run: its last {failures} attempts in a row ended without a kept \
+             result (the last {}), so it is held back, and calling again with the same \
+             arguments in {wait_s} s will run it again. Calling sooner is answered the same \
+             way, without running it.{check}",
+            briefly(last)
+        ),
+    )
+    .member("failures", failures)
+    .member("last_attempt", last_told)
 }
 
 /// Names the intent, where it was derived.

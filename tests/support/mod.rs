@@ -25,6 +25,8 @@ pub use client::Client;
 pub struct Counts {
     started: Arc<Mutex<HashMap<String, usize>>>,
     bumped: Arc<Notify>,
+    /// Whether `/tools/flaky` answers 200 rather than 503.
+    recovered: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Counts {
@@ -43,6 +45,13 @@ impl Counts {
     /// Every counter, for checks across many intents.
     pub fn all(&self) -> HashMap<String, usize> {
         self.started.lock().unwrap().clone()
+    }
+
+    /// Whether `/tools/flaky` fails (503, the default) or answers 200.
+    #[allow(dead_code, reason = "not every test binary calls it")]
+    pub fn set_flaky(&self, failing: bool) {
+        self.recovered
+            .store(!failing, std::sync::atomic::Ordering::SeqCst);
     }
 
     pub fn get(&self, tool: &str) -> usize {
@@ -76,6 +85,7 @@ pub fn tools(counts: Counts) -> Router {
     Router::new()
         .route("/tools/echo", post(echo))
         .route("/tools/status/{code}", post(with_status))
+        .route("/tools/flaky", post(flaky))
         .route("/tools/no_store", post(no_store))
         .route("/tools/busy", post(busy))
         .route("/tools/panic", post(panics))
@@ -119,6 +129,15 @@ async fn with_status(
     work(&body).await;
     let status = StatusCode::from_u16(code).unwrap();
     (status, Json(json!({ "n": n, "status": code }))).into_response()
+}
+
+async fn flaky(State(counts): State<Counts>) -> Response {
+    let n = counts.bump("flaky");
+    if counts.recovered.load(std::sync::atomic::Ordering::SeqCst) {
+        (StatusCode::OK, Json(json!({ "n": n }))).into_response()
+    } else {
+        (StatusCode::SERVICE_UNAVAILABLE, Json(json!({ "n": n }))).into_response()
+    }
 }
 
 async fn no_store(State(counts): State<Counts>) -> impl IntoResponse {

@@ -131,6 +131,12 @@ pub struct RouteTable {
     pub key_field: Option<Pointer>,
     /// Keyed and counted, never enforced (observe mode).
     pub observe: Option<bool>,
+    /// The retry budget: the base of the backoff after two failures in a row.
+    pub retry_backoff: Option<Dur>,
+    /// The retry budget: failures in a row before the cooldown; 0 turns the budget off.
+    pub max_failures: Option<u32>,
+    /// The retry budget: how long an intent that failed `max_failures` times waits.
+    pub failure_cooldown: Option<Dur>,
 }
 
 /// One MCP tool's settings, as written.
@@ -143,6 +149,10 @@ pub struct ToolTable {
     pub retention: Option<Dur>,
     /// JSON Pointers into the tool's arguments left out of its calls' key.
     pub ignore_arguments: Vec<Pointer>,
+    /// This tool's retry budget, over the defaults' (see [`RouteTable`]).
+    pub retry_backoff: Option<Dur>,
+    pub max_failures: Option<u32>,
+    pub failure_cooldown: Option<Dur>,
 }
 
 /// How one MCP tool's calls are handled.

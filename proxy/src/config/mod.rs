@@ -141,6 +141,8 @@ pub struct Route {
     pub key: Option<KeySource>,
     /// Keyed and counted, never enforced.
     pub observe: bool,
+    /// How soon an intent whose attempts keep failing may run again.
+    pub retry_budget: tower_idempotency::RetryBudget,
 }
 
 /// The upstream's answer is awaited this long unless a route says otherwise.
@@ -257,7 +259,6 @@ fn resolve(
         missing: file.scope.missing.unwrap_or(MissingScope::Refuse),
         mcp_shared: cli.mcp_shared_scope || file.scope.mcp_shared.unwrap_or(false),
     };
-    let tools = tools::tools(file.tools, &cli.pass_tool, where_)?;
     let limits = Limits {
         body: file.limits.body,
         response: file.limits.response,
@@ -276,6 +277,12 @@ fn resolve(
     if deadline.is_some() {
         default_route.deadline = deadline;
     }
+    let tools = tools::tools(
+        file.tools,
+        default_route.retry_budget,
+        &cli.pass_tool,
+        where_,
+    )?;
     // Paths named by `--mcp` are MCP routes: a file's route for one keeps its other settings,
     // and is built in MCP mode, so that it takes no key or body fields from `[defaults]`.
     let mcp = cli

@@ -2,8 +2,31 @@
 
 use std::time::Duration;
 
+use tower_idempotency::RetryBudget;
+
 use super::file::{Mode, RouteTable};
 use super::{values, KeySource, Route};
+
+/// A retry budget from its three keys over `base`: each key the table sets replaces the
+/// base's.
+pub(super) fn retry_budget(
+    base: RetryBudget,
+    backoff: Option<values::Dur>,
+    max_failures: Option<u32>,
+    cooldown: Option<values::Dur>,
+) -> RetryBudget {
+    let mut budget = base;
+    if let Some(backoff) = backoff {
+        budget = budget.backoff(backoff.0);
+    }
+    if let Some(max_failures) = max_failures {
+        budget = budget.max_failures(max_failures);
+    }
+    if let Some(cooldown) = cooldown {
+        budget = budget.cooldown(cooldown.0);
+    }
+    budget
+}
 
 /// One route from its table; `inherit` gives what the route does not say.
 pub(super) fn route(
@@ -58,8 +81,16 @@ pub(super) fn route(
     let own_or = |own: Option<values::Dur>, inherited: fn(&Route) -> Option<Duration>| {
         own.map(|d| d.0).or(inherit.and_then(inherited))
     };
+    let budget_base = inherit.map_or_else(RetryBudget::default, |r| r.retry_budget);
+    let retry_budget = retry_budget(
+        budget_base,
+        table.retry_backoff,
+        table.max_failures,
+        table.failure_cooldown,
+    );
     Ok(Route {
         prefix: prefix.to_owned(),
+        retry_budget,
         mode,
         deadline: own_or(table.deadline, |r| r.deadline),
         retention: own_or(table.retention, |r| r.retention),

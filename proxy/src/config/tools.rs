@@ -17,12 +17,16 @@ pub struct Tool {
     pub deadline: Option<Duration>,
     pub retention: Option<Duration>,
     pub ignore_arguments: Vec<String>,
+    /// This tool's retry budget, where its entry sets one of the budget's keys: those keys
+    /// over the defaults' budget.
+    pub retry_budget: Option<tower_idempotency::RetryBudget>,
 }
 
 /// The tools of the file's entries, then of the flags (`--pass-tool NAME`), which override a
 /// file's mode for the same tool. A tool named twice in the file is refused.
 pub(super) fn tools(
     tables: Vec<Spanned<ToolTable>>,
+    defaults: tower_idempotency::RetryBudget,
     passed: &[String],
     where_: &dyn Fn(std::ops::Range<usize>) -> String,
 ) -> Result<Vec<Tool>, ConfigError> {
@@ -48,6 +52,17 @@ pub(super) fn tools(
             deadline: table.deadline.map(|d| d.0),
             retention: table.retention.map(|d| d.0),
             ignore_arguments: table.ignore_arguments.into_iter().map(|p| p.0).collect(),
+            retry_budget: (table.retry_backoff.is_some()
+                || table.max_failures.is_some()
+                || table.failure_cooldown.is_some())
+            .then(|| {
+                super::route::retry_budget(
+                    defaults,
+                    table.retry_backoff,
+                    table.max_failures,
+                    table.failure_cooldown,
+                )
+            }),
         });
     }
     for name in passed {
@@ -62,6 +77,7 @@ pub(super) fn tools(
                 deadline: None,
                 retention: None,
                 ignore_arguments: Vec::new(),
+                retry_budget: None,
             }),
         }
     }

@@ -13,6 +13,7 @@ execution of NAME (GET /stats returns the counts). The tools:
                counts once done
   reject       400, the tool's own refusal
   flaky        503 the first time, 200 after
+  broken       500 every time
   hang         reads the request, then never answers within the test
   reset        reads the request, then closes the connection without an answer
   truncate     starts a 200 answer of 100 bytes, sends 10, then closes the connection
@@ -130,6 +131,8 @@ class Handler(BaseHTTPRequestHandler):
             return
         if name == "reject":
             return self.answer(400, {"error": "the address is not allowed"})
+        if name == "broken":
+            return self.answer(500, {"error": "the mail provider is down"})
         if name == "flaky":
             if n == 1:
                 return self.answer(503, {"error": "try later"})

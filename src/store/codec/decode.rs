@@ -4,8 +4,8 @@ use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 
 use super::{
-    DecodeError, StoredValue, COMPLETED, FAILED, NOTE, OPERATION, PROTOCOL, RUNNING, SHARE,
-    VERSION, WAIT,
+    DecodeError, StoredValue, COMPLETED, FAILED, FAILURES, NOTE, OPERATION, PROTOCOL, RUNNING,
+    SHARE, VERSION, WAIT,
 };
 use crate::key::{Fingerprint, ScopeHash};
 use crate::store::{
@@ -224,6 +224,7 @@ pub(crate) fn decode(bytes: Bytes) -> Result<StoredValue, DecodeError> {
                 _ => return Err(DecodeError("release cause")),
             };
             let (mut retry_after_s, mut share) = (None, None);
+            let mut failures = u32::from(cause.counts_as_failure());
             // As versions before the extensions wrote a wait: four bytes, the first below any
             // tag (every tag is a letter; a wait that long would be over 17 years).
             if r.remaining() == 4 && r.next_byte().is_some_and(|b| b < b'A') {
@@ -237,12 +238,18 @@ pub(crate) fn decode(bytes: Bytes) -> Result<StoredValue, DecodeError> {
                         retry_after_s = Some(u64::from(u32::from_be_bytes(bytes)));
                     }
                     SHARE => share = Some(share_of(&value)?),
+                    FAILURES => {
+                        let bytes =
+                            <[u8; 4]>::try_from(&value[..]).map_err(|_| DecodeError("failures"))?;
+                        failures = u32::from_be_bytes(bytes);
+                    }
                     // Added later than this reader: skipped.
                     _ => {}
                 }
                 Ok(())
             })?;
             StoredValue::Failed(Tombstone {
+                failures,
                 scope,
                 fingerprint,
                 failed_at_ms,

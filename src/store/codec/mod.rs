@@ -14,7 +14,8 @@
 //!          | b'R' status:u16 (resolved by an operator as run)
 //! failed     scope[32] fingerprint[33] failed_ms:u64 status:u16 (0 = none) cause:u8
 //!            then extensions as a completed record's: b'W' retry_after_s:u32 (when the tool
-//!            asked for a wait), b'H' share[32] (where it is not the scope); exactly four bytes
+//!            asked for a wait), b'H' share[32] (where it is not the scope), b'K' failures:u32
+//!            (the failures in a row; absent: 1 if the cause counts, else 0); exactly four bytes
 //!            instead are a retry_after_s:u32 as earlier versions wrote it
 //! ```
 //!
@@ -70,6 +71,9 @@ const SHARE: u8 = b'H';
 const NOTE: u8 = b'T';
 /// The extension of a failed attempt's wait, in seconds.
 const WAIT: u8 = b'W';
+/// The extension of a failed attempt's count of failures in a row, where it is not the one
+/// its cause implies.
+const FAILURES: u8 = b'K';
 
 /// Labels and notes longer than this are cut (at a character boundary) when encoded.
 const LONGEST_TEXT: usize = 1024;
@@ -217,6 +221,9 @@ pub(crate) fn encode_tombstone(tombstone: &Tombstone) -> Vec<u8> {
     }
     if let Some(share) = &tombstone.share {
         put_extension(&mut out, SHARE, share.as_bytes());
+    }
+    if tombstone.failures != u32::from(tombstone.cause.counts_as_failure()) {
+        put_extension(&mut out, FAILURES, &tombstone.failures.to_be_bytes());
     }
     out
 }

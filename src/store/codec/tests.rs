@@ -95,6 +95,7 @@ fn running_entries_and_tombstones_round_trip() {
         cause: ReleaseCause::Panic,
         retry_after_s: None,
         share: None,
+        failures: 1,
     };
     let StoredValue::Failed(back) = decode(Bytes::from(encode_tombstone(&tombstone))).unwrap()
     else {
@@ -134,6 +135,37 @@ fn running_entries_and_tombstones_round_trip() {
         panic!("failed")
     };
     assert_eq!(back.retry_after_s, Some(7));
+    // The failures in a row read back; a tombstone written before them reads as its cause
+    // implies (one failure, or none for a cause the retry budget does not count).
+    let third = Tombstone {
+        failures: 3,
+        ..busy.clone()
+    };
+    let StoredValue::Failed(back) = decode(Bytes::from(encode_tombstone(&third))).unwrap() else {
+        panic!("failed")
+    };
+    assert_eq!(back.failures, 3);
+    let refused = Tombstone {
+        cause: ReleaseCause::Credentials,
+        failures: 0,
+        ..busy.clone()
+    };
+    let bytes = encode_tombstone(&refused);
+    assert_eq!(
+        bytes,
+        encode_tombstone(&Tombstone {
+            failures: 0,
+            ..refused.clone()
+        })
+    );
+    let StoredValue::Failed(back) = decode(Bytes::from(bytes)).unwrap() else {
+        panic!("failed")
+    };
+    assert_eq!(back.failures, 0);
+    assert_eq!(
+        encode_tombstone(&busy).len(),
+        encode_tombstone(&third).len() - 7
+    );
     // Every cause reads back as itself.
     for cause in [
         ReleaseCause::Status,
@@ -149,6 +181,7 @@ fn running_entries_and_tombstones_round_trip() {
     ] {
         let released = Tombstone {
             cause,
+            failures: u32::from(cause.counts_as_failure()),
             ..busy.clone()
         };
         let StoredValue::Failed(back) = decode(Bytes::from(encode_tombstone(&released))).unwrap()
@@ -156,6 +189,7 @@ fn running_entries_and_tombstones_round_trip() {
             panic!("failed")
         };
         assert_eq!(back.cause, cause);
+        assert_eq!(back.failures, released.failures);
     }
 }
 

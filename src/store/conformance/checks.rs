@@ -190,7 +190,7 @@ pub(super) async fn a_release_leaves_a_tombstone_that_never_blocks<St: Store>(
         c.fence("release by the owner", answer, Fence::Held)?;
         expect_failed(store, c, &key, &stone, "get after release").await?;
         let when = "claim under another token over the tombstone";
-        expect_acquired(store, c, &key, &rival(&owner), when).await?;
+        expect_acquired_after(store, c, &key, &rival(&owner), &stone, when).await?;
     }
     Ok(())
 }

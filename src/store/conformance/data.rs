@@ -125,6 +125,7 @@ pub(super) fn tombstone(owner: &ClaimRequest, bare: bool) -> Arc<Tombstone> {
         },
         retry_after_s: (!bare).then_some(7),
         share: (!bare).then_some(owner.share),
+        failures: if bare { 1 } else { 3 },
     })
 }
 
@@ -190,13 +191,14 @@ pub(super) fn record_differences(got: &Record, want: &Record) -> Vec<String> {
 
 pub(super) fn tombstone_differences(got: &Tombstone, want: &Tombstone) -> Vec<String> {
     let mut off = Vec::new();
-    differ!(off, got, want; scope, fingerprint, failed_at_ms, status, cause, retry_after_s, share);
+    differ!(off, got, want; scope, fingerprint, failed_at_ms, status, cause, retry_after_s, share, failures);
     off
 }
 
 pub(super) fn claim_kind(claim: &Claim) -> &'static str {
     match claim {
         Claim::Acquired(_) => "Acquired",
+        Claim::AcquiredAfterFailure(..) => "AcquiredAfterFailure",
         Claim::Running(_) => "Running",
         Claim::Completed(_) => "Completed",
     }

@@ -29,6 +29,30 @@ pub(super) async fn expect_acquired<St: Store>(
     Ok(false)
 }
 
+/// Claims under `request` over `stone`, the intent's tombstone, and expects
+/// `AcquiredAfterFailure` with the request's token and that tombstone, so that a retry budget
+/// reads the failures in a row.
+pub(super) async fn expect_acquired_after<St: Store>(
+    store: &St,
+    c: &mut Check,
+    key: &IntentKey,
+    request: &ClaimRequest,
+    stone: &Tombstone,
+    when: &str,
+) -> Result<(), Stop> {
+    match c.ok(when, store.claim(key, request).await)? {
+        Claim::AcquiredAfterFailure(token, got) if token == request.token => {
+            c.same(when, tombstone_differences(&got, stone));
+        }
+        other => c.fail(format!(
+            "{when}: answered {}, expected AcquiredAfterFailure with the request's token and \
+             the tombstone it replaced",
+            claim_kind(&other)
+        )),
+    }
+    Ok(())
+}
+
 /// Claims `key` for a new owner; the check stops if the store does not grant it.
 pub(super) async fn hold<St: Store>(
     store: &St,

@@ -260,14 +260,18 @@ impl Store for MemoryStore {
             }
         }
         let mut table = self.settled_table();
-        if let Some(Closing::Completed(kept)) = table.get(key, || now) {
-            let record = kept.record();
-            drop(table);
-            if let hash_map::Entry::Occupied(lapsed) = held {
-                lapsed.remove();
+        let failed = match table.get(key, || now) {
+            Some(Closing::Completed(kept)) => {
+                let record = kept.record();
+                drop(table);
+                if let hash_map::Entry::Occupied(lapsed) = held {
+                    lapsed.remove();
+                }
+                return Ok(Claim::Completed(record));
             }
-            return Ok(Claim::Completed(record));
-        }
+            Some(Closing::Failed(tombstone)) => Some(Arc::clone(tombstone)),
+            None => None,
+        };
         // A claim repeated under the token that holds the lease (its first answer was lost)
         // was let in already.
         let repeated =
@@ -292,7 +296,10 @@ impl Store for MemoryStore {
         };
         // Over a lapsed lease or into a free place alike.
         held.insert_entry(lease);
-        Ok(Claim::Acquired(token))
+        Ok(match failed {
+            Some(tombstone) => Claim::AcquiredAfterFailure(token, tombstone),
+            None => Claim::Acquired(token),
+        })
     }
 
     async fn complete(

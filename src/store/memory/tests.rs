@@ -134,6 +134,7 @@ async fn a_release_leaves_a_tombstone_that_does_not_block_a_retry() {
         cause: ReleaseCause::Status,
         retry_after_s: None,
         share: None,
+        failures: 1,
     });
     store
         .release(&key(3), &token, tombstone, Duration::from_secs(60))
@@ -143,12 +144,14 @@ async fn a_release_leaves_a_tombstone_that_does_not_block_a_retry() {
         store.get(&key(3)).await.unwrap(),
         Some(Entry::Failed(_))
     ));
-    acquired(
-        store
-            .claim(&key(3), &request(Duration::from_secs(30)))
-            .await
-            .unwrap(),
-    );
+    let claimed = store
+        .claim(&key(3), &request(Duration::from_secs(30)))
+        .await
+        .unwrap();
+    let Claim::AcquiredAfterFailure(_, replaced) = claimed else {
+        panic!("expected AcquiredAfterFailure, got {claimed:?}")
+    };
+    assert_eq!((replaced.failed_at_ms, replaced.failures), (2, 1));
 }
 
 #[tokio::test]

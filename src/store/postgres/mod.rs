@@ -205,7 +205,15 @@ impl Store for PostgresStore {
                 .ok_or_else(|| StoreError::new("claim returned no row"))?;
             let (acquired, current): (bool, Option<Vec<u8>>) = (row.get(0), row.get(1));
             if acquired {
-                return Ok(Claim::Acquired(request.token));
+                // What the statement's snapshot held: the tombstone the claim took the intent
+                // over, if it was one (a tombstone unreadable or replaced meanwhile counts the
+                // budget from zero).
+                return Ok(match current.map(decode) {
+                    Some(Ok(StoredValue::Failed(tombstone))) => {
+                        Claim::AcquiredAfterFailure(request.token, Arc::new(tombstone))
+                    }
+                    _ => Claim::Acquired(request.token),
+                });
             }
             match current.map(decode).transpose()? {
                 Some(StoredValue::Running(_, info)) => return Ok(Claim::Running(info)),

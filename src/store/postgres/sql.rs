@@ -50,7 +50,8 @@ impl Statements {
             ),
             // $1 key, $2 running entry, $3 lease ms. Takes the intent where nothing live holds
             // it, a tombstone does, or this claim's own token does (a repeated claim); else
-            // answers what holds it. Nothing live and not taken: a row inserted after this
+            // answers what holds it. Either way the value read is the statement's snapshot's,
+            // from before the claim: where it took the intent over a tombstone, that one. Nothing live and not taken: a row inserted after this
             // statement's snapshot, so the caller asks again.
             claim: format!(
                 "WITH taken AS (

@@ -190,19 +190,30 @@ impl Store for RedisStore {
         let current: Option<Vec<u8>> = self
             .run(&scripts::CLAIM, key, &[&running, lease.as_bytes()])
             .await?;
-        match current.map(decode).transpose()? {
-            None => {
-                self.owned
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .insert(*key, (token, running));
-                Ok(Claim::Acquired(token))
+        let failed = match current {
+            None => None,
+            // The claim took the lease over a tombstone, and hands it on; one it cannot read
+            // was replaced all the same, and the budget counts from zero.
+            Some(value) if value.starts_with(&[codec::VERSION, codec::FAILED]) => {
+                match decode(value) {
+                    Ok(StoredValue::Failed(tombstone)) => Some(Arc::new(tombstone)),
+                    _ => None,
+                }
             }
-            Some(StoredValue::Running(_, info)) => Ok(Claim::Running(info)),
-            Some(StoredValue::Completed(record)) => Ok(Claim::Completed(Arc::new(record))),
-            // The script never returns a tombstone.
-            Some(StoredValue::Failed(_)) => Err(StoreError::new("claim returned a tombstone")),
-        }
+            Some(value) => match decode(value)? {
+                StoredValue::Running(_, info) => return Ok(Claim::Running(info)),
+                StoredValue::Completed(record) => return Ok(Claim::Completed(Arc::new(record))),
+                StoredValue::Failed(_) => None,
+            },
+        };
+        self.owned
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(*key, (token, running));
+        Ok(match failed {
+            Some(tombstone) => Claim::AcquiredAfterFailure(token, tombstone),
+            None => Claim::Acquired(token),
+        })
     }
 
     async fn complete(

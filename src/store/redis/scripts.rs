@@ -9,8 +9,9 @@ use std::sync::LazyLock;
 use redis::Script;
 
 /// ARGV: running entry, lease ms. Returns the current value if it is running, completed or
-/// unreadable; otherwise takes the lease and returns nil. A retry of the same claim (same token)
-/// finds its own entry and acquires again, so a claim whose reply was lost can be resent.
+/// unreadable; otherwise takes the lease and returns the tombstone it replaced, or nil. A retry
+/// of the same claim (same token) finds its own entry and acquires again, so a claim whose
+/// reply was lost can be resent.
 pub(super) static CLAIM: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r"
@@ -23,6 +24,9 @@ if current then
   end
 end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+if current and string.byte(current, 2) == 70 then
+  return current
+end
 return false
 ",
     )
