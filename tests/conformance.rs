@@ -233,7 +233,7 @@ impl NoFence {
 impl Store for NoFence {
     async fn claim(&self, key: &IntentKey, request: &ClaimRequest) -> Result<Claim, StoreError> {
         let claim = self.inner.claim(key, request).await?;
-        if let Claim::Acquired(token) = &claim {
+        if let Claim::Acquired(token) | Claim::AcquiredAfterFailure(token, _) = &claim {
             self.owners.lock().unwrap().insert(*key, *token);
         }
         Ok(claim)

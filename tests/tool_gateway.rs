@@ -53,7 +53,16 @@ async fn the_gateway_runs_each_tool_once_per_intent() {
         c.post("/tools/flaky", "s1", flaky).await.status,
         StatusCode::SERVICE_UNAVAILABLE
     );
-    let ok = c.post("/tools/flaky", "s1", flaky).await;
+    // Two failures in a row: the retry budget holds a third attempt back for a second, and
+    // runs it after.
+    let held = c.post("/tools/flaky", "s1", flaky).await;
+    assert_eq!(held.status, StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(held.header("retry-after"), Some("1"));
+    let ok = eventually("the third attempt runs", Duration::from_secs(5), || async {
+        let answer = c.post("/tools/flaky", "s1", flaky).await;
+        (answer.status != StatusCode::TOO_MANY_REQUESTS).then_some(answer)
+    })
+    .await;
     assert_eq!(ok.json(), json!({"status":"ok","attempt":3}));
     assert!(c.post("/tools/flaky", "s1", flaky).await.replayed());
 

@@ -2,7 +2,8 @@
 //! the request came in. It claims, coalesces, executes detached and records; it names no
 //! status code and no header, and the dialects (`http`, `mcp`) render what it decides.
 //!
-//! Every protected request takes one path, whatever the store, all of it in [`path`]:
+//! Every protected request takes one path, whatever the store: [`path`], with steps 2 to 4 in
+//! [`claim`]:
 //!
 //! ```text
 //! begin     derive the intent ──────────────────────────────── refused: NotExecuted
@@ -20,6 +21,8 @@
 //!           4. completed ──────────────────────────────────── Replayed
 //!              running elsewhere: poll the store ─────────── its outcome, or InProgress
 //!                (released meanwhile: from the top)
+//!              a failure's tombstone, inside the wait its ─── NotExecuted (BackingOff); the
+//!                retry budget sets                              tombstone is put back
 //!             ▼  acquired          steps 2 to 4 answer a ClaimAnswer: Execute, Done,
 //!                                  Again, or RunUnprotected; the path holds the work
 //!           5. execute::start, detached from the caller ──── Executed / Failed when it

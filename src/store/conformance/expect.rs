@@ -31,7 +31,7 @@ pub(super) async fn expect_acquired<St: Store>(
 
 /// Claims under `request` over `stone`, the intent's tombstone, and expects
 /// `AcquiredAfterFailure` with the request's token and that tombstone, so that a retry budget
-/// reads the failures in a row.
+/// reads the failures in a row; answers whether it did.
 pub(super) async fn expect_acquired_after<St: Store>(
     store: &St,
     c: &mut Check,
@@ -39,10 +39,11 @@ pub(super) async fn expect_acquired_after<St: Store>(
     request: &ClaimRequest,
     stone: &Tombstone,
     when: &str,
-) -> Result<(), Stop> {
+) -> Result<bool, Stop> {
     match c.ok(when, store.claim(key, request).await)? {
         Claim::AcquiredAfterFailure(token, got) if token == request.token => {
             c.same(when, tombstone_differences(&got, stone));
+            return Ok(true);
         }
         other => c.fail(format!(
             "{when}: answered {}, expected AcquiredAfterFailure with the request's token and \
@@ -50,7 +51,7 @@ pub(super) async fn expect_acquired_after<St: Store>(
             claim_kind(&other)
         )),
     }
-    Ok(())
+    Ok(false)
 }
 
 /// Claims `key` for a new owner; the check stops if the store does not grant it.
