@@ -26,7 +26,9 @@ fn is_call_span(metadata: &Metadata<'_>) -> bool {
 
 pub fn init(format: LogFormat, tracer: Tracer) {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
-    let logged = filter.or(filter_fn(is_call_span));
+    // The call spans are at `info`: the hint keeps finer callsites off where `RUST_LOG` does.
+    let call_spans = filter_fn(is_call_span).with_max_level_hint(tracing::Level::INFO);
+    let logged = filter.or(call_spans);
     let fmt = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_ansi(false);

@@ -413,6 +413,14 @@ async fn the_layers_own_answers_say_the_request_id_in_problem_documents_and_mcp_
     assert_eq!(lost.status, 502, "{lost:?}");
     assert_eq!(lost.json()["outcome"], "unknown", "{lost:?}");
     assert_eq!(lost.json()["request_id"], "req-502", "{lost:?}");
+    // At `RUST_LOG=warn` the warning about it still carries the call's id, trace and intent.
+    let warned = proxy
+        .log_line(LIMIT, |line| line.contains("connection broke"))
+        .expect("a warning about the lost answer");
+    assert!(warned.contains("request_id=\"req-502\""), "{warned}");
+    assert!(warned.contains("trace_id="), "{warned}");
+    let intent = format!("intent=\"{}\"", &lost.intent()[..12]);
+    assert!(warned.contains(&intent), "{warned}");
 
     // An MCP call that names no caller: the layer's tool result says the id in `_meta`.
     let call = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"send_email","arguments":{"to":"a@example.com"}}}"#;
