@@ -83,7 +83,7 @@ mod wording;
 pub use body::{RequestBody, ResponseBody};
 pub use classify::{Classify, DefaultClassify, Interrupted, Verdict};
 pub use engine::DetachedExecutions;
-pub use headers::{INTENT_HEADER, REPLAYED_HEADER};
+pub use headers::{DEFAULT_REQUEST_ID_HEADER, INTENT_HEADER, REPLAYED_HEADER};
 pub use idempotency::{Idempotency, IdempotencyLayer, ResponseFuture};
 pub use key::IntentKey;
 pub use scope::DEFAULT_SCOPE_HEADER;

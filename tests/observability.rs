@@ -172,3 +172,69 @@ async fn request_ids_from_tower_http_are_carried_in_the_span() {
         .unwrap_or_else(|| panic!("no claim event in the request's span:\n{text}"));
     assert!(claimed.contains("idempotency{"), "{claimed}");
 }
+
+#[tokio::test]
+async fn the_layers_own_answers_say_the_request_id_and_a_replay_gives_back_its_own() {
+    let (_captured, _guard) = capture();
+    // A tool that says back the id it was sent, as many servers do.
+    let tool = axum::Router::new().route(
+        "/tools/send",
+        axum::routing::post(|headers: axum::http::HeaderMap| async move {
+            let id = headers.get("x-request-id").cloned();
+            (id.map(|id| [("x-request-id", id)]), "sent")
+        }),
+    );
+    let app = tool.layer(IdempotencyLayer::new()).layer(
+        ServiceBuilder::new()
+            .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
+            .layer(PropagateRequestIdLayer::x_request_id()),
+    );
+    let client = Client::in_memory(app);
+    let call = |id: &'static str| {
+        let client = client.clone();
+        async move {
+            let headers = [("x-session-id", "s"), ("x-request-id", id)];
+            client.post_with("/tools/send", &headers, "{}").await
+        }
+    };
+    let first = call("first").await;
+    assert_eq!(first.header("x-request-id"), Some("first"));
+    let again = call("second").await;
+    assert!(again.replayed(), "{again:?}");
+    assert_eq!(again.text(), "sent", "the tool's body, byte for byte");
+    assert_eq!(
+        again.header("x-request-id"),
+        Some("second"),
+        "the replay answers the new request, not the first caller's"
+    );
+
+    // A refusal the layer writes says the id.
+    let refused = client
+        .post_with("/tools/send", &[("x-request-id", "req-7")], "{}")
+        .await;
+    assert_eq!(refused.status, StatusCode::BAD_REQUEST);
+    assert_eq!(
+        refused.header("content-type"),
+        Some("application/problem+json")
+    );
+    assert_eq!(refused.json()["request_id"], "req-7", "{refused:?}");
+    assert_eq!(refused.json()["outcome"], "not_executed");
+
+    // So does the status path's, and an id minted outside the layer is said as well.
+    let status = format!("{}/_idempotency/{}", client.base, "0".repeat(64));
+    let unknown = client
+        .send(client.http.get(status).header("x-session-id", "s"))
+        .await;
+    assert_eq!(unknown.status, StatusCode::NOT_FOUND);
+    let minted = unknown
+        .header("x-request-id")
+        .expect("an id minted")
+        .to_owned();
+    assert_eq!(unknown.json()["request_id"], minted.as_str(), "{unknown:?}");
+
+    // A value that is not a short token is not written.
+    let long = "x".repeat(200);
+    let headers = [("x-request-id", long.as_str())];
+    let refused = client.post_with("/tools/send", &headers, "{}").await;
+    assert!(refused.json().get("request_id").is_none(), "{refused:?}");
+}

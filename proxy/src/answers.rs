@@ -31,12 +31,16 @@ struct Problem<'a> {
     outcome: &'a str,
     retryable: bool,
     detail: String,
+    /// The call's id, where it has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    request_id: Option<&'a str>,
 }
 
-/// The answer for a request the upstream did not answer. `timeout` is the route's. What a
-/// repeat does is the layer's to say (it keeps a call that may have run, on the routes it
-/// protects), so the words here hold either way.
-pub fn lost(lost: Lost, timeout: Duration) -> Response<Outbound> {
+/// The answer for a request the upstream did not answer. `timeout` is the route's; the
+/// call's `request_id` is said where it has one. What a repeat does is the layer's to say (it
+/// keeps a call that may have run, on the routes it protects), so the words here hold either
+/// way.
+pub fn lost(lost: Lost, timeout: Duration, request_id: Option<&str>) -> Response<Outbound> {
     let (status, slug, title, outcome, retryable, detail) = match lost {
         // 503, not 502: a gateway's 502 says the tool may have run, and this one knows it
         // did not.
@@ -82,6 +86,7 @@ pub fn lost(lost: Lost, timeout: Duration) -> Response<Outbound> {
         outcome,
         retryable,
         detail,
+        request_id,
     };
     let document = serde_json::to_vec(&problem).expect("a problem document serializes");
     let mut response = Response::new(full(document));
@@ -108,7 +113,7 @@ mod tests {
 
     #[tokio::test]
     async fn what_happened_and_whether_to_retry_come_first_in_the_proxys_answer() {
-        let answer = lost(Lost::Unreachable, Duration::from_secs(30));
+        let answer = lost(Lost::Unreachable, Duration::from_secs(30), Some("req-1"));
         let body = answer.into_body().collect().await.unwrap().to_bytes();
         let text = std::str::from_utf8(&body).unwrap();
         let order: Vec<usize> = [
@@ -118,6 +123,7 @@ mod tests {
             "\"outcome\"",
             "\"retryable\"",
             "\"detail\"",
+            "\"request_id\"",
         ]
         .iter()
         .map(|name| {

@@ -70,6 +70,20 @@ pub struct Cli {
     /// Where to serve `/healthz`, `/readyz` and `/metrics`; `metrics_listen` in the file.
     #[arg(long, value_name = "ADDR")]
     pub metrics_listen: Option<String>,
+    /// The header that carries each call's id: read, or set to a new UUID v7 where a request
+    /// has none, passed on and given back (default `x-request-id`);
+    /// `telemetry.request_id_header` in the file.
+    #[arg(long, value_name = "NAME")]
+    pub request_id_header: Option<String>,
+    /// An OpenTelemetry collector to send each call's spans to (`http://HOST:4318` for
+    /// OTLP/HTTP, `http://HOST:4317` for gRPC); `telemetry.otlp_endpoint` in the file.
+    /// Without it no exporter runs.
+    #[arg(long, value_name = "URL")]
+    pub otlp_endpoint: Option<String>,
+    /// How spans reach the collector: `grpc` or `http` (protobuf); by default gRPC on port
+    /// 4317 and HTTP elsewhere; `telemetry.otlp_protocol` in the file.
+    #[arg(long, value_name = "PROTOCOL", value_enum)]
+    pub otlp_protocol: Option<crate::config::OtlpProtocol>,
     /// Serves the admin API (`/admin/...`) on the metrics listener to requests with
     /// `Authorization: Bearer TOKEN`; `admin_token` in the file. Off without it.
     #[arg(long, value_name = "TOKEN")]

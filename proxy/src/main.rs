@@ -17,6 +17,8 @@ mod logs;
 mod routes;
 mod serve;
 mod stack;
+mod traced;
+mod traces;
 mod upstream;
 
 use std::process::ExitCode;
@@ -34,7 +36,6 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    logs::init(config.log_format);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -45,7 +46,22 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(serve::run(config)) {
+    let traces = {
+        let _entered = runtime.enter();
+        traces::Traces::start(config.telemetry.otlp.as_ref())
+    };
+    let traces = match traces {
+        Ok(traces) => traces,
+        Err(error) => {
+            eprintln!("idempotency-proxy: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    logs::init(config.log_format, traces.tracer());
+    let served = runtime.block_on(serve::run(config));
+    // The spans of the last calls go out while the runtime still carries the exporter.
+    traces.shutdown();
+    match served {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("idempotency-proxy: {}", redacted(&error));

@@ -12,6 +12,7 @@ use hyper_util::service::TowerToHyperService;
 use metrics_exporter_prometheus::{BuildError, Matcher, PrometheusBuilder, PrometheusHandle};
 use tokio::net::TcpListener;
 use tower::ServiceExt;
+use tower_http::request_id::{PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_idempotency::store::Store;
 use tower_idempotency::{ATTEMPT_BUCKETS, DURATION_BUCKETS};
 
@@ -20,6 +21,7 @@ use crate::body::Inbound;
 use crate::config::{Config, LogFormat, Mode};
 use crate::forward::{drop_forwarding, is_trusted, strip_hop_by_hop, ClientAddr};
 use crate::stack;
+use crate::traced::{drop_unusable_request_id, MintV7, Traced};
 
 /// The Prometheus exporter, its histograms with the layer's buckets.
 fn recorder() -> Result<PrometheusBuilder, BuildError> {
@@ -129,6 +131,13 @@ async fn serve<St: Store>(
             .flatten()
             .cloned()
             .collect();
+    // Each call's id, read or minted, and given back; its trace continued.
+    let request_id = config.telemetry.request_id_header.clone();
+    let traced = tower::ServiceBuilder::new()
+        .layer(SetRequestIdLayer::new(request_id.clone(), MintV7))
+        .layer(PropagateRequestIdLayer::new(request_id.clone()))
+        .service(Traced::new(built.routes.clone(), request_id.clone()));
+    let request_id = Arc::new(request_id);
     let graceful = GracefulShutdown::new();
     let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
     loop {
@@ -145,7 +154,8 @@ async fn serve<St: Store>(
             () = &mut signal => break,
         };
         let _ = stream.set_nodelay(true);
-        let routes = built.routes.clone();
+        let traced = traced.clone();
+        let request_id = Arc::clone(&request_id);
         let trusted = is_trusted(&config.trusted_proxies, peer.ip());
         let scope_headers = Arc::clone(&scope_headers);
         let service = tower::service_fn(move |request: Request<Incoming>| {
@@ -157,8 +167,9 @@ async fn serve<St: Store>(
             if !trusted {
                 drop_forwarding(request.headers_mut(), &scope_headers);
             }
+            drop_unusable_request_id(request.headers_mut(), &request_id);
             request.extensions_mut().insert(ClientAddr(peer));
-            routes.clone().oneshot(request)
+            traced.clone().oneshot(request)
         });
         let connection = builder
             .serve_connection_with_upgrades(TokioIo::new(stream), TowerToHyperService::new(service))

@@ -28,7 +28,7 @@ pub struct Built<St> {
 /// Builds every route's service over `store`.
 pub fn build<St: Store>(config: &Config, store: St) -> Built<St> {
     let root = store_settings(config, IdempotencyLayer::with_store(store));
-    let pool = Pool::new(&config.upstream);
+    let pool = Pool::new(&config.upstream, config.telemetry.request_id_header.clone());
     let http = http_scope(config, root.clone());
     let mcp = mcp_scope(config, root.clone());
     let handler = |route: &Route| match route.mode {
@@ -124,7 +124,7 @@ fn store_settings<St: Store>(
     if let Some(max) = config.limits.max_detached {
         layer = layer.max_detached(max);
     }
-    layer
+    layer.request_id_header(config.telemetry.request_id_header.clone())
 }
 
 /// HTTP routes: the principal where one is configured, else the caller's credential; each

@@ -36,10 +36,12 @@ struct Base {
     /// The upstream URL's path, without a trailing `/`, put before each request's path.
     path: String,
     host: HostHeader,
+    /// The header of each call's id, said in the proxy's own answers.
+    request_id: http::HeaderName,
 }
 
 impl Pool {
-    pub fn new(config: &config::Upstream) -> Self {
+    pub fn new(config: &config::Upstream, request_id: http::HeaderName) -> Self {
         let mut connector = HttpConnector::new();
         connector.set_connect_timeout(Some(config.connect_timeout));
         connector.set_nodelay(true);
@@ -75,6 +77,7 @@ impl Pool {
                 authority,
                 path: config.url.path().trim_end_matches('/').to_owned(),
                 host: config.host,
+                request_id,
             }),
         }
     }
@@ -174,6 +177,8 @@ impl Service<Request<Inbound>> for Upstream {
         // The client speaks HTTP/1.1 to the upstream, whatever the caller spoke, or HTTP/2
         // where the upstream chose it in the TLS handshake.
         parts.version = Version::HTTP_11;
+        // Kept for the proxy's own answer, should the upstream give none.
+        let request_id = parts.headers.get(&self.pool.base.request_id).cloned();
         let outgoing = self
             .pool
             .client
@@ -181,6 +186,7 @@ impl Service<Request<Inbound>> for Upstream {
         let (timeout, kept) = (self.timeout, self.kept);
         let deadline = tokio::time::Instant::now() + timeout;
         Box::pin(async move {
+            let request_id = request_id.as_ref().and_then(|id| id.to_str().ok());
             let answer = match tokio::time::timeout(timeout, outgoing).await {
                 Ok(Ok(response)) => {
                     let (mut parts, body) = response.into_parts();
@@ -196,13 +202,13 @@ impl Service<Request<Inbound>> for Upstream {
                     tracing::warn!(%error, "the upstream could not be reached");
                     metrics::counter!("idempotency_proxy_upstream_errors_total", "kind" => "connect")
                         .increment(1);
-                    lost(Lost::Unreachable, timeout)
+                    lost(Lost::Unreachable, timeout, request_id)
                 }
                 Ok(Err(error)) => {
                     tracing::warn!(%error, "the upstream's connection broke before it answered");
                     metrics::counter!("idempotency_proxy_upstream_errors_total", "kind" => "broken")
                         .increment(1);
-                    lost(Lost::Broken, timeout)
+                    lost(Lost::Broken, timeout, request_id)
                 }
                 Err(_elapsed) => {
                     tracing::warn!(
@@ -211,7 +217,7 @@ impl Service<Request<Inbound>> for Upstream {
                     );
                     metrics::counter!("idempotency_proxy_upstream_errors_total", "kind" => "timeout")
                         .increment(1);
-                    lost(Lost::TimedOut, timeout)
+                    lost(Lost::TimedOut, timeout, request_id)
                 }
             };
             Ok(answer)

@@ -6,6 +6,7 @@ use http::{header, HeaderValue, Response, StatusCode};
 use serde_json::{json, Map, Value};
 
 use crate::body::ResponseBody;
+use crate::headers::RequestId;
 use crate::key::IntentKey;
 use crate::wording::Words;
 
@@ -59,7 +60,54 @@ pub(crate) fn write(status: StatusCode, told: &Words, location: Option<&str>) ->
 
 /// A response the layer wrote, as the service's response.
 pub(crate) fn written<B>(status: StatusCode, told: &Words) -> Response<ResponseBody<B>> {
-    write(status, told, None).map(ResponseBody::full)
+    written_at(status, told, None)
+}
+
+/// A response the layer wrote, naming where to ask later, as the service's response.
+pub(crate) fn written_at<B>(
+    status: StatusCode,
+    told: &Words,
+    location: Option<&str>,
+) -> Response<ResponseBody<B>> {
+    let mut response = write(status, told, location);
+    let document = Written(response.body().clone());
+    response.extensions_mut().insert(document);
+    response.map(ResponseBody::full)
+}
+
+/// The JSON document of a response the layer wrote, kept beside its body until the answer
+/// leaves the layer, which adds the request's id to it.
+#[derive(Clone)]
+struct Written(Bytes);
+
+/// `response` as it leaves the layer: a document the layer wrote for this request says its
+/// `request_id`, where the request had one. Any other response is left as it is.
+pub(crate) fn with_request_id<B>(
+    mut response: Response<ResponseBody<B>>,
+    id: Option<&RequestId>,
+) -> Response<ResponseBody<B>> {
+    let Some(Written(document)) = response.extensions_mut().remove::<Written>() else {
+        return response;
+    };
+    if let Some(id) = id {
+        // The layer writes one object, closed by its last byte.
+        if let Some(open) = document.strip_suffix(b"}") {
+            let mut out = Vec::with_capacity(document.len() + id.as_str().len() + 24);
+            out.extend_from_slice(open);
+            out.extend_from_slice(b",\"request_id\":");
+            out.extend_from_slice(Value::from(id.as_str()).to_string().as_bytes());
+            out.push(b'}');
+            *response.body_mut() = ResponseBody::full(Bytes::from(out));
+        }
+    }
+    response
+}
+
+/// A response of the inner service, with no mark that this layer wrote it: only the layer's
+/// own documents are given the request's id.
+pub(crate) fn unmarked<B>(mut response: Response<B>) -> Response<B> {
+    response.extensions_mut().remove::<Written>();
+    response
 }
 
 /// Adds the `_idempotency` member to a replayed JSON object body, for models that never see
@@ -137,6 +185,38 @@ mod tests {
             .as_str()
             .unwrap()
             .starts_with("This action is already running"));
+    }
+
+    #[tokio::test]
+    async fn the_layers_own_documents_say_the_request_id_and_no_other_body_is_touched() {
+        use http_body_util::BodyExt;
+        type Body = ResponseBody<http_body_util::Full<Bytes>>;
+        let read = |response: Response<Body>| async move {
+            let bytes = response.into_body().collect().await.unwrap().to_bytes();
+            serde_json::from_slice::<Value>(&bytes).unwrap()
+        };
+        let mut headers = http::HeaderMap::new();
+        headers.insert("x-request-id", HeaderValue::from_static(r#"req-"7"#));
+        let name = http::HeaderName::from_static("x-request-id");
+        let id = RequestId::of(&headers, &name);
+        let told = crate::wording::refusal(&Refusal::TooBusy, &Settings::default(), None);
+
+        let refused: Response<Body> = written(StatusCode::SERVICE_UNAVAILABLE, &told);
+        let value = read(with_request_id(refused, id.as_ref())).await;
+        assert_eq!(value["request_id"], r#"req-"7"#);
+        assert_eq!(value["outcome"], "not_executed");
+
+        let without: Response<Body> = written(StatusCode::SERVICE_UNAVAILABLE, &told);
+        let value = read(with_request_id(without, None)).await;
+        assert!(value.get("request_id").is_none(), "{value}");
+
+        // A body the layer did not write (the tool's, a replay's) is left as it came.
+        let tools = Response::new(Body::full(Bytes::from_static(br#"{"sent":true}"#)));
+        let value = read(with_request_id(tools, id.as_ref())).await;
+        assert_eq!(value, serde_json::json!({"sent": true}));
+        let marked: Response<Body> = written(StatusCode::SERVICE_UNAVAILABLE, &told);
+        let value = read(with_request_id(unmarked(marked), id.as_ref())).await;
+        assert!(value.get("request_id").is_none(), "{value}");
     }
 
     #[test]

@@ -7,10 +7,12 @@ use std::sync::Arc;
 use http::request::Parts;
 use http::{Request, Response};
 
+use super::answer::with_request_id;
 use super::render::render;
 use crate::body::{peek_body, Bufferable, Peek, ResponseBody};
 use crate::dialect::{Answer, Tool};
 use crate::engine::{Call, Decision, Engine, Refusal};
+use crate::headers::RequestId;
 use crate::store::Store;
 use crate::telemetry;
 
@@ -52,6 +54,8 @@ where
             Ok(peeked) => peeked.body,
             Err(unread) => {
                 let answer = render(settings, Decision::Refused(Refusal::from(unread)));
+                let id = RequestId::of(&parts.headers, &settings.request_id_header);
+                let answer = with_request_id(answer, id.as_ref());
                 telemetry::answered(&op, Some(answer.status()), started);
                 return Ok(answer);
             }

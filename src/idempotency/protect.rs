@@ -8,17 +8,23 @@ use bytes::Bytes;
 use http::request::Parts;
 use http::{Request, Response};
 
+use super::answer::{unmarked, with_request_id};
 use super::read::read;
 use super::render::render;
 use crate::body::{Bufferable, Keepable, ResponseBody};
 use crate::dialect::{Answer, Dialect, Payload, Tool};
 use crate::engine::{Decision, Engine, Reading};
+use crate::headers::RequestId;
 use crate::scope::{Scope, ScopeFault};
 use crate::store::Store;
 use crate::telemetry::Op;
 
-/// The HTTP dialect, for one layer's engine.
-struct Http<St>(Arc<Engine<St>>);
+/// The HTTP dialect, for one layer's engine and one request: its id goes into the answers the
+/// layer writes.
+struct Http<St> {
+    engine: Arc<Engine<St>>,
+    request_id: Option<RequestId>,
+}
 
 impl<St, S, B, ResBody> Dialect<S, B, ResBody> for Http<St>
 where
@@ -31,16 +37,19 @@ where
     type Answer = Response<ResponseBody<ResBody>>;
 
     fn engine(&self) -> &Arc<Engine<St>> {
-        &self.0
+        &self.engine
     }
 
     fn scope(&self, parts: &Parts) -> Result<Option<Scope>, ScopeFault> {
-        self.0.settings.scope.scope_of(parts)
+        self.engine.settings.scope.scope_of(parts)
     }
 
     fn operation(&self, parts: &Parts) -> Op {
-        let settings = &self.0.settings;
-        self.0.runtime.ops.of(settings.route_label.as_ref(), parts)
+        let settings = &self.engine.settings;
+        self.engine
+            .runtime
+            .ops
+            .of(settings.route_label.as_ref(), parts)
     }
 
     fn work(
@@ -49,9 +58,10 @@ where
         parts: Parts,
         body: Bytes,
     ) -> impl Future<Output = Result<Reading<Self::Answer>, S::Error>> + Send + 'static {
-        let settings = &self.0.settings;
+        let settings = &self.engine.settings;
         let limit = settings.response_limit;
         let rule = Arc::clone(&settings.classify);
+        let request_id = settings.request_id_header.clone();
         // How long an outcome that is not known is kept on this path.
         let unknown_kept =
             (settings.paths.retention(parts.uri.path())).min(settings.unknown_retention);
@@ -59,12 +69,14 @@ where
             let response = inner
                 .call(Request::from_parts(parts, B::from(body)))
                 .await?;
-            Ok(read(response, limit, &rule, unknown_kept).await)
+            let response = unmarked(response);
+            Ok(read(response, limit, &rule, unknown_kept, &request_id).await)
         }
     }
 
     fn render(&self, decided: Decision<Self::Answer>) -> Response<ResponseBody<ResBody>> {
-        render(&self.0.settings, decided)
+        let response = render(&self.engine.settings, decided);
+        with_request_id(response, self.request_id.as_ref())
     }
 }
 
@@ -81,5 +93,7 @@ where
     ResBody: Keepable,
     St: Store,
 {
-    crate::dialect::protect(Http(engine), inner, parts, Payload::Unread(body))
+    let request_id = RequestId::of(&parts.headers, &engine.settings.request_id_header);
+    let http = Http { engine, request_id };
+    crate::dialect::protect(http, inner, parts, Payload::Unread(body))
 }

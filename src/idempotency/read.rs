@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::{header, HeaderMap, Response, StatusCode};
+use http::{header, HeaderMap, HeaderName, Response, StatusCode};
 use http_body::Body;
 use http_body_util::BodyExt;
 
@@ -26,12 +26,14 @@ pub(crate) type FirstResponse<B> = Response<ResponseBody<B>>;
 
 /// Reads `response` up to `limit` bytes, without copying a body that came in one piece, and
 /// judges it. One over the cap still reaches its first caller whole, and is recorded as run
-/// without its response; one that breaks off is told as kept for `unknown_kept`.
+/// without its response; one that breaks off is told as kept for `unknown_kept`. The
+/// `request_id` header is not kept: it names the first caller's request, not a replay's.
 pub(crate) async fn read<B>(
     response: Response<B>,
     limit: usize,
     rule: &Arc<dyn Classify>,
     unknown_kept: Duration,
+    request_id: &HeaderName,
 ) -> Reading<FirstResponse<B>>
 where
     B: Body<Data = Bytes> + Send + 'static,
@@ -69,7 +71,7 @@ where
                 let body = gathered.into_bytes();
                 let stored = StoredResponse {
                     status: parts.status,
-                    headers: storable_headers(&parts.headers),
+                    headers: storable_headers(&parts.headers, request_id),
                     body: body.clone(),
                 };
                 let response = Response::from_parts(parts, ResponseBody::full(body));

@@ -3,7 +3,7 @@
 
 use http::{Response, StatusCode};
 
-use super::answer::{write, written};
+use super::answer::{written, written_at};
 use super::replay::{replay, replay_stored};
 use crate::body::ResponseBody;
 use crate::engine::{Decision, Failure, Intent, Outcome, Refusal};
@@ -66,7 +66,7 @@ pub(crate) fn in_progress<B>(
     } else {
         StatusCode::ACCEPTED
     };
-    write(status, &told, Some(&status_url)).map(ResponseBody::full)
+    written_at(status, &told, Some(&status_url))
 }
 
 /// Renders what the engine decided; every response to a derived intent names it.

@@ -64,9 +64,10 @@ pub(crate) fn replay_stored<B>(
 /// The headers a replay adds to the kept ones.
 const REPLAY_ADDS: usize = 3;
 
-/// The headers worth keeping: not hop-by-hop, not `date`, not a length the replay recomputes.
-/// The map is built at its exact size, since kept records live long and are many.
-pub(crate) fn storable_headers(headers: &HeaderMap) -> HeaderMap {
+/// The headers worth keeping: not hop-by-hop, not `date`, not a length the replay recomputes,
+/// not the first caller's `request_id`. The map is built at its exact size, since kept
+/// records live long and are many.
+pub(crate) fn storable_headers(headers: &HeaderMap, request_id: &HeaderName) -> HeaderMap {
     let named_by_connection: Vec<String> = headers
         .get_all(header::CONNECTION)
         .iter()
@@ -88,6 +89,7 @@ pub(crate) fn storable_headers(headers: &HeaderMap) -> HeaderMap {
         ]
         .contains(name)
             || name.as_str() == "keep-alive"
+            || name == request_id
             || named_by_connection.iter().any(|n| n == name.as_str())
     };
     // Counted first, so that the map is allocated once at its size, with no list between.
@@ -106,7 +108,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn hop_by_hop_and_date_headers_are_not_kept() {
+    fn hop_by_hop_date_and_request_id_headers_are_not_kept() {
         let mut headers = HeaderMap::new();
         headers.insert(header::CONNECTION, HeaderValue::from_static("close, x-hop"));
         headers.insert("x-hop", HeaderValue::from_static("1"));
@@ -120,7 +122,8 @@ mod tests {
             HeaderValue::from_static("application/json"),
         );
         headers.insert("x-request-cost", HeaderValue::from_static("3"));
-        let kept = storable_headers(&headers);
+        headers.insert("x-request-id", HeaderValue::from_static("first-caller"));
+        let kept = storable_headers(&headers, &HeaderName::from_static("x-request-id"));
         assert_eq!(kept.len(), 2);
         assert!(kept.contains_key(header::CONTENT_TYPE));
         assert!(kept.contains_key("x-request-cost"));

@@ -5,13 +5,13 @@ use std::sync::Arc;
 use http::request::Parts;
 use http::{Method, Request, Response, StatusCode};
 
-use super::answer::written;
+use super::answer::{with_request_id, written};
 use super::render::in_progress;
 use super::replay::replay;
 use crate::body::ResponseBody;
 use crate::engine::lookup::IntentView;
 use crate::engine::{Engine, Failure, Refusal};
-use crate::headers::with_intent;
+use crate::headers::{with_intent, RequestId};
 use crate::idempotency::ResponseFuture;
 use crate::key::{IntentKey, ScopeHash};
 use crate::scope::ScopeFault;
@@ -36,7 +36,9 @@ pub(crate) fn respond<St: Store, B, F, RB, E>(
             .settings
             .status_target(parts.uri.path())
             .unwrap_or_default();
-        Ok(answer_status(&engine, &parts, target).await)
+        let answer = answer_status(&engine, &parts, target).await;
+        let id = RequestId::of(&parts.headers, &engine.settings.request_id_header);
+        Ok(with_request_id(answer, id.as_ref()))
     })
 }
 

@@ -27,6 +27,7 @@ use crate::dialect::{finish, Answer, Dialect, Payload, Telling, Tool};
 use crate::engine::path::Running;
 use crate::engine::relay::{Attachment, Relay, Relaying};
 use crate::engine::{Call, Decision, Engine, Reading};
+use crate::headers::RequestId;
 use crate::scope::{Scope, ScopeFault};
 use crate::store::{Protocol, Store};
 use crate::telemetry::Op;
@@ -92,6 +93,7 @@ where
         timing,
         outlet: std::sync::Mutex::new(None),
         attached: None,
+        request_id: RequestId::of(&parts.headers, &settings.request_id_header),
     };
     crate::dialect::protect(mcp, inner, parts, Payload::Read(bytes))
 }

@@ -13,6 +13,7 @@ use super::message::Form;
 use super::relay::Outlet;
 use super::render::Rendering;
 use crate::engine::relay::Attachment;
+use crate::headers::RequestId;
 use crate::settings::Timing;
 
 /// The MCP dialect of the protected path, for one `tools/call`.
@@ -37,6 +38,8 @@ pub(crate) struct McpCall<St> {
     /// For a caller that takes an event stream: where its attachment comes back, with the
     /// call's slot for its cancellation.
     pub(super) attached: Option<(oneshot::Receiver<Attachment>, u128)>,
+    /// The request's id, which the layer's own results carry in `_meta`.
+    pub(super) request_id: Option<RequestId>,
 }
 
 impl<St> McpCall<St> {
@@ -50,6 +53,7 @@ impl<St> McpCall<St> {
             as_task: self.as_task,
             offers_task: self.offers_task,
             retention: self.retention,
+            request_id: self.request_id.as_ref(),
         }
     }
 }

@@ -16,7 +16,7 @@ use super::tasks::{TaskStatus, TaskView};
 use super::tool::ServerAnswer;
 use crate::clock::{now_ms, seconds_since};
 use crate::engine::{Decision, Intent, Outcome, Refusal};
-use crate::headers::{age, mark_replayed, with_intent};
+use crate::headers::{age, mark_replayed, with_intent, RequestId};
 use crate::key::IntentKey;
 use crate::store::{KeptResponse, Protocol, Record, StoredResponse};
 use crate::wording::{self, Words};
@@ -36,6 +36,8 @@ pub(crate) struct Rendering<'a, St> {
     pub(crate) offers_task: bool,
     /// How long the call's outcome is kept: a task's time to live.
     pub(crate) retention: Duration,
+    /// The request's id, said in `_meta` of each result the layer writes.
+    pub(crate) request_id: Option<&'a RequestId>,
 }
 
 /// A rendered answer.
@@ -99,7 +101,27 @@ impl<St> Rendering<'_, St> {
         }
         let policy = &self.endpoint.policy;
         let unstructured = policy.listed_without_output_schema(&self.call.name);
-        Rendition::Message(answers::tool_result(self.id(), told, unstructured), headers)
+        let mut message = answers::tool_result(self.id(), told, unstructured);
+        self.say_request_id(&mut message);
+        Rendition::Message(message, headers)
+    }
+
+    /// Puts the request's id in `_meta` of a result the layer wrote, where the request had one
+    /// (a replayed result that has a `request_id` there keeps the server's).
+    fn say_request_id(&self, message: &mut Value) {
+        let Some(id) = self.request_id else {
+            return;
+        };
+        let Some(Value::Object(result)) = message.get_mut("result") else {
+            return;
+        };
+        let meta = result
+            .entry("_meta")
+            .or_insert_with(|| Value::Object(serde_json::Map::new()));
+        if let Value::Object(meta) = meta {
+            let said = || Value::from(id.as_str());
+            meta.entry("request_id").or_insert_with(said);
+        }
     }
 
     fn keyed(&self, intent: &Intent, outcome: Outcome<ServerAnswer>) -> Rendition {
@@ -188,6 +210,7 @@ impl<St> Rendering<'_, St> {
         let ran_s_ago = seconds_since(record.completed_at_ms);
         if self.endpoint.replay_notice {
             answers::note_replay(&mut message, ran_s_ago, &key.to_hex());
+            self.say_request_id(&mut message);
         }
         let mut headers = HeaderMap::new();
         mark_replayed(&mut headers);
@@ -226,11 +249,12 @@ impl<St> Rendering<'_, St> {
             updated_at_ms: now,
             ttl: self.retention,
         };
-        let created = if self.as_task {
+        let mut created = if self.as_task {
             view.created(self.id())
         } else {
             view.created_for_extension(self.id())
         };
+        self.say_request_id(&mut created);
         Rendition::Message(created, HeaderMap::new())
     }
 }

@@ -75,6 +75,8 @@ pub(crate) struct Settings {
     pub(crate) unknown_retention: Duration,
     pub(crate) fail_open: bool,
     pub(crate) annotate_replays: bool,
+    /// The header whose value the layer's own answers carry as `request_id`.
+    pub(crate) request_id_header: HeaderName,
     pub(crate) route_label: Option<RouteLabel>,
     pub(crate) max_detached: usize,
     /// Observe mode: protected routes are keyed and counted, never enforced.
@@ -112,6 +114,7 @@ impl Default for Settings {
             unknown_retention: DEFAULT_UNKNOWN_RETENTION,
             fail_open: false,
             annotate_replays: false,
+            request_id_header: HeaderName::from_static(crate::headers::DEFAULT_REQUEST_ID_HEADER),
             route_label: None,
             max_detached: DEFAULT_MAX_DETACHED,
             observe: false,

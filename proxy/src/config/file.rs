@@ -27,6 +27,18 @@ pub struct File {
     pub routes: Vec<Spanned<RouteTable>>,
     /// The settings of one MCP tool, on every MCP route.
     pub tools: Vec<Spanned<ToolTable>>,
+    pub telemetry: TelemetryTable,
+}
+
+/// Request ids and traces.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TelemetryTable {
+    /// The header that carries each call's id.
+    pub request_id_header: Option<Header>,
+    /// An OTLP collector to send spans to.
+    pub otlp_endpoint: Option<super::telemetry::EndpointSetting>,
+    pub otlp_protocol: Option<super::telemetry::OtlpProtocol>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]

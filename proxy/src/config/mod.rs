@@ -4,6 +4,7 @@ mod file;
 mod proxies;
 mod route;
 mod store;
+mod telemetry;
 mod tls;
 mod tools;
 mod values;
@@ -16,6 +17,7 @@ use std::time::Duration;
 use http::{HeaderName, Uri};
 
 pub use file::{HostHeader, LogFormat, MissingScope, Mode, ToolMode};
+pub use telemetry::{Otlp, OtlpProtocol, Telemetry};
 pub use tools::Tool;
 
 use crate::cli::Cli;
@@ -45,6 +47,8 @@ pub struct Config {
     /// The admin API's bearer token: the API is off without one.
     pub admin_token: Option<String>,
     pub log_format: LogFormat,
+    /// Request ids, trace context and where spans go.
+    pub telemetry: Telemetry,
     pub shutdown_grace: Duration,
     pub upstream: Upstream,
     pub store: Store,
@@ -259,6 +263,7 @@ fn resolve(
         missing: file.scope.missing.unwrap_or(MissingScope::Refuse),
         mcp_shared: cli.mcp_shared_scope || file.scope.mcp_shared.unwrap_or(false),
     };
+    let telemetry = telemetry::telemetry(cli, file.telemetry, where_)?;
     let limits = Limits {
         body: file.limits.body,
         response: file.limits.response,
@@ -352,6 +357,7 @@ fn resolve(
         trusted_proxies,
         admin_token,
         log_format: file.log_format.unwrap_or(LogFormat::Text),
+        telemetry,
         shutdown_grace: file.shutdown_grace.map_or(Duration::from_secs(30), |d| d.0),
         upstream,
         store,

@@ -324,3 +324,35 @@ fn tls_settings_need_an_https_upstream_and_readable_files() {
     .to_string();
     assert!(error.contains("go together"), "{error}");
 }
+
+#[test]
+fn telemetry_is_read_from_the_file_and_the_flags_win() {
+    let flags = ["--upstream", "http://127.0.0.1:8000"];
+    let config = Config::load(&cli(&flags)).unwrap();
+    assert_eq!(config.telemetry.request_id_header, "x-request-id");
+    assert!(config.telemetry.otlp.is_none(), "no exporter by default");
+    let text = "[telemetry]\nrequest_id_header = \"x-correlation-id\"\n\
+                otlp_endpoint = \"http://127.0.0.1:4317\"\n";
+    let config = with_file(text, &flags).unwrap();
+    assert_eq!(config.telemetry.request_id_header, "x-correlation-id");
+    let otlp = config.telemetry.otlp.unwrap();
+    assert_eq!(otlp.protocol, OtlpProtocol::Grpc);
+    let mut args = flags.to_vec();
+    args.extend([
+        "--otlp-endpoint",
+        "http://collector:4318",
+        "--request-id-header",
+        "x-id",
+    ]);
+    let config = with_file(text, &args).unwrap();
+    assert_eq!(config.telemetry.request_id_header, "x-id");
+    let otlp = config.telemetry.otlp.unwrap();
+    assert_eq!(otlp.endpoint, "http://collector:4318/v1/traces");
+    assert_eq!(otlp.protocol, OtlpProtocol::Http);
+    let refused = with_file("[telemetry]\notlp_endpoint = \"https://c:4318\"\n", &flags);
+    let message = refused.unwrap_err().0;
+    assert!(
+        message.contains("otlp_endpoint") && message.contains("line 2"),
+        "{message}"
+    );
+}

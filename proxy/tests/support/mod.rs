@@ -167,6 +167,21 @@ impl Proxy {
         }
     }
 
+    /// The first line of the proxy's stderr from now on that `wanted` accepts, within `limit`
+    /// (the lines before it are read and dropped); `None` if none came.
+    pub fn log_line(&self, limit: Duration, wanted: impl Fn(&str) -> bool) -> Option<String> {
+        let lines = self.stderr.as_ref()?;
+        let deadline = std::time::Instant::now() + limit;
+        loop {
+            let left = deadline.checked_duration_since(std::time::Instant::now())?;
+            match lines.recv_timeout(left) {
+                Ok(line) if wanted(&line) => return Some(line),
+                Ok(_) => {}
+                Err(_) => return None,
+            }
+        }
+    }
+
     /// Sends SIGTERM.
     pub fn terminate(&self) {
         process::terminate(&self.child);

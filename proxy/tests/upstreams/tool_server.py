@@ -19,6 +19,9 @@ execution of NAME (GET /stats returns the counts). The tools:
   truncate     starts a 200 answer of 100 bytes, sends 10, then closes the connection
   stall        starts a 200 answer of 100 bytes, sends 10, then waits 30 s
   stream       an SSE answer: event 1, then event 2 once GET /sse/seen was called
+  echo_headers 200 {"headers": {...}}: the request's headers, each name with its values; the
+               request's x-request-id is said back as a header of the answer, as many
+               servers do
 
 GET /events is an SSE stream like `stream`; GET /headers echoes the request's headers and
 the port the request came from, with a hop-by-hop header of its own; anything else is 404.
@@ -90,6 +93,12 @@ class Handler(BaseHTTPRequestHandler):
         chunk(b"data: two\n\n" if held else b"data: two-after-timeout\n\n")
         chunk(b"")
 
+    def seen_headers(self):
+        headers = {}
+        for name, value in self.headers.items():
+            headers.setdefault(name.lower(), []).append(value)
+        return headers
+
     def do_GET(self):
         if self.path == "/stats":
             with LOCK:
@@ -100,12 +109,9 @@ class Handler(BaseHTTPRequestHandler):
         if self.path == "/events":
             return self.sse()
         if self.path.startswith("/headers"):
-            headers = {}
-            for name, value in self.headers.items():
-                headers.setdefault(name.lower(), []).append(value)
             return self.answer(
                 200,
-                {"headers": headers, "path": self.path, "peer_port": self.client_address[1]},
+                {"headers": self.seen_headers(), "path": self.path, "peer_port": self.client_address[1]},
                 headers=[("connection", "x-upstream-hop"), ("x-upstream-hop", "1"), ("x-kept", "1")],
             )
         self.answer(404, {"error": "no such path"})
@@ -151,6 +157,10 @@ class Handler(BaseHTTPRequestHandler):
             return
         if name == "stream":
             return self.sse()
+        if name == "echo_headers":
+            said = self.headers.get("x-request-id")
+            back = [("x-request-id", said)] if said else []
+            return self.answer(200, {"headers": self.seen_headers()}, headers=back)
         self.answer(404, {"error": f"no tool {name}"})
 
 
