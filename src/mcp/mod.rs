@@ -106,6 +106,8 @@ mod service;
 // the tool's answer on a body or an event stream) and the engine's outcomes told as JSON-RPC
 // results, tasks and refusals.
 mod answers;
+#[cfg(feature = "contract")]
+mod arguments;
 mod call;
 pub(crate) mod cancellation;
 mod dialect;
@@ -113,7 +115,11 @@ mod discovery;
 pub(crate) mod endpoint;
 mod envelope;
 mod era;
+#[cfg(feature = "contract")]
+mod input_schema;
 mod judge;
+mod list_changed;
+mod listing;
 mod live;
 mod message;
 pub(crate) mod observe;
