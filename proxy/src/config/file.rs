@@ -131,6 +131,8 @@ pub struct RouteTable {
     pub key_field: Option<Pointer>,
     /// Keyed and counted, never enforced (observe mode).
     pub observe: Option<bool>,
+    /// MCP routes: a tool call's arguments checked against its tool's listed `inputSchema`.
+    pub validate_arguments: Option<bool>,
 }
 
 /// One MCP tool's settings, as written.

@@ -141,6 +141,8 @@ pub struct Route {
     pub key: Option<KeySource>,
     /// Keyed and counted, never enforced.
     pub observe: bool,
+    /// An MCP route's tool calls are checked against their tools' listed `inputSchema`.
+    pub validate_arguments: bool,
 }
 
 /// The upstream's answer is awaited this long unless a route says otherwise.
@@ -330,9 +332,12 @@ fn resolve(
             routes.push(built);
         }
     }
-    if cli.observe {
-        for route in std::iter::once(&mut default_route).chain(&mut routes) {
+    for route in std::iter::once(&mut default_route).chain(&mut routes) {
+        if cli.observe {
             route.observe = route.mode != Mode::Pass;
+        }
+        if cli.mcp_validate_arguments {
+            route.validate_arguments = route.mode == Mode::Mcp;
         }
     }
     for route in std::iter::once(&default_route).chain(&routes) {
