@@ -53,6 +53,11 @@ pub struct Cli {
     /// has no session); `scope.mcp_shared` in the file.
     #[arg(long)]
     pub mcp_shared_scope: bool,
+    /// MCP routes check each tool call's arguments against the `inputSchema` its tool was
+    /// listed with: a call that breaks it is answered with a tool error naming each violation
+    /// and never reaches the server; `validate_arguments = true` per route in the file.
+    #[arg(long)]
+    pub mcp_validate_arguments: bool,
     /// An MCP tool whose calls pass through unprotected, whatever the server declares (a tool
     /// that is safe to repeat); repeatable; `mode = "pass"` in a `[[tools]]` entry.
     #[arg(long, value_name = "NAME")]

@@ -54,7 +54,10 @@ pub fn build<St: Store>(config: &Config, store: St) -> Built<St> {
             if route.observe {
                 layer = layer.observe();
             }
-            let mut layer = layer.mcp().tasks();
+            let mut layer = layer
+                .mcp()
+                .tasks()
+                .validate_arguments(route.validate_arguments);
             if config.scope.mcp_shared {
                 layer = layer.shared_scope();
             }

@@ -38,11 +38,16 @@ pin_project! {
         Chained { head: Option<Bytes>, tail: Pin<Box<B>> },
         // Bytes the layer writes as they come: events relayed, then an answer.
         Streamed { chunks: Chunks },
+        // The inner service's own body, each chunk shown to a watcher as it passes.
+        Watched { #[pin] body: B, watch: Watch },
     }
 }
 
 /// Bytes the layer writes as they come.
 type Chunks = futures_util::stream::BoxStream<'static, Bytes>;
+
+/// What sees each chunk of a watched body as it passes.
+pub(crate) type Watch = Box<dyn FnMut(&Bytes) + Send>;
 
 impl<B> ResponseBody<B> {
     pub(crate) fn inner(body: B) -> Self {
@@ -80,6 +85,15 @@ impl<B> ResponseBody<B> {
         }
     }
 
+    /// The inner service's `body`, passed on as it is, each chunk shown to `watch` first.
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code, reason = "what MCP watches"))]
+    pub(crate) fn watched(body: B, watch: Watch) -> Self {
+        Self {
+            kind: Kind::Watched { body, watch },
+            held: None,
+        }
+    }
+
     /// The same body, keeping `value` until it has ended (or been dropped unfinished).
     #[cfg_attr(not(feature = "mcp"), allow(dead_code, reason = "what MCP relays"))]
     pub(crate) fn holding(mut self, value: impl Send + Sync + 'static) -> Self {
@@ -109,6 +123,15 @@ where
             },
             KindProj::Streamed { chunks } => futures_util::Stream::poll_next(chunks.as_mut(), cx)
                 .map(|chunk| chunk.map(|chunk| Ok(Frame::data(chunk)))),
+            KindProj::Watched { body, watch } => {
+                let polled = body.poll_frame(cx);
+                if let Poll::Ready(Some(Ok(frame))) = &polled {
+                    if let Some(chunk) = frame.data_ref() {
+                        watch(chunk);
+                    }
+                }
+                polled
+            }
         };
         if matches!(polled, Poll::Ready(None | Some(Err(_)))) {
             *this.held = None;
@@ -122,6 +145,7 @@ where
             Kind::Full { body } => body.is_end_stream(),
             Kind::Chained { head, tail } => head.is_none() && tail.is_end_stream(),
             Kind::Streamed { .. } => false,
+            Kind::Watched { body, .. } => body.is_end_stream(),
         }
     }
 
@@ -140,6 +164,7 @@ where
                 hint
             }
             Kind::Streamed { .. } => SizeHint::new(),
+            Kind::Watched { body, .. } => body.size_hint(),
         }
     }
 }

@@ -83,7 +83,7 @@ impl ContractLayer {
             label: format!("{method} {path}"),
             validator,
         };
-        crate::telemetry::schema_series(&contract.label, super::violation::REASONS);
+        crate::telemetry::schema_series(&contract.label);
         self.contracts_mut()
             .operations
             .entry(method)

@@ -45,3 +45,5 @@ mod violation;
 pub use crate::idempotency::ResponseFuture;
 pub use layer::{ContractLayer, InvalidSchema};
 pub use service::Contract;
+#[cfg(feature = "mcp")]
+pub(crate) use violation::Violation;

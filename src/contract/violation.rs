@@ -1,24 +1,10 @@
 //! What a schema violation tells the caller: a small reason code and a sentence.
 
-use jsonschema::error::ValidationErrorKind;
+use jsonschema::error::{TypeKind, ValidationErrorKind};
 use jsonschema::ValidationError;
 
+use crate::telemetry::SCHEMA_REASONS;
 use crate::wording::Words;
-
-/// Every reason a violation gives, registered at 0 for each configured operation.
-pub(crate) const REASONS: &[&str] = &[
-    "not_json",
-    "required",
-    "type",
-    "format",
-    "additional_properties",
-    "enum",
-    "pattern",
-    "length",
-    "range",
-    "items",
-    "schema",
-];
 
 /// A violation, described without echoing the offending value.
 #[derive(Debug)]
@@ -54,6 +40,18 @@ impl Violation {
         .member("schema_version", version)
     }
 
+    /// The violation as one line naming its field by JSON Pointer: `/count: is below the
+    /// minimum of 1`.
+    #[cfg(feature = "mcp")]
+    pub(crate) fn pointed(&self) -> String {
+        let field = if self.field.is_empty() {
+            "the arguments"
+        } else {
+            self.field.as_str()
+        };
+        format!("{field}: {}", self.problem)
+    }
+
     /// The body is not JSON at all.
     pub(crate) fn not_json() -> Self {
         Self {
@@ -71,7 +69,17 @@ impl Violation {
                 field = format!("{field}/{}", name.replace('~', "~0").replace('/', "~1"));
                 ("required", "is required but missing".to_owned())
             }
-            ValidationErrorKind::Type { .. } => ("type", "has the wrong type".to_owned()),
+            ValidationErrorKind::Type { kind } => {
+                let wanted: Vec<&str> = match kind {
+                    TypeKind::Single(one) => vec![one.as_str()],
+                    TypeKind::Multiple(set) => set.iter().map(|one| one.as_str()).collect(),
+                };
+                let wanted = wanted.join(" or ");
+                (
+                    "type",
+                    format!("has the wrong type (the schema asks for {wanted})"),
+                )
+            }
             ValidationErrorKind::Format { format } => {
                 ("format", format!("is not a valid {format}"))
             }
@@ -94,12 +102,20 @@ impl Violation {
             ValidationErrorKind::MaxLength { limit } => {
                 ("length", format!("is longer than {limit} characters"))
             }
-            ValidationErrorKind::Minimum { .. }
-            | ValidationErrorKind::Maximum { .. }
-            | ValidationErrorKind::ExclusiveMinimum { .. }
-            | ValidationErrorKind::ExclusiveMaximum { .. }
-            | ValidationErrorKind::MultipleOf { .. } => {
-                ("range", "is out of the allowed range".to_owned())
+            ValidationErrorKind::Minimum { limit } => {
+                ("range", format!("is below the minimum of {limit}"))
+            }
+            ValidationErrorKind::Maximum { limit } => {
+                ("range", format!("is above the maximum of {limit}"))
+            }
+            ValidationErrorKind::ExclusiveMinimum { limit } => {
+                ("range", format!("must be greater than {limit}"))
+            }
+            ValidationErrorKind::ExclusiveMaximum { limit } => {
+                ("range", format!("must be less than {limit}"))
+            }
+            ValidationErrorKind::MultipleOf { multiple_of } => {
+                ("range", format!("is not a multiple of {multiple_of}"))
             }
             ValidationErrorKind::MinItems { limit } => {
                 ("items", format!("has fewer than {limit} items"))
@@ -110,7 +126,7 @@ impl Violation {
             _ => ("schema", "does not match the schema".to_owned()),
         };
         debug_assert!(
-            REASONS.contains(&reason),
+            SCHEMA_REASONS.contains(&reason),
             "a reason with no series: {reason}"
         );
         Self {

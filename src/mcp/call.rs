@@ -16,6 +16,8 @@ use super::dialect::McpCall;
 use super::endpoint::Endpoint;
 use super::envelope::ToolCall;
 use super::era::Era;
+use super::list_changed::ListChanges;
+use super::listing::Server;
 use super::live::{self, Live};
 use super::message::{self, Form};
 use super::plain_call;
@@ -60,7 +62,7 @@ pub(crate) fn call_tool<St: Store, S, B, ResBody>(
     inner: S,
     mut parts: Parts,
     mut bytes: Bytes,
-    call: ToolCall,
+    (call, server): (ToolCall, Server),
     form: Form,
     era: Era,
 ) -> impl Future<Output = Answer<ResBody, S::Error>> + Send + 'static
@@ -87,6 +89,7 @@ where
         offers_task: endpoint.tasks && era == Era::Stateless && call.meta.tasks_extension,
         retention: timing.retention.unwrap_or(settings.paths.default_retention),
         call,
+        server,
         era,
         form,
         as_task,
@@ -128,7 +131,8 @@ where
             true => None,
             false => {
                 let listens = message::accepts(&parts.headers, "text/event-stream");
-                let relayed = relayed(&self.endpoint, parts, &self.call, listens);
+                let call = (&self.call, self.server);
+                let relayed = relayed(&self.endpoint, parts, call, listens);
                 self.outlet = std::sync::Mutex::new(Some(relayed.outlet));
                 self.attached = relayed.attached;
                 Some(relayed.relaying)
@@ -207,7 +211,7 @@ struct RelaySetup {
 fn relayed<St>(
     endpoint: &Endpoint<St>,
     parts: &Parts,
-    call: &ToolCall,
+    (call, server): (&ToolCall, Server),
     listens: bool,
 ) -> RelaySetup {
     let relay = Arc::new(Relay::default());
@@ -223,6 +227,7 @@ fn relayed<St>(
         relay: Arc::clone(&relay),
         relays: endpoint.relays.clone(),
         session: relay::session_of(&parts.headers),
+        changes: ListChanges::of(&endpoint.policy, server),
     };
     RelaySetup {
         relaying: Relaying { relay, attachment },

@@ -9,6 +9,7 @@ use tokio::sync::oneshot;
 use super::endpoint::Endpoint;
 use super::envelope::ToolCall;
 use super::era::Era;
+use super::listing::Server;
 use super::message::Form;
 use super::relay::Outlet;
 use super::render::Rendering;
@@ -20,6 +21,8 @@ use crate::settings::Timing;
 pub(crate) struct McpCall<St> {
     pub(crate) endpoint: Arc<Endpoint<St>>,
     pub(crate) call: ToolCall,
+    /// The server the call is for.
+    pub(crate) server: Server,
     /// The era the answer goes to.
     pub(crate) era: Era,
     /// The form the caller accepts.
@@ -48,6 +51,7 @@ impl<St> McpCall<St> {
         Rendering {
             endpoint: &self.endpoint,
             call: &self.call,
+            server: self.server,
             era: self.era,
             form,
             as_task: self.as_task,

@@ -12,6 +12,7 @@ use serde_json::Value;
 use super::endpoint::Endpoint;
 use super::envelope::Discovery;
 use super::era::Era;
+use super::listing::Revision;
 use super::message::{self, Form};
 use super::tasks;
 use crate::body::BoxError;
@@ -19,15 +20,15 @@ use crate::body::GatheredBody;
 use crate::body::ResponseBody;
 
 /// Passes an `initialize` or `tools/list` answer on, learning the tools' annotations from
-/// it on the way; with tasks served, it is completed with what the layer adds (the tasks
+/// it on the way (a listing asked for in `revision` of its server's listing); with tasks served, it is completed with what the layer adds (the tasks
 /// capability, the tools' task support) and written again in the form it came in. One
 /// over the response limit is passed on unread.
 pub(crate) async fn read_discovery<St, B>(
     endpoint: &Endpoint<St>,
     response: Response<B>,
     id: &Value,
-    what: Discovery,
-    era: Era,
+    (what, era): (Discovery, Era),
+    revision: Revision,
 ) -> Response<ResponseBody<B>>
 where
     B: Body<Data = Bytes> + Send + 'static,
@@ -61,7 +62,7 @@ where
         return Response::from_parts(parts, ResponseBody::full(head));
     };
     if learns {
-        endpoint.policy.learn(result);
+        endpoint.policy.learn(revision, result);
     }
     // The 2025-11-25 tasks are offered per tool; the tasks extension has no such member.
     if !endpoint.tasks || (learns && era == Era::Stateless) {
@@ -69,7 +70,8 @@ where
     }
     match what {
         Discovery::ToolsList => {
-            tasks::offer_to_tools(result, |name| !endpoint.policy.passes_through(name))
+            let server = revision.server();
+            tasks::offer_to_tools(result, |name| !endpoint.policy.passes_through(server, name))
         }
         Discovery::Initialize => tasks::declare_capability(result),
         Discovery::ServerDiscover => tasks::declare_extension(result),

@@ -250,6 +250,30 @@ impl<St> McpIdempotencyLayer<St> {
         self
     }
 
+    /// Checks each `tools/call`'s arguments against the `inputSchema` its tool was listed
+    /// with (off by default). The schemas are those of the `tools/list` answers passing back
+    /// through the layer, kept per server and forgotten when the server says its tools
+    /// changed (`notifications/tools/list_changed` on a stream passing back). A call whose
+    /// arguments break its tool's schema is answered at once with a tool execution error
+    /// (`isError: true`) whose text names each violation by JSON Pointer, so that the model
+    /// can correct the call; it is not run, and nothing is kept of it. Absent arguments are
+    /// checked as `{}`; formats such as `email` are checked. A call of a tool never listed,
+    /// or listed with a schema that does not compile (said once in the log), goes on
+    /// unchecked. Observe mode checks nothing.
+    ///
+    /// ```
+    /// use tower_idempotency::IdempotencyLayer;
+    ///
+    /// let layer = IdempotencyLayer::new().mcp().validate_arguments(true);
+    /// # let _ = layer;
+    /// ```
+    #[cfg(feature = "contract")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "contract")))]
+    pub fn validate_arguments(mut self, validate: bool) -> Self {
+        Arc::make_mut(&mut self.policy).validates_arguments = validate;
+        self
+    }
+
     /// Leaves an argument out of the key, such as `/request_nonce`: a JSON Pointer into
     /// `params.arguments`.
     ///

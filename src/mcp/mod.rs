@@ -68,6 +68,10 @@
 //! - **read-only tools pass through**: a tool that a `tools/list` answer passing through the
 //!   layer annotates `readOnlyHint: true` is not protected, unless the configuration says
 //!   otherwise ([`McpIdempotencyLayer::protect_tool`], [`McpIdempotencyLayer::pass_through_tool`]).
+//!   What the listings declare is kept per server (the authority and path of its calls);
+//! - **arguments checked**, with the `contract` feature and `validate_arguments(true)`: a call
+//!   whose arguments break the `inputSchema` its tool was listed with is answered, unrun, with
+//!   a tool error naming each violation by JSON Pointer (see `docs/mcp.md`).
 //!
 //! Every other message (`initialize`, `server/discover`, `tools/list`, notifications, `ping`,
 //! responses, the `GET` stream and `DELETE`) passes through untouched. A batch that holds a
@@ -106,6 +110,8 @@ mod service;
 // the tool's answer on a body or an event stream) and the engine's outcomes told as JSON-RPC
 // results, tasks and refusals.
 mod answers;
+#[cfg(feature = "contract")]
+mod arguments;
 mod call;
 pub(crate) mod cancellation;
 mod dialect;
@@ -113,7 +119,11 @@ mod discovery;
 pub(crate) mod endpoint;
 mod envelope;
 mod era;
+#[cfg(feature = "contract")]
+mod input_schema;
 mod judge;
+mod list_changed;
+mod listing;
 mod live;
 mod message;
 pub(crate) mod observe;

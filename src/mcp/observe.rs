@@ -46,8 +46,10 @@ where
     };
     let op = match peeked.as_ref().map(|peeked| peeked.keyable.as_ref()) {
         Ok(Some(bytes)) => match envelope::read(bytes) {
-            Envelope::ToolCall(call) if !endpoint.policy.passes_through(&call.name) => {
-                Some(count(&endpoint, &parts, bytes, &call))
+            Envelope::ToolCall(call) => {
+                let server = endpoint.policy.listings.server(&parts);
+                (!endpoint.policy.passes_through(server, &call.name))
+                    .then(|| count(&endpoint, &parts, bytes, &call))
             }
             Envelope::Refused(
                 envelope::EnvelopeRefusal::Unparsable { .. }

@@ -9,7 +9,7 @@ use http::{Request, Response, StatusCode};
 use serde_json::Value;
 
 use super::answers;
-use super::envelope::{self, Envelope, EnvelopeRefusal, TaskAsk, TaskQuery, ToolCall};
+use super::envelope::{self, Envelope, EnvelopeRefusal, TaskAsk, TaskQuery};
 use super::era::{self, Era, RequestMeta, Unservable};
 use super::message::{self, Form};
 use crate::body::read_body;
@@ -19,7 +19,11 @@ use crate::dialect::{Answer, Tool};
 use crate::idempotency::refused;
 use crate::store::Store;
 
+#[cfg(feature = "contract")]
+use super::arguments;
 use super::endpoint::Endpoint;
+use super::list_changed::ListChanges;
+use super::listing::Server;
 use super::schema_lookup::{self, SchemaVerdict};
 use super::{call, discovery, task_query};
 
@@ -45,16 +49,18 @@ where
         }
     };
     let form = Form::of(&parts.headers);
+    let server = endpoint.policy.listings.server(&parts);
     match envelope::read(&bytes) {
-        Envelope::ToolCall(call) if !endpoint.policy.passes_through(&call.name) => {
+        Envelope::ToolCall(call) if !endpoint.policy.passes_through(server, &call.name) => {
             let spoken = served_era(&parts, envelope::TOOLS_CALL, &call.name, &call.meta);
             let era = match spoken {
                 Ok(era) => era,
                 Err(why) => return Ok(unservable(&endpoint, &parts, &call.id, &why)),
             };
             if era == Era::Stateless {
+                let request = (&parts, &bytes);
                 let verdict =
-                    schema_lookup::check_call(&endpoint, &mut inner, &parts, &bytes, &call.name)
+                    schema_lookup::check_call(&endpoint, &mut inner, request, server, &call.name)
                         .await;
                 match verdict {
                     SchemaVerdict::Agrees => {}
@@ -74,19 +80,31 @@ where
                         );
                     }
                 }
+            }
+            #[cfg(feature = "contract")]
+            {
+                let request = (&parts, &bytes);
+                let refused = arguments::refusal(&endpoint, request, (&call, server), (era, form));
+                if let Some(refused) = refused {
+                    return Ok(refused);
+                }
+            }
+            if era == Era::Stateless {
                 let ready = futures_util::future::poll_fn(|cx| inner.poll_ready(cx));
                 ready.await?;
             }
             endpoint.forwarded.protected(&parts.headers, &call.id);
-            call::call_tool(&endpoint, inner, parts, bytes, call, form, era).await
+            call::call_tool(&endpoint, inner, parts, bytes, (call, server), form, era).await
         }
         Envelope::Discovery { id, what } => {
             let open = endpoint.forwarded.open(&parts.headers, &id);
             let era = Era::of(&parts.headers, None).unwrap_or(Era::Stateless);
+            let revision = endpoint.policy.listings.revision(server);
             let response = inner
                 .call(Request::from_parts(parts, B::from(bytes)))
                 .await?;
-            let answer = discovery::read_discovery(&endpoint, response, &id, what, era).await;
+            let answer =
+                discovery::read_discovery(&endpoint, response, &id, (what, era), revision).await;
             Ok(answer.map(|body| body.holding(open)))
         }
         Envelope::TaskQuery(query) if endpoint.tasks && query.key.is_some() => {
@@ -101,7 +119,7 @@ where
                 Era::Stateless => query.asks != TaskAsk::Result,
             };
             if !ours {
-                return forward(&endpoint, inner, parts, bytes, Some(query.id)).await;
+                return forward(&endpoint, inner, (parts, bytes, server), Some(query.id)).await;
             }
             match task_query::answer_task_query(&endpoint, &parts, &query, era).await {
                 Some(mut message) => {
@@ -109,7 +127,7 @@ where
                     Ok(message::write(&message, form, http::HeaderMap::new())
                         .map(ResponseBody::full))
                 }
-                None => forward(&endpoint, inner, parts, bytes, Some(query.id)).await,
+                None => forward(&endpoint, inner, (parts, bytes, server), Some(query.id)).await,
             }
         }
         Envelope::Refused(refusal) => Ok(refuse(&endpoint, &parts, &refusal, form)),
@@ -125,26 +143,43 @@ where
                 crate::telemetry::cancellation_absorbed();
                 return Ok(accepted());
             }
-            forward(&endpoint, inner, parts, bytes, None).await
+            forward(&endpoint, inner, (parts, bytes, server), None).await
         }
-        Envelope::ToolCall(ToolCall { id, .. }) | Envelope::TaskQuery(TaskQuery { id, .. }) => {
-            forward(&endpoint, inner, parts, bytes, Some(id)).await
+        Envelope::ToolCall(call) => {
+            // Passed on unprotected, unless its arguments break its tool's schema: such a
+            // call is refused, here as by the server, and runs nowhere.
+            #[cfg(feature = "contract")]
+            if endpoint.policy.validates_arguments {
+                let spoken = served_era(&parts, envelope::TOOLS_CALL, &call.name, &call.meta);
+                if let Ok(era) = spoken {
+                    let request = (&parts, &bytes);
+                    let refused =
+                        arguments::refusal(&endpoint, request, (&call, server), (era, form));
+                    if let Some(refused) = refused {
+                        return Ok(refused);
+                    }
+                }
+            }
+            forward(&endpoint, inner, (parts, bytes, server), Some(call.id)).await
+        }
+        Envelope::TaskQuery(TaskQuery { id, .. }) => {
+            forward(&endpoint, inner, (parts, bytes, server), Some(id)).await
         }
         Envelope::Other { id } => {
             // The client's answer to a question the server asked it on a relayed call.
             endpoint.relays.answered(&parts.headers, &bytes);
-            forward(&endpoint, inner, parts, bytes, id).await
+            forward(&endpoint, inner, (parts, bytes, server), id).await
         }
     }
 }
 
-/// Passes a message on to the server unprotected, remembering the id of a request while its
-/// answer is on its way, so that the client can still cancel it.
+/// Passes a message on to the server (`server`) unprotected, remembering the id of a request
+/// while its answer is on its way, so that the client can still cancel it; an event stream
+/// that answers it is watched for the server's word that its tools changed.
 async fn forward<St: Store, S, B, ResBody>(
     endpoint: &Endpoint<St>,
     mut inner: S,
-    parts: Parts,
-    bytes: Bytes,
+    (parts, bytes, server): (Parts, Bytes, Server),
     id: Option<Value>,
 ) -> Answer<ResBody, S::Error>
 where
@@ -156,9 +191,13 @@ where
     let response = inner
         .call(Request::from_parts(parts, B::from(bytes)))
         .await?;
+    let response = match ListChanges::of(&endpoint.policy, server) {
+        Some(changes) => changes.watching(response),
+        None => response.map(ResponseBody::inner),
+    };
     Ok(response.map(|body| match open {
-        Some(open) => ResponseBody::inner(body).holding(open),
-        None => ResponseBody::inner(body),
+        Some(open) => body.holding(open),
+        None => body,
     }))
 }
 

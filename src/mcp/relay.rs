@@ -14,6 +14,7 @@ use serde_json::Value;
 use sse_stream::Sse;
 
 use super::cancellation;
+use super::list_changed::ListChanges;
 use super::MCP_SESSION_HEADER;
 use crate::engine::relay::{Place, Relay};
 
@@ -50,6 +51,8 @@ pub(crate) struct Outlet {
     pub(crate) relay: Arc<Relay>,
     pub(crate) relays: Relays,
     pub(crate) session: Option<HeaderValue>,
+    /// Where the server's word that its tools changed is taken, where it is watched.
+    pub(crate) changes: Option<ListChanges>,
 }
 
 impl Outlet {
@@ -59,6 +62,9 @@ impl Outlet {
     pub(crate) fn pass(&self, message: &Value, data: &str) {
         if message.get("method").is_none() {
             return;
+        }
+        if let Some(changes) = &self.changes {
+            changes.read(message);
         }
         let event = event_of(data);
         match message.get("id") {

@@ -11,6 +11,7 @@ use super::answers::{self, stored_message, with_id};
 use super::endpoint::Endpoint;
 use super::envelope::{self, ToolCall};
 use super::era::Era;
+use super::listing::Server;
 use super::message::{self, Form};
 use super::tasks::{TaskStatus, TaskView};
 use super::tool::ServerAnswer;
@@ -25,6 +26,8 @@ use crate::wording::{self, Words};
 pub(crate) struct Rendering<'a, St> {
     pub(crate) endpoint: &'a Endpoint<St>,
     pub(crate) call: &'a ToolCall,
+    /// The server the call is for.
+    pub(crate) server: Server,
     /// The era the answer goes to.
     pub(crate) era: Era,
     /// The form the caller accepts.
@@ -100,7 +103,7 @@ impl<St> Rendering<'_, St> {
             headers.insert(header::RETRY_AFTER, HeaderValue::from(seconds));
         }
         let policy = &self.endpoint.policy;
-        let unstructured = policy.listed_without_output_schema(&self.call.name);
+        let unstructured = policy.listed_without_output_schema(self.server, &self.call.name);
         let mut message = answers::tool_result(self.id(), told, unstructured);
         self.say_request_id(&mut message);
         Rendition::Message(message, headers)

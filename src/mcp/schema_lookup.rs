@@ -12,6 +12,7 @@ use serde_json::{json, Value};
 
 use super::endpoint::Endpoint;
 use super::era::METHOD_HEADER;
+use super::listing::{Revision, Server};
 use super::message;
 use super::param_headers::{self, Agreement, PREFIX};
 use super::resume::resent_headers;
@@ -34,13 +35,14 @@ pub(crate) enum SchemaVerdict {
     Unknown,
 }
 
-/// Checks the `Mcp-Param-*` headers of the call to `tool` whose request is `parts` and
-/// `bytes`, learning what the tool declares from the server where no listing named it yet.
+/// Checks the `Mcp-Param-*` headers of the call to `tool` on `server` whose request is
+/// `parts` and `bytes`, learning what the tool declares from the server where no listing
+/// named it yet.
 pub(crate) async fn check_call<St, S, B, ResBody>(
     endpoint: &Endpoint<St>,
     inner: &mut S,
-    parts: &Parts,
-    bytes: &Bytes,
+    (parts, bytes): (&Parts, &Bytes),
+    server: Server,
     tool: &str,
 ) -> SchemaVerdict
 where
@@ -55,7 +57,7 @@ where
     if arguments.is_some_and(|arguments| !arguments.is_object() && !arguments.is_null()) {
         return SchemaVerdict::Agrees;
     }
-    let declared = match endpoint.policy.param_headers(tool) {
+    let declared = match endpoint.policy.param_headers(server, tool) {
         Some(declared) => declared,
         None => {
             let sends_any = parts
@@ -69,10 +71,11 @@ where
                 return SchemaVerdict::Agrees;
             }
             let meta = params.and_then(|params| params.get("_meta"));
-            if !list_tools(endpoint, inner, parts, meta, tool).await {
+            let revision = endpoint.policy.listings.revision(server);
+            if !list_tools(endpoint, inner, parts, meta, (revision, tool)).await {
                 return SchemaVerdict::Unknown;
             }
-            match endpoint.policy.param_headers(tool) {
+            match endpoint.policy.param_headers(server, tool) {
                 Some(declared) => declared,
                 None => return SchemaVerdict::Unknown,
             }
@@ -86,14 +89,15 @@ where
 }
 
 /// Reads the server's listing of tools for the caller of `parts`, page by page, until it
-/// names `tool`; whether the listing was read to that point (a tool it never names is noted
-/// as declaring nothing, as the server then checks nothing).
+/// names `tool`, learning from it while `revision` of the listing lasts; whether the listing
+/// was read to that point (a tool it never names is noted as declaring nothing, as the server
+/// then checks nothing).
 async fn list_tools<St, S, B, ResBody>(
     endpoint: &Endpoint<St>,
     inner: &mut S,
     parts: &Parts,
     meta: Option<&Value>,
-    tool: &str,
+    (revision, tool): (Revision, &str),
 ) -> bool
 where
     S: Tool<B, ResBody>,
@@ -126,14 +130,18 @@ where
         let Some(result) = answer.get("result").and_then(Value::as_object) else {
             return false;
         };
-        endpoint.policy.learn(result);
-        if endpoint.policy.param_headers(tool).is_some() {
+        endpoint.policy.learn(revision, result);
+        if endpoint
+            .policy
+            .param_headers(revision.server(), tool)
+            .is_some()
+        {
             return true;
         }
         match result.get("nextCursor") {
             Some(next @ Value::String(_)) => cursor = Some(next.clone()),
             _ => {
-                endpoint.policy.learn_unlisted(tool);
+                endpoint.policy.listings.learn_unlisted(revision, tool);
                 return true;
             }
         }

@@ -9,6 +9,7 @@ use http_body::Body;
 use tower_service::Service;
 
 use super::endpoint::Endpoint;
+use super::list_changed::ListChanges;
 use super::observe::observe_post;
 use super::post;
 use crate::body::BoxError;
@@ -61,6 +62,20 @@ where
         // MCP calls come as POSTs; every other request is the server's.
         match route(&engine.settings, &request, |method| method == Method::POST) {
             Route::Status => respond(engine, request),
+            // The server's own stream of the handshake era: watched for its word that its
+            // tools changed, where that is taken.
+            Route::Pass
+                if request.method() == Method::GET && self.endpoint.policy.validates_arguments =>
+            {
+                let policy = &self.endpoint.policy;
+                let server = policy.listings.server_of(request.uri(), request.headers());
+                match ListChanges::of(policy, server) {
+                    Some(changes) => ResponseFuture::layered(async move {
+                        Ok(changes.watching(inner.call(request).await?))
+                    }),
+                    None => ResponseFuture::passthrough(inner.call(request)),
+                }
+            }
             Route::Pass => ResponseFuture::passthrough(inner.call(request)),
             Route::Observe => {
                 let endpoint = Arc::clone(&self.endpoint);

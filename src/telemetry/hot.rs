@@ -32,6 +32,10 @@ pub(super) struct Hot {
     /// Observe mode's, registered at the operation's first observed call: an enforcing
     /// layer never counts them.
     checks: OnceLock<Checks>,
+    /// Calls refused for arguments that break their schema, registered at the first call
+    /// checked against one.
+    #[cfg(all(feature = "contract", feature = "mcp"))]
+    schema: OnceLock<LabelledCounters>,
 }
 
 /// How a request through a protected or observed route ends: the engine's outcomes, the tool's
@@ -83,6 +87,22 @@ const REFUSALS: &[&str] = &[
     "mcp-envelope",
 ];
 
+/// `reason` of `idempotency_rejected_by_schema_total`: every reason a schema violation gives.
+#[cfg(feature = "contract")]
+pub(crate) const SCHEMA_REASONS: &[&str] = &[
+    "not_json",
+    "required",
+    "type",
+    "format",
+    "additional_properties",
+    "enum",
+    "pattern",
+    "length",
+    "range",
+    "items",
+    "schema",
+];
+
 /// `reason` of `idempotency_unprotected_total`.
 const UNPROTECTED: &[&str] = &["missing-scope", "store-unavailable"];
 
@@ -121,6 +141,8 @@ impl Hot {
             refusals: LabelledCounters::new("idempotency_not_executed_total", "reason", REFUSALS, label),
             unprotected: LabelledCounters::new("idempotency_unprotected_total", "reason", UNPROTECTED, label),
             checks: OnceLock::new(),
+            #[cfg(all(feature = "contract", feature = "mcp"))]
+            schema: OnceLock::new(),
         }
     }
 
@@ -150,6 +172,27 @@ impl Hot {
     /// Observe mode's handles, registered at the first call.
     pub(super) fn checks(&self) -> &Checks {
         self.checks.get_or_init(|| Checks::new(&self.label))
+    }
+
+    /// The counters of calls refused by a schema, registered at the first call checked.
+    #[cfg(all(feature = "contract", feature = "mcp"))]
+    fn schema(&self) -> &LabelledCounters {
+        self.schema.get_or_init(|| {
+            let name = "idempotency_rejected_by_schema_total";
+            LabelledCounters::new(name, "reason", SCHEMA_REASONS, &self.label)
+        })
+    }
+
+    /// Registers the counters of calls refused by a schema, at 0.
+    #[cfg(all(feature = "contract", feature = "mcp"))]
+    pub(super) fn schema_checked(&self) {
+        self.schema();
+    }
+
+    /// Counts a call refused by a schema for `reason`.
+    #[cfg(all(feature = "contract", feature = "mcp"))]
+    pub(super) fn schema_rejected(&self, reason: &'static str) {
+        self.schema().increment(reason);
     }
 }
 

@@ -18,6 +18,8 @@ mod report;
 mod stopwatch;
 
 pub(crate) use duplicates::{checked, Finding};
+#[cfg(feature = "contract")]
+pub(crate) use hot::SCHEMA_REASONS;
 pub(crate) use ops::{Op, Ops, RouteLabel};
 pub use ops::{ATTEMPT_BUCKETS, DURATION_BUCKETS, MAX_OPERATIONS};
 pub use report::{
@@ -248,11 +250,11 @@ impl MemoryStoreMetrics {
     }
 }
 
-/// Registers `idempotency_rejected_by_schema_total` at 0 for each of `reasons`, when the
-/// contract of `operation` is configured.
+/// Registers `idempotency_rejected_by_schema_total` at 0 for each reason, when the contract
+/// of `operation` is configured.
 #[cfg(feature = "contract")]
-pub(crate) fn schema_series(operation: &str, reasons: &[&'static str]) {
-    for reason in reasons {
+pub(crate) fn schema_series(operation: &str) {
+    for reason in SCHEMA_REASONS {
         let operation = metrics::SharedString::from(operation.to_owned());
         counter!("idempotency_rejected_by_schema_total", "operation" => operation, "reason" => *reason)
             .increment(0);
@@ -265,6 +267,21 @@ pub(crate) fn rejected_by_schema(operation: &str, reason: &'static str) {
     counter!("idempotency_rejected_by_schema_total", "operation" => operation, "reason" => reason)
         .increment(1);
     tracing::debug!(reason, "rejected by schema: not executed");
+}
+
+/// Registers the `idempotency_rejected_by_schema_total` series of `op` at 0 with each reason,
+/// at its first call checked against a schema.
+#[cfg(all(feature = "contract", feature = "mcp"))]
+pub(crate) fn arguments_checked(op: &Op) {
+    op.hot.schema_checked();
+}
+
+/// A call whose arguments break its tool's schema, answered without running (`reason`: the
+/// first violation's).
+#[cfg(all(feature = "contract", feature = "mcp"))]
+pub(crate) fn arguments_rejected(op: &Op, reason: &'static str) {
+    op.hot.schema_rejected(reason);
+    tracing::debug!(reason, "arguments rejected by the tool's schema: not run");
 }
 
 /// Counts how often each intent has been asked for in this process: the signal to read before

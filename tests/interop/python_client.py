@@ -36,6 +36,16 @@ Scenarios:
   progress_order    slow_progress (six progress notifications over 3 s) called with a
                     progress callback, and 0.7 s later the same call again in the same
                     session (a duplicate) with its own; reports when each notification came.
+
+Against checked_server.py (proxy/tests/upstreams), whose send_mail declares its schema:
+  bad_arguments     the tools listed, then send_mail with a count below its minimum, without
+                    its required `to`, and with good arguments; reports each answer.
+  changed_schema_on_call, changed_schema_on_session, changed_schema_on_listen
+                    the tools listed; change_tools changes send_mail's schema and says so on
+                    its call's stream, on the session's stream or to a `subscriptions/listen`
+                    stream this client opened; once the client has heard it, send_mail with a
+                    count only the changed schema allows (not listed again); then, the tools
+                    listed again, with a count only the first schema allowed.
 """
 
 import argparse
@@ -73,18 +83,32 @@ def texts_of(result):
     return "\n".join(texts) if texts else None
 
 
+class Changes:
+    """The client's message handler: notes the server's word that its tools changed."""
+
+    def __init__(self):
+        self.heard = asyncio.Event()
+
+    async def __call__(self, message):
+        if isinstance(message, mcp_types.ToolListChangedNotification):
+            self.heard.set()
+
+
 class Caller:
     """One SDK `Client` with its own headers, opened for the scenario."""
 
     def __init__(self, url, mode, headers, user=None):
         self.url, self.mode, self.headers, self.user = url, mode, headers, user
+        self.changes = Changes()
 
     async def __aenter__(self):
         self.http = create_mcp_http_client(headers=self.headers)
         await self.http.__aenter__()
         transport = streamable_http_client(self.url, http_client=self.http)
         callback = self.user.elicit if self.user is not None else None
-        self.client = Client(transport, mode=self.mode, elicitation_callback=callback)
+        self.client = Client(
+            transport, mode=self.mode, elicitation_callback=callback, message_handler=self.changes
+        )
         await self.client.__aenter__()
         log(f"protocol {self.client.protocol_version}")
         return self
@@ -254,7 +278,54 @@ async def progress_order(caller, other, url, suffix):
             "answered_at": round(time.monotonic() - started, 3), "stats": stats(url)}
 
 
+async def bad_arguments(caller, other, url, suffix):
+    await caller.client.list_tools()  # as hosts do before calling: the layer learns the schemas
+    to = f"args-{suffix}@example.com"
+    calls = {}
+    for name, args in (
+        ("low_count", {"to": to, "count": 0}),
+        ("no_to", {"count": 2}),
+        ("good", {"to": to, "count": 2}),
+    ):
+        text, result = await caller.call("send_mail", args)
+        log(f"{name}: {text}")
+        calls[name] = {"text": text, "is_error": result.is_error if result is not None else None}
+    return {"calls": calls, "stats": stats(url)}
+
+
+async def changed_schema(caller, url, suffix, where):
+    await caller.client.list_tools()
+    to = f"changed-{suffix}@example.com"
+    if where == "listen":
+        async with caller.client.listen(tools_list_changed=True) as subscription:
+            said, _ = await caller.call("change_tools", {"where": where})
+            await asyncio.wait_for(anext(subscription), 10)
+    else:
+        said, _ = await caller.call("change_tools", {"where": where})
+        await asyncio.wait_for(caller.changes.heard.wait(), 10)
+    log(f"change_tools: {said}")
+    # Allowed by the changed schema only, and sent before the tools are listed again.
+    now_allowed, result = await caller.call("send_mail", {"to": to, "count": 0})
+    calls = {"now_allowed": {"text": now_allowed, "is_error": result.is_error if result else None}}
+    await caller.client.list_tools()
+    # Allowed by the first schema only.
+    no_longer, result = await caller.call("send_mail", {"to": to, "count": 5})
+    calls["no_longer_allowed"] = {"text": no_longer, "is_error": result.is_error if result else None}
+    return {"said": said, "calls": calls, "stats": stats(url)}
+
+
+def changed_schema_on(where):
+    async def scenario(caller, other, url, suffix):
+        return await changed_schema(caller, url, suffix, where)
+
+    return scenario
+
+
 SCENARIOS = {
+    "bad_arguments": bad_arguments,
+    "changed_schema_on_call": changed_schema_on("call"),
+    "changed_schema_on_session": changed_schema_on("session"),
+    "changed_schema_on_listen": changed_schema_on("listen"),
     "elicit_retry": elicit_retry,
     "progress_order": progress_order,
     "timeout_retry": timeout_retry,

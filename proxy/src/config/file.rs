@@ -149,6 +149,8 @@ pub struct RouteTable {
     pub max_failures: Option<u32>,
     /// The retry budget: how long an intent that failed `max_failures` times waits.
     pub failure_cooldown: Option<Dur>,
+    /// MCP routes: a tool call's arguments checked against its tool's listed `inputSchema`.
+    pub validate_arguments: Option<bool>,
 }
 
 /// One MCP tool's settings, as written.

@@ -147,6 +147,8 @@ pub struct Route {
     pub observe: bool,
     /// How soon an intent whose attempts keep failing may run again.
     pub retry_budget: tower_idempotency::RetryBudget,
+    /// An MCP route's tool calls are checked against their tools' listed `inputSchema`.
+    pub validate_arguments: bool,
 }
 
 /// The upstream's answer is awaited this long unless a route says otherwise.
@@ -342,9 +344,12 @@ fn resolve(
             routes.push(built);
         }
     }
-    if cli.observe {
-        for route in std::iter::once(&mut default_route).chain(&mut routes) {
+    for route in std::iter::once(&mut default_route).chain(&mut routes) {
+        if cli.observe {
             route.observe = route.mode != Mode::Pass;
+        }
+        if cli.mcp_validate_arguments {
+            route.validate_arguments = route.mode == Mode::Mcp;
         }
     }
     for route in std::iter::once(&default_route).chain(&routes) {

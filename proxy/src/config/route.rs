@@ -70,6 +70,18 @@ pub(super) fn route(
                 .to_owned(),
         );
     }
+    // Arguments are checked against the schema of an MCP tool: an MCP route's alone.
+    if table.validate_arguments == Some(true) && mode != Mode::Mcp {
+        return Err(
+            "`validate_arguments` checks MCP tool calls against their tools' inputSchema: it \
+             applies to mode = \"mcp\""
+                .to_owned(),
+        );
+    }
+    let validate_arguments = mode == Mode::Mcp
+        && table
+            .validate_arguments
+            .unwrap_or_else(|| inherit.is_some_and(|r| r.validate_arguments));
     let ignore_fields = if table.ignore_fields.is_empty() {
         inherit_body_rules
             .map(|r| r.ignore_fields.clone())
@@ -103,5 +115,6 @@ pub(super) fn route(
         ignore_fields,
         key,
         observe,
+        validate_arguments,
     })
 }

@@ -277,6 +277,25 @@ fn observing_by_default_leaves_pass_routes_as_they_are_and_a_route_may_enforce()
 }
 
 #[test]
+fn arguments_are_checked_on_the_mcp_routes_that_say_so_or_on_every_one_by_flag() {
+    let text = "[upstream]\nurl = \"http://127.0.0.1:8000\"\n[[routes]]\nprefix = \"/mcp\"\nmode = \"mcp\"\nvalidate_arguments = true\n[[routes]]\nprefix = \"/other\"\nmode = \"mcp\"\n[[routes]]\nprefix = \"/tools\"\n";
+    let config = with_file(text, &[]).unwrap();
+    let checks = |config: &Config, prefix: &str| {
+        let route = config.routes.iter().find(|r| r.prefix == prefix).unwrap();
+        route.validate_arguments
+    };
+    assert!(checks(&config, "/mcp"));
+    assert!(!checks(&config, "/other"), "off by default");
+    let config = with_file(text, &["--mcp-validate-arguments"]).unwrap();
+    assert!(checks(&config, "/mcp") && checks(&config, "/other"));
+    assert!(!checks(&config, "/tools"), "not an MCP route");
+    assert!(!config.default_route.validate_arguments);
+    let http = "[upstream]\nurl = \"http://127.0.0.1:8000\"\n[[routes]]\nprefix = \"/tools\"\nvalidate_arguments = true\n";
+    let error = with_file(http, &[]).unwrap_err().to_string();
+    assert!(error.contains("mode = \"mcp\""), "{error}");
+}
+
+#[test]
 fn a_postgres_store_is_named_by_flag_or_file_and_never_beside_redis() {
     let flag = cli(&[
         "--upstream",

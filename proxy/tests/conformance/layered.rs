@@ -12,20 +12,28 @@ use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use tokio::net::TcpListener;
 use tower::Layer;
+use tower_idempotency::mcp::McpIdempotencyLayer;
 use tower_idempotency::IdempotencyLayer;
 
 /// Serves `/mcp` on a free loopback port, forwarding to `upstream` (`http://host:port`)
 /// behind `IdempotencyLayer::new().mcp().shared_scope()`; its MCP endpoint's URL.
 pub async fn serve(upstream: String) -> String {
+    // The suite's calls carry no credential: one user, one scope.
+    serve_behind(upstream, IdempotencyLayer::new().mcp().shared_scope()).await
+}
+
+/// Serves `/mcp` on a free loopback port, forwarding to `upstream` behind `layer`, and every
+/// other path to `upstream` as it is; its MCP endpoint's URL.
+pub async fn serve_behind(upstream: String, layer: McpIdempotencyLayer) -> String {
     let client: Client<HttpConnector, Body> = Client::builder(TokioExecutor::new()).build_http();
     let forward = tower::service_fn(move |request: Request<Body>| {
         let client = client.clone();
         let upstream = upstream.clone();
         async move { Ok::<_, Infallible>(forward(&client, &upstream, request).await) }
     });
-    // The suite's calls carry no credential: one user, one scope.
-    let layer = IdempotencyLayer::new().mcp().shared_scope();
-    let app = Router::new().route_service("/mcp", layer.layer(forward));
+    let app = Router::new()
+        .route_service("/mcp", layer.layer(forward.clone()))
+        .fallback_service(forward);
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
     tokio::spawn(async move { axum::serve(listener, app).await });

@@ -31,16 +31,21 @@ class MemoryEventStore(EventStore):
         return stream
 
 
-def serve(server, retry_interval):
+def serve(server, retry_interval, routes=None):
     """Serves `server`'s Streamable HTTP endpoint at `/mcp`, asking clients to resume a closed
-    stream after `retry_interval` milliseconds."""
+    stream after `retry_interval` milliseconds; a low-level `Server` serves `routes` beside
+    it (an `MCPServer` has its own `custom_route`)."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", int(sys.argv[1]) if len(sys.argv) > 1 else 0))
     sock.listen(128)
     port = sock.getsockname()[1]
+    extra = {"custom_starlette_routes": routes} if routes else {}
     app = server.streamable_http_app(
-        streamable_http_path="/mcp", event_store=MemoryEventStore(), retry_interval=retry_interval
+        streamable_http_path="/mcp",
+        event_store=MemoryEventStore(),
+        retry_interval=retry_interval,
+        **extra,
     )
     config = uvicorn.Config(app, log_level="warning")
     print(f"listening on {port}", flush=True)
