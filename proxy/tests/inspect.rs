@@ -1,11 +1,13 @@
 //! `idempotency-proxy inspect <intent>` against a running proxy: the intent's story as a table,
-//! its failure, its retry and its success in order, and no row for a replay.
+//! its failure, its retry and its success in order, and no row for a replay; on a shared
+//! Redis, each step names the proxy that made it.
 
 mod support;
 
 use std::process::{Command, Output};
 
 use http::StatusCode;
+use support::redis_server::RedisServer;
 use support::{post, proxy_with_config, Upstream};
 
 const TOKEN: &str = "an-operators-long-random-token";
@@ -23,6 +25,15 @@ async fn inspect(args: Vec<String>, env: Vec<(&'static str, String)>) -> Output 
     })
     .await
     .unwrap()
+}
+
+/// The rows of `inspect`'s table, split into words.
+fn rows(printed: &str) -> Vec<Vec<&str>> {
+    (printed.lines())
+        .skip_while(|line| !line.starts_with("TIME"))
+        .skip(1)
+        .map(|line| line.split_whitespace().collect())
+        .collect()
 }
 
 #[tokio::test]
@@ -56,11 +67,7 @@ async fn inspect_prints_an_intents_failure_retry_and_success_in_order_and_no_rep
     );
     assert!(printed.contains(&intent), "{printed}");
     assert!(printed.contains("POST /tools/flaky"), "{printed}");
-    let rows: Vec<Vec<&str>> = (printed.lines())
-        .skip_while(|line| !line.starts_with("TIME"))
-        .skip(1)
-        .map(|line| line.split_whitespace().collect())
-        .collect();
+    let rows = rows(&printed);
     let events: Vec<(&str, Option<&str>)> = rows
         .iter()
         .map(|row| (row[1], row.get(2).filter(|s| s.len() == 3).copied()))
@@ -103,4 +110,56 @@ async fn inspect_prints_an_intents_failure_retry_and_success_in_order_and_no_rep
     assert_eq!(unknown.status.code(), Some(1));
     let said = String::from_utf8_lossy(&unknown.stderr);
     assert!(said.contains("holds nothing of this intent"), "{said}");
+}
+
+#[tokio::test]
+async fn on_a_shared_redis_each_step_of_the_story_names_the_proxy_that_made_it() {
+    let redis = RedisServer::start();
+    let upstream = Upstream::tools(0);
+    let file = format!(
+        "metrics_listen = \"127.0.0.1:0\"\nadmin_token = \"{TOKEN}\"\n[store]\nredis_url = \"{}\"\n",
+        redis.url()
+    );
+    let (one, _one_file) = proxy_with_config(&upstream.url(), &file);
+    let (two, _two_file) = proxy_with_config(&upstream.url(), &file);
+
+    let failed = post(&one.url, "/tools/flaky", Some("s1"), "{}").await;
+    assert_eq!(failed.status, StatusCode::SERVICE_UNAVAILABLE);
+    let retried = post(&two.url, "/tools/flaky", Some("s1"), "{}").await;
+    assert_eq!(retried.status, StatusCode::OK, "{}", retried.text());
+    assert!(post(&one.url, "/tools/flaky", Some("s1"), "{}")
+        .await
+        .replayed());
+
+    let metrics = one.metrics.clone().expect("a metrics listener");
+    let args = vec![
+        retried.intent().to_owned(),
+        "--admin-url".to_owned(),
+        metrics,
+    ];
+    let shown = inspect(args, vec![("IDEMPOTENCY_ADMIN_TOKEN", TOKEN.into())]).await;
+    let printed = String::from_utf8_lossy(&shown.stdout).into_owned();
+    assert!(
+        shown.status.success(),
+        "{printed}{}",
+        String::from_utf8_lossy(&shown.stderr)
+    );
+    let rows = rows(&printed);
+    let events: Vec<&str> = rows.iter().map(|row| row[1]).collect();
+    assert_eq!(
+        events,
+        ["claimed", "released", "claimed", "executed"],
+        "{printed}"
+    );
+    let instance = |row: &[&str]| -> String {
+        row.iter()
+            .find(|word| word.len() == 8 && word.bytes().all(|b| b.is_ascii_hexdigit()))
+            .map(|word| (*word).to_owned())
+            .unwrap_or_default()
+    };
+    let (first, second) = (instance(&rows[0]), instance(&rows[2]));
+    assert!(!first.is_empty() && !second.is_empty(), "{printed}");
+    assert_eq!(instance(&rows[1]), first, "{printed}");
+    assert_eq!(instance(&rows[3]), second, "{printed}");
+    assert_ne!(first, second, "two proxies, two names: {printed}");
 }
