@@ -136,7 +136,8 @@ pub(crate) fn continued(
     before: &[Transition],
     added: impl IntoIterator<Item = Transition>,
 ) -> Vec<Transition> {
-    let mut history = Vec::with_capacity(HISTORY_LIMIT);
+    let added = added.into_iter();
+    let mut history = Vec::with_capacity(before.len() + added.size_hint().0);
     history.extend_from_slice(before);
     history.extend(added);
     let excess = history.len().saturating_sub(HISTORY_LIMIT);

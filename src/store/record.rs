@@ -186,24 +186,24 @@ impl Record {
         const ENTRY: usize = 800;
         const PER_HEADER: usize = 96;
         const PER_TRANSITION: usize = 48;
+        let response = match &self.response {
+            KeptResponse::Full(response) => {
+                let headers: usize = response
+                    .headers
+                    .iter()
+                    .map(|(name, value)| PER_HEADER + name.as_str().len() + value.len())
+                    .sum();
+                ENTRY + headers + response.body.len()
+            }
+            KeptResponse::Omitted { .. } | KeptResponse::Abandoned => ENTRY,
+        };
         let history: usize = (self.history.iter())
             .map(|t| match &t.event {
                 super::Event::Resolved { note: Some(note) } => PER_TRANSITION + note.len(),
                 _ => PER_TRANSITION,
             })
             .sum();
-        history
-            + match &self.response {
-                KeptResponse::Full(response) => {
-                    let headers: usize = response
-                        .headers
-                        .iter()
-                        .map(|(name, value)| PER_HEADER + name.as_str().len() + value.len())
-                        .sum();
-                    ENTRY + headers + response.body.len()
-                }
-                KeptResponse::Omitted { .. } | KeptResponse::Abandoned => ENTRY,
-            }
+        response + history
     }
 
     /// The status the execution answered (504 for an abandoned one, which never answered).

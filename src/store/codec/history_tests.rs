@@ -161,3 +161,22 @@ fn a_resolutions_long_note_is_cut_at_a_character_boundary_in_the_history() {
     assert_eq!(kept.len(), 240);
     assert!(note.starts_with(&**kept));
 }
+
+#[test]
+fn a_history_longer_than_the_limit_is_written_as_its_last_sixteen() {
+    let mut record = full_record(StatusCode::OK, HeaderMap::new(), Bytes::from("ok"));
+    let note = std::sync::Arc::<str>::from("n".repeat(300));
+    record.history = (0..1000)
+        .map(|at| {
+            let note = Some(std::sync::Arc::clone(&note));
+            Transition::new(at, Event::Resolved { note })
+        })
+        .collect();
+    let encoded = encode_record(&record);
+    assert_eq!(encoded.len(), encoded_record_len(&record));
+    let StoredValue::Completed(back) = decode(Bytes::from(encoded)).unwrap() else {
+        panic!("a record decodes as a record")
+    };
+    let times: Vec<u64> = back.history.iter().map(|t| t.at_ms).collect();
+    assert_eq!(times, (984..1000).collect::<Vec<u64>>());
+}

@@ -181,8 +181,15 @@ pub(crate) fn encode_record(record: &Record) -> Vec<u8> {
     out
 }
 
+/// The last [`HISTORY_LIMIT`](super::HISTORY_LIMIT) transitions of `history`: all an encoding
+/// keeps, which bounds the extension's length well within its two bytes.
+fn kept(history: &[super::Transition]) -> &[super::Transition] {
+    &history[history.len().saturating_sub(super::HISTORY_LIMIT)..]
+}
+
 /// The history extension, where there is a history.
 fn put_history(out: &mut Vec<u8>, history: &[super::Transition]) {
+    let history = kept(history);
     if history.is_empty() {
         return;
     }
@@ -193,7 +200,7 @@ fn put_history(out: &mut Vec<u8>, history: &[super::Transition]) {
 
 /// The bytes of [`put_history`]'s extension.
 fn history_len(history: &[super::Transition]) -> usize {
-    match history {
+    match kept(history) {
         [] => 0,
         history => 3 + history::encoded_len(history),
     }
