@@ -225,21 +225,28 @@ async fn story(client: &Client, intent: &str) -> (Vec<(String, Option<u64>)>, Ve
     (events, history)
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn an_intents_story_lists_its_failure_its_retry_and_its_success_in_order_but_no_replay() {
     let (client, counts) = mounted(IdempotencyLayer::new());
     let call = r#"{"to":"ops@example.com"}"#;
     let failed = client.post("/tools/flaky", "s", call).await;
     assert_eq!(failed.status, StatusCode::SERVICE_UNAVAILABLE);
-    counts.set_flaky(false);
+    // After one failure the retry runs at once, and fails too.
     let retried = client.post("/tools/flaky", "s", call).await;
-    assert_eq!(retried.status, StatusCode::OK, "{}", retried.text());
+    assert_eq!(retried.status, StatusCode::SERVICE_UNAVAILABLE);
+    // Past the wait two failures in a row set (1 s), the tool has recovered.
+    counts.set_flaky(false);
+    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    let succeeded = client.post("/tools/flaky", "s", call).await;
+    assert_eq!(succeeded.status, StatusCode::OK, "{}", succeeded.text());
     let replayed = client.post("/tools/flaky", "s", call).await;
     assert!(replayed.replayed(), "{}", replayed.text());
-    assert_eq!(counts.get("flaky"), 2);
+    assert_eq!(counts.get("flaky"), 3);
 
-    let (events, history) = story(&client, retried.intent()).await;
+    let (events, history) = story(&client, succeeded.intent()).await;
     let expected = [
+        ("claimed", None),
+        ("released", Some(503)),
         ("claimed", None),
         ("released", Some(503)),
         ("claimed", None),
@@ -258,7 +265,11 @@ async fn an_intents_story_lists_its_failure_its_retry_and_its_success_in_order_b
         times.windows(2).all(|w| w[0] <= w[1]),
         "in order: {times:?}"
     );
-    for ended in [&history[1], &history[3]] {
+    assert!(
+        times[4] >= times[3] + 1000,
+        "the success came after the wait: {times:?}"
+    );
+    for ended in [&history[1], &history[3], &history[5]] {
         assert!(ended["duration_ms"].is_u64(), "{ended}");
     }
     let instance = history[0]["instance"].as_str().unwrap();
