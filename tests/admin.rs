@@ -1,6 +1,6 @@
 //! The admin operations as an axum app mounts them (`Admin::service` under `/admin`): behind
-//! the bearer token, they list what a call left, release it so that it runs again, and purge
-//! one caller's records.
+//! the bearer token, they list what a call left, show an intent's story, release it so that it
+//! runs again, and purge one caller's records.
 
 mod support;
 
@@ -205,4 +205,101 @@ async fn a_purge_of_a_credential_removes_its_records_and_failures_in_every_sessi
     );
     assert!(!call("Bearer A", "s1", "/tools/echo").await.replayed());
     assert!(call("Bearer B", "s1", "/tools/echo").await.replayed());
+}
+
+/// The events of the intent's story as `GET /admin/records/{intent}` shows it, each with its
+/// status where it has one; and the story itself.
+async fn story(client: &Client, intent: &str) -> (Vec<(String, Option<u64>)>, Vec<Value>) {
+    let shown = admin(client, &format!("/records/{intent}"), Some(TOKEN), None).await;
+    assert_eq!(shown.status, StatusCode::OK, "{}", shown.text());
+    let history = shown.json()["history"].as_array().cloned().unwrap();
+    let events = history
+        .iter()
+        .map(|t| {
+            (
+                t["event"].as_str().unwrap().to_owned(),
+                t["status"].as_u64(),
+            )
+        })
+        .collect();
+    (events, history)
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_intents_story_lists_its_failure_its_retry_and_its_success_in_order_but_no_replay() {
+    let (client, counts) = mounted(IdempotencyLayer::new());
+    let call = r#"{"to":"ops@example.com"}"#;
+    let failed = client.post("/tools/flaky", "s", call).await;
+    assert_eq!(failed.status, StatusCode::SERVICE_UNAVAILABLE);
+    // After one failure the retry runs at once, and fails too.
+    let retried = client.post("/tools/flaky", "s", call).await;
+    assert_eq!(retried.status, StatusCode::SERVICE_UNAVAILABLE);
+    // Past the wait two failures in a row set (1 s), the tool has recovered.
+    counts.set_flaky(false);
+    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    let succeeded = client.post("/tools/flaky", "s", call).await;
+    assert_eq!(succeeded.status, StatusCode::OK, "{}", succeeded.text());
+    let replayed = client.post("/tools/flaky", "s", call).await;
+    assert!(replayed.replayed(), "{}", replayed.text());
+    assert_eq!(counts.get("flaky"), 3);
+
+    let (events, history) = story(&client, succeeded.intent()).await;
+    let expected = [
+        ("claimed", None),
+        ("released", Some(503)),
+        ("claimed", None),
+        ("released", Some(503)),
+        ("claimed", None),
+        ("executed", Some(200)),
+    ];
+    let expected: Vec<(String, Option<u64>)> = (expected.iter())
+        .map(|(event, status)| ((*event).to_owned(), *status))
+        .collect();
+    assert_eq!(events, expected, "the replay is not written: {history:?}");
+    assert_eq!(history[1]["cause"], "status");
+    let times: Vec<u64> = history
+        .iter()
+        .map(|t| t["at_ms"].as_u64().unwrap())
+        .collect();
+    assert!(
+        times.windows(2).all(|w| w[0] <= w[1]),
+        "in order: {times:?}"
+    );
+    assert!(
+        times[4] >= times[3] + 1000,
+        "the success came after the wait: {times:?}"
+    );
+    for ended in [&history[1], &history[3], &history[5]] {
+        assert!(ended["duration_ms"].is_u64(), "{ended}");
+    }
+    let instance = history[0]["instance"].as_str().unwrap();
+    assert_eq!(instance.len(), 8, "{instance}");
+    assert!(
+        history.iter().all(|t| t["instance"] == instance),
+        "one process ran every step: {history:?}"
+    );
+
+    // A listing stays short: the story is shown for one intent.
+    let listing = admin(&client, "/records", Some(TOKEN), None).await;
+    assert!(listing.json()["records"][0].get("history").is_none());
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_operators_resolution_is_the_last_step_of_the_story_with_its_note() {
+    let (client, _) =
+        mounted(IdempotencyLayer::new().max_execution(std::time::Duration::from_millis(100)));
+    let abandoned = client
+        .post("/tools/echo", "s", r#"{"delay_ms":1000}"#)
+        .await;
+    assert_eq!(abandoned.json()["outcome"], "unknown");
+    let resolve = format!("/records/{}/resolve", abandoned.intent());
+    let ran = r#"{"ran": true, "note": "INC-7: the row is there"}"#;
+    let resolved = admin(&client, &resolve, Some(TOKEN), Some(ran)).await;
+    assert_eq!(resolved.status, StatusCode::OK, "{}", resolved.text());
+
+    let (events, history) = story(&client, abandoned.intent()).await;
+    let events: Vec<&str> = events.iter().map(|(event, _)| event.as_str()).collect();
+    assert_eq!(events, ["claimed", "abandoned", "resolved"], "{history:?}");
+    assert_eq!(history[1]["duration_ms"], 100, "{history:?}");
+    assert_eq!(history[2]["note"], "INC-7: the row is there");
 }

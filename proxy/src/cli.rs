@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use clap::Parser;
+use clap::{Args, Parser, Subcommand};
 
 /// Puts an idempotency layer in front of an HTTP tool API or MCP server: repeated calls of
 /// one intent run once, concurrent duplicates wait for the running one, later ones are
@@ -93,4 +93,35 @@ pub struct Cli {
     /// `Authorization: Bearer TOKEN`; `admin_token` in the file. Off without it.
     #[arg(long, value_name = "TOKEN")]
     pub admin_token: Option<String>,
+    /// Something to do other than serving.
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// What the process does instead of serving.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Prints one intent's story (each attempt's claim and outcome, an operator's resolution,
+    /// with times and the instance that made each) from a running proxy's admin API, as a
+    /// table.
+    Inspect(Inspect),
+}
+
+/// `inspect`'s arguments.
+#[derive(Debug, Args)]
+pub struct Inspect {
+    /// The intent: 64 hex digits, as the `idempotency-intent` header and the listings give it.
+    pub intent: String,
+    /// The proxy's metrics listener, where it serves the admin API (`http://127.0.0.1:9090`).
+    #[arg(long, value_name = "URL", env = "IDEMPOTENCY_ADMIN_URL")]
+    pub admin_url: String,
+    /// The admin API's token; better from the environment, which the process list does not
+    /// show.
+    #[arg(
+        long,
+        value_name = "TOKEN",
+        env = "IDEMPOTENCY_ADMIN_TOKEN",
+        hide_env_values = true
+    )]
+    pub admin_token: String,
 }

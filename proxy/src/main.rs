@@ -5,7 +5,8 @@
 //! ```
 //!
 //! A bad flag or configuration file exits with status 2 before anything starts; a store or
-//! listener that cannot be reached at start exits with status 1.
+//! listener that cannot be reached at start exits with status 1. `idempotency-proxy inspect
+//! <intent>` prints one intent's story from a running proxy's admin API instead.
 
 mod admin;
 mod answers;
@@ -13,6 +14,7 @@ mod body;
 mod cli;
 mod config;
 mod forward;
+mod inspect;
 mod logs;
 mod routes;
 mod serve;
@@ -28,6 +30,9 @@ use tower_idempotency::store::redacted;
 
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
+    if let Some(cli::Command::Inspect(args)) = &cli.command {
+        return inspect::run(args);
+    }
     let config = match config::Config::load(&cli) {
         Ok(config) => config,
         Err(error) => {

@@ -3,7 +3,7 @@
 use serde_json::{json, Value};
 
 use crate::key::{IntentKey, ScopeHash};
-use crate::store::{Entry, KeptResponse};
+use crate::store::{Entry, Event, KeptResponse, Transition};
 
 /// What became of a listed intent, as an operator sorts it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,6 +93,8 @@ pub struct Listed {
     pub note: Option<String>,
     /// The kept body, where asked for and kept, as text (lossy where it is not UTF-8).
     pub body: Option<String>,
+    /// The intent's story, oldest first, where one intent is shown (not in a listing).
+    pub history: Option<Vec<Transition>>,
 }
 
 impl Listed {
@@ -108,6 +110,7 @@ impl Listed {
             scope: ScopeHash::from_bytes([0; 32]),
             note: None,
             body: None,
+            history: None,
         };
         match entry {
             Entry::Running(info) => {
@@ -158,6 +161,41 @@ impl Listed {
         if let Some(body) = &self.body {
             value["body"] = json!(body);
         }
+        if let Some(history) = &self.history {
+            value["history"] = history.iter().map(transition_json).collect();
+        }
         value
     }
+}
+
+/// One transition as the admin API shows it: its time in milliseconds since the Unix epoch,
+/// what happened, the process, and the event's own members where it has them.
+fn transition_json(transition: &Transition) -> Value {
+    let mut value = json!({
+        "at_ms": transition.at_ms,
+        "event": transition.event.as_str(),
+        "instance": transition.instance.to_string(),
+    });
+    match &transition.event {
+        Event::Claimed => {}
+        Event::Executed {
+            status,
+            duration_ms,
+        } => {
+            value["status"] = json!(status.as_u16());
+            value["duration_ms"] = json!(duration_ms);
+        }
+        Event::Abandoned { duration_ms } => value["duration_ms"] = json!(duration_ms),
+        Event::Released {
+            status,
+            cause,
+            duration_ms,
+        } => {
+            value["status"] = json!(status.map(|status| status.as_u16()));
+            value["cause"] = json!(cause.as_str());
+            value["duration_ms"] = json!(duration_ms);
+        }
+        Event::Resolved { note } => value["note"] = json!(note.as_deref()),
+    }
+    value
 }

@@ -14,7 +14,10 @@
 //! ```
 //!
 //! `GET …/records?outcome=unknown|kept|running|failed&operation=…&limit=…&bodies=true` lists,
-//! `GET …/records/{intent}` shows one, `POST …/records/{intent}/resolve` with
+//! `GET …/records/{intent}` shows one with its story (`history`: each attempt's claim and
+//! outcome, an operator's resolution, oldest first, with their times in milliseconds since the
+//! Unix epoch and the instance that made each; see [`Transition`]),
+//! `POST …/records/{intent}/resolve` with
 //! `{"ran": false}` releases an outcome that is not known so that the next identical call runs,
 //! or with `{"ran": true, "note": "…"}` keeps it as executed; a known outcome (kept, or failed)
 //! is never resolved: `DELETE …/records/{intent}` with `{"confirm": "<intent>"}` removes it on
@@ -31,7 +34,9 @@ use std::sync::Arc;
 use crate::engine::Runtime;
 use crate::key::{IntentKey, ScopeHash};
 use crate::settings::Settings;
-use crate::store::{Entry, KeptResponse, Omission, Record, Store, StoreError};
+use crate::store::{
+    continued, Entry, Event, KeptResponse, Omission, Record, Store, StoreError, Transition,
+};
 
 pub use listing::{Filter, Listed, ListedOutcome};
 pub use service::AdminService;
@@ -204,10 +209,14 @@ impl<St: Store> Admin<St> {
         Ok(found)
     }
 
-    /// One intent, with its body where it has one.
+    /// One intent, with its body where it has one and its story.
     pub async fn show(&self, intent: &IntentKey) -> Result<Option<Listed>, StoreError> {
         let entry = self.store().get(intent).await?;
-        Ok(entry.map(|entry| Listed::of(*intent, &entry, true)))
+        Ok(entry.map(|entry| {
+            let mut listed = Listed::of(*intent, &entry, true);
+            listed.history = Some(history_of(&entry).to_vec());
+            listed
+        }))
     }
 
     /// Resolves what the store holds of `intent`, as the operator found it.
@@ -284,6 +293,10 @@ impl<St: Store> Admin<St> {
         record.completed_at_ms = now;
         record.expires_at_ms = now.saturating_add(retention);
         record.note = note.map(Arc::from);
+        let resolved = Event::Resolved {
+            note: record.note.clone(),
+        };
+        record.history = continued(history_of(held), [Transition::new(now, resolved)]);
         record
     }
 
@@ -344,6 +357,16 @@ impl<St: Store> Admin<St> {
     pub async fn purge_scope(&self, scope: &str) -> Result<u64, PurgeError> {
         let purged = self.purge(Caller::Scope(scope)).await?;
         Ok(purged.records + purged.failures)
+    }
+}
+
+/// The story `entry` keeps: none for a running execution, whose story is written when it
+/// ends.
+fn history_of(entry: &Entry) -> &[Transition] {
+    match entry {
+        Entry::Completed(record) => &record.history,
+        Entry::Failed(tombstone) => &tombstone.history,
+        Entry::Running(_) => &[],
     }
 }
 

@@ -80,6 +80,7 @@ where
                     reservation,
                     started_at_ms,
                     failures_before,
+                    history: failed.history.clone(),
                     transaction: transaction.cloned(),
                 };
                 return acquired(engine, intent, ticket).await;
@@ -106,6 +107,7 @@ where
                 reservation,
                 started_at_ms,
                 failures_before: 0,
+                history: Vec::new(),
                 transaction: transaction.cloned(),
             };
             acquired(engine, intent, ticket).await

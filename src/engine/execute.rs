@@ -31,6 +31,8 @@ pub(crate) struct ClaimTicket {
     /// The intent's failures in a row before this attempt (from the tombstone the claim
     /// replaced).
     pub(crate) failures_before: u32,
+    /// The intent's story before this attempt (from the same tombstone).
+    pub(crate) history: Vec<crate::store::Transition>,
     /// Begun, in transactional mode: the outcome is committed in it.
     pub(crate) transaction: Option<Arc<dyn Transactional>>,
 }
@@ -70,6 +72,7 @@ where
         reservation,
         started_at_ms,
         failures_before,
+        history,
         transaction,
     } = claimed;
     let recorder = Recorder {
@@ -78,6 +81,7 @@ where
         token,
         started_at_ms,
         failures_before,
+        history: &history,
     };
     let after = Settle {
         lead,

@@ -169,6 +169,7 @@ where
                     token: ticket.token,
                     started_at_ms: ticket.started_at_ms,
                     failures_before: 0,
+                    history: &[],
                 };
                 let running = Box::pin(fail_open::run_unprotected(recorder, work, ticket.lead));
                 break running.await;

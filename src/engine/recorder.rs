@@ -11,7 +11,8 @@ use super::Engine;
 use crate::classify::Verdict;
 use crate::clock::{millis, now_ms};
 use crate::store::{
-    Fence, KeptResponse, Omission, OwnerToken, Record, ReleaseCause, Store, StoreError, Tombstone,
+    continued, Event, Fence, KeptResponse, Omission, OwnerToken, Record, ReleaseCause, Store,
+    StoreError, Tombstone, Transition,
 };
 use crate::telemetry;
 
@@ -32,6 +33,9 @@ pub(crate) struct Recorder<'a, St> {
     pub(crate) started_at_ms: u64,
     /// The intent's failures in a row before this attempt, which a failure adds to.
     pub(crate) failures_before: u32,
+    /// The intent's story before this attempt (from the tombstone the claim replaced), which
+    /// the record or tombstone it leaves continues.
+    pub(crate) history: &'a [Transition],
 }
 
 /// A recorder's parts, owned, so that it can be moved into a task.
@@ -41,6 +45,7 @@ pub(crate) struct RecorderParts<St> {
     token: OwnerToken,
     started_at_ms: u64,
     failures_before: u32,
+    history: Vec<Transition>,
 }
 
 impl<St> RecorderParts<St> {
@@ -51,6 +56,7 @@ impl<St> RecorderParts<St> {
             token: self.token,
             started_at_ms: self.started_at_ms,
             failures_before: self.failures_before,
+            history: &self.history,
         }
     }
 }
@@ -64,6 +70,7 @@ impl<St> Recorder<'_, St> {
             token: self.token,
             started_at_ms: self.started_at_ms,
             failures_before: self.failures_before,
+            history: self.history.to_vec(),
         }
     }
 }
@@ -177,7 +184,20 @@ impl<St: Store> Recorder<'_, St> {
 
     fn record(&self, response: KeptResponse) -> Arc<Record> {
         let completed_at_ms = now_ms();
+        let duration_ms = completed_at_ms.saturating_sub(self.started_at_ms);
+        let ended = match &response {
+            KeptResponse::Abandoned => Event::Abandoned { duration_ms },
+            KeptResponse::Full(stored) => Event::Executed {
+                status: stored.status,
+                duration_ms,
+            },
+            KeptResponse::Omitted { status, .. } => Event::Executed {
+                status: *status,
+                duration_ms,
+            },
+        };
         Arc::new(Record {
+            history: self.story(completed_at_ms, ended),
             scope: self.intent.scope,
             fingerprint: self.intent.fingerprint,
             started_at_ms: self.started_at_ms,
@@ -210,10 +230,17 @@ impl<St: Store> Recorder<'_, St> {
         retry_after_s: Option<u64>,
     ) -> Arc<Tombstone> {
         telemetry::released(&self.intent.op, cause.as_str());
+        let failed_at_ms = now_ms();
+        let released = Event::Released {
+            status,
+            cause,
+            duration_ms: failed_at_ms.saturating_sub(self.started_at_ms),
+        };
         Arc::new(Tombstone {
+            history: self.story(failed_at_ms, released),
             scope: self.intent.scope,
             fingerprint: self.intent.fingerprint,
-            failed_at_ms: now_ms(),
+            failed_at_ms,
             status,
             cause,
             retry_after_s,
@@ -224,6 +251,12 @@ impl<St: Store> Recorder<'_, St> {
                 0
             },
         })
+    }
+
+    /// The intent's story with this attempt's claim and its end, `ended` at `at_ms`, after it.
+    fn story(&self, at_ms: u64, ended: Event) -> Vec<Transition> {
+        let claimed = Transition::new(self.started_at_ms, Event::Claimed);
+        continued(self.history, [claimed, Transition::new(at_ms, ended)])
     }
 
     /// The first attempt at a write; one the store refuses is logged, to be made by

@@ -11,6 +11,7 @@ mod codec;
 pub mod conformance;
 mod encoding;
 pub(crate) mod hints;
+mod history;
 mod memory;
 mod observed;
 #[cfg(feature = "postgres")]
@@ -46,6 +47,8 @@ pub use any::redaction::redacted;
 pub use any::{AnyStore, AnyStoreBuilder, Backend};
 pub use codec::DecodeError;
 pub(crate) use hints::{answers_at_once, cached};
+pub(crate) use history::continued;
+pub use history::{Event, Instance, Transition, HISTORY_LIMIT};
 pub use memory::{MemoryStore, MemoryStoreBuilder};
 pub(crate) use observed::{ObservedStore, StoreMetrics};
 #[cfg(feature = "postgres")]

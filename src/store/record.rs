@@ -5,6 +5,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use http::{HeaderMap, StatusCode};
 
+use super::Transition;
 use crate::key::{Fingerprint, ScopeHash};
 
 /// An execution that holds the lease.
@@ -117,6 +118,10 @@ pub struct Record {
     pub share: Option<ScopeHash>,
     /// What an operator wrote when resolving it.
     pub note: Option<Arc<str>>,
+    /// The intent's story up to this record, oldest first: the attempts before it, its own
+    /// claim and outcome, an operator's resolution; at most
+    /// [`HISTORY_LIMIT`](super::HISTORY_LIMIT). Empty in records written without it.
+    pub history: Vec<Transition>,
 }
 
 /// The protocol a record's answer was given in, so that each reader renders it in its own
@@ -169,6 +174,7 @@ impl Record {
             operation: None,
             share: None,
             note: None,
+            history: Vec::new(),
         }
     }
 
@@ -179,7 +185,8 @@ impl Record {
     pub fn weight(&self) -> usize {
         const ENTRY: usize = 800;
         const PER_HEADER: usize = 96;
-        match &self.response {
+        const PER_TRANSITION: usize = 48;
+        let response = match &self.response {
             KeptResponse::Full(response) => {
                 let headers: usize = response
                     .headers
@@ -189,7 +196,14 @@ impl Record {
                 ENTRY + headers + response.body.len()
             }
             KeptResponse::Omitted { .. } | KeptResponse::Abandoned => ENTRY,
-        }
+        };
+        let history: usize = (self.history.iter())
+            .map(|t| match &t.event {
+                super::Event::Resolved { note: Some(note) } => PER_TRANSITION + note.len(),
+                _ => PER_TRANSITION,
+            })
+            .sum();
+        response + history
     }
 
     /// The status the execution answered (504 for an abandoned one, which never answered).
@@ -287,6 +301,9 @@ pub struct Tombstone {
     /// or the credential that a session narrowed), so that an operator can purge every failed
     /// attempt of one caller.
     pub share: Option<ScopeHash>,
+    /// The intent's story up to this attempt's release, oldest first; at most
+    /// [`HISTORY_LIMIT`](super::HISTORY_LIMIT). Empty in tombstones written without it.
+    pub history: Vec<Transition>,
 }
 
 impl Tombstone {
@@ -310,6 +327,7 @@ impl Tombstone {
             retry_after_s,
             share: None,
             failures: u32::from(cause.counts_as_failure()),
+            history: Vec::new(),
         }
     }
 }

@@ -11,7 +11,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct OwnerToken([u8; 16]);
 
-fn process_nonce() -> [u8; 8] {
+/// The 8 random bytes this process draws once: its tokens' first half, and its
+/// [`Instance`](super::Instance)'s first four.
+pub(super) fn process_nonce() -> [u8; 8] {
     static NONCE: OnceLock<[u8; 8]> = OnceLock::new();
     *NONCE.get_or_init(|| {
         let mut nonce = [0u8; 8];

@@ -4,13 +4,12 @@ use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 
 use super::{
-    DecodeError, StoredValue, COMPLETED, FAILED, FAILURES, NOTE, OPERATION, PROTOCOL, RUNNING,
-    SHARE, VERSION, WAIT,
+    cause_of, history, DecodeError, StoredValue, COMPLETED, FAILED, FAILURES, HISTORY, NOTE,
+    OPERATION, PROTOCOL, RUNNING, SHARE, VERSION, WAIT,
 };
 use crate::key::{Fingerprint, ScopeHash};
 use crate::store::{
-    KeptResponse, Omission, OwnerToken, Protocol, Record, ReleaseCause, RunningInfo,
-    StoredResponse, Tombstone,
+    KeptResponse, Omission, OwnerToken, Protocol, Record, RunningInfo, StoredResponse, Tombstone,
 };
 
 /// Reads fields off a value; `Bytes` so that a stored body is sliced, not copied.
@@ -168,6 +167,7 @@ pub(crate) fn decode(bytes: Bytes) -> Result<StoredValue, DecodeError> {
             };
             let mut protocol = Protocol::Http;
             let (mut operation, mut share, mut note) = (None, None, None);
+            let mut story = Vec::new();
             let text = |value: &[u8]| {
                 std::str::from_utf8(value)
                     .map(std::sync::Arc::<str>::from)
@@ -185,6 +185,7 @@ pub(crate) fn decode(bytes: Bytes) -> Result<StoredValue, DecodeError> {
                     OPERATION => operation = Some(text(&value)?),
                     SHARE => share = Some(share_of(&value)?),
                     NOTE => note = Some(text(&value)?),
+                    HISTORY => story = history::read(&value)?,
                     // Added later than this reader: skipped.
                     _ => {}
                 }
@@ -201,6 +202,7 @@ pub(crate) fn decode(bytes: Bytes) -> Result<StoredValue, DecodeError> {
                 operation,
                 share,
                 note,
+                history: story,
             })
         }
         FAILED => {
@@ -210,20 +212,9 @@ pub(crate) fn decode(bytes: Bytes) -> Result<StoredValue, DecodeError> {
                 0 => None,
                 code => Some(StatusCode::from_u16(code).map_err(|_| DecodeError("status"))?),
             };
-            let cause = match r.u8()? {
-                1 => ReleaseCause::Status,
-                2 => ReleaseCause::NoStore,
-                3 => ReleaseCause::Predicate,
-                4 => ReleaseCause::InnerError,
-                5 => ReleaseCause::Panic,
-                6 => ReleaseCause::ResponseBody,
-                7 => ReleaseCause::Credentials,
-                8 => ReleaseCause::Cancelled,
-                9 => ReleaseCause::InputRequired,
-                10 => ReleaseCause::RolledBack,
-                _ => return Err(DecodeError("release cause")),
-            };
+            let cause = cause_of(r.u8()?)?;
             let (mut retry_after_s, mut share) = (None, None);
+            let mut story = Vec::new();
             let mut failures = u32::from(cause.counts_as_failure());
             // As versions before the extensions wrote a wait: four bytes, the first below any
             // tag (every tag is a letter; a wait that long would be over 17 years).
@@ -243,6 +234,7 @@ pub(crate) fn decode(bytes: Bytes) -> Result<StoredValue, DecodeError> {
                             <[u8; 4]>::try_from(&value[..]).map_err(|_| DecodeError("failures"))?;
                         failures = u32::from_be_bytes(bytes);
                     }
+                    HISTORY => story = history::read(&value)?,
                     // Added later than this reader: skipped.
                     _ => {}
                 }
@@ -257,6 +249,7 @@ pub(crate) fn decode(bytes: Bytes) -> Result<StoredValue, DecodeError> {
                 cause,
                 retry_after_s,
                 share,
+                history: story,
             })
         }
         _ => return Err(DecodeError("unknown kind")),

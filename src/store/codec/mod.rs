@@ -10,12 +10,14 @@
 //!          | b'U' status:u16 (not classified) | b'A' (abandoned at its execution bound)
 //!            then extensions, each tag:u8 length:u16 bytes, skipped when unknown:
 //!            b'D' protocol:u8 (b'M' MCP; absent for HTTP), b'N' the operation's label,
-//!            b'H' share[32] (where it is not the scope), b'T' an operator's note
+//!            b'H' share[32] (where it is not the scope), b'T' an operator's note,
+//!            b'E' the intent's history (see `history.rs`; absent when empty)
 //!          | b'R' status:u16 (resolved by an operator as run)
 //! failed     scope[32] fingerprint[33] failed_ms:u64 status:u16 (0 = none) cause:u8
 //!            then extensions as a completed record's: b'W' retry_after_s:u32 (when the tool
 //!            asked for a wait), b'H' share[32] (where it is not the scope), b'K' failures:u32
-//!            (the failures in a row; absent: 1 if the cause counts, else 0); exactly four bytes
+//!            (the failures in a row; absent: 1 if the cause counts, else 0), b'E' the
+//!            intent's history as a record's; exactly four bytes
 //!            instead are a retry_after_s:u32 as earlier versions wrote it
 //! ```
 //!
@@ -25,6 +27,9 @@
 //! know them skips, so records survive additions.
 
 mod decode;
+mod history;
+#[cfg(test)]
+mod history_tests;
 #[cfg(test)]
 mod tests;
 
@@ -74,6 +79,8 @@ const WAIT: u8 = b'W';
 /// The extension of a failed attempt's count of failures in a row, where it is not the one
 /// its cause implies.
 const FAILURES: u8 = b'K';
+/// The extension of the intent's history.
+const HISTORY: u8 = b'E';
 
 /// Labels and notes longer than this are cut (at a character boundary) when encoded.
 const LONGEST_TEXT: usize = 1024;
@@ -170,7 +177,33 @@ pub(crate) fn encode_record(record: &Record) -> Vec<u8> {
     if let Some(note) = &record.note {
         put_extension(&mut out, NOTE, bounded(note).as_bytes());
     }
+    put_history(&mut out, &record.history);
     out
+}
+
+/// The last [`HISTORY_LIMIT`](super::HISTORY_LIMIT) transitions of `history`: all an encoding
+/// keeps, which bounds the extension's length well within its two bytes.
+fn kept(history: &[super::Transition]) -> &[super::Transition] {
+    &history[history.len().saturating_sub(super::HISTORY_LIMIT)..]
+}
+
+/// The history extension, where there is a history.
+fn put_history(out: &mut Vec<u8>, history: &[super::Transition]) {
+    let history = kept(history);
+    if history.is_empty() {
+        return;
+    }
+    out.push(HISTORY);
+    out.extend_from_slice(&(history::encoded_len(history) as u16).to_be_bytes());
+    history::put(out, history);
+}
+
+/// The bytes of [`put_history`]'s extension.
+fn history_len(history: &[super::Transition]) -> usize {
+    match kept(history) {
+        [] => 0,
+        history => 3 + history::encoded_len(history),
+    }
 }
 
 /// The exact length of [`encode_record`]'s bytes, so that they are written into one allocation
@@ -195,7 +228,15 @@ fn encoded_record_len(record: &Record) -> usize {
     let text =
         |text: &Option<std::sync::Arc<str>>| text.as_ref().map_or(0, |t| 3 + bounded(t).len());
     let share = record.share.map_or(0, |_| 3 + 32);
-    2 + 32 + 33 + 3 * 8 + response + protocol + text(&record.operation) + share + text(&record.note)
+    2 + 32
+        + 33
+        + 3 * 8
+        + response
+        + protocol
+        + text(&record.operation)
+        + share
+        + text(&record.note)
+        + history_len(&record.history)
 }
 
 pub(crate) fn encode_tombstone(tombstone: &Tombstone) -> Vec<u8> {
@@ -203,18 +244,7 @@ pub(crate) fn encode_tombstone(tombstone: &Tombstone) -> Vec<u8> {
     put_identity(&mut out, &tombstone.scope, &tombstone.fingerprint);
     out.extend_from_slice(&tombstone.failed_at_ms.to_be_bytes());
     out.extend_from_slice(&tombstone.status.map_or(0, |s| s.as_u16()).to_be_bytes());
-    out.push(match tombstone.cause {
-        ReleaseCause::Status => 1,
-        ReleaseCause::NoStore => 2,
-        ReleaseCause::Predicate => 3,
-        ReleaseCause::InnerError => 4,
-        ReleaseCause::Panic => 5,
-        ReleaseCause::ResponseBody => 6,
-        ReleaseCause::Credentials => 7,
-        ReleaseCause::Cancelled => 8,
-        ReleaseCause::InputRequired => 9,
-        ReleaseCause::RolledBack => 10,
-    });
+    out.push(cause_byte(tombstone.cause));
     if let Some(seconds) = tombstone.retry_after_s {
         let seconds = seconds.min(u64::from(u32::MAX)) as u32;
         put_extension(&mut out, WAIT, &seconds.to_be_bytes());
@@ -225,5 +255,39 @@ pub(crate) fn encode_tombstone(tombstone: &Tombstone) -> Vec<u8> {
     if tombstone.failures != u32::from(tombstone.cause.counts_as_failure()) {
         put_extension(&mut out, FAILURES, &tombstone.failures.to_be_bytes());
     }
+    put_history(&mut out, &tombstone.history);
     out
+}
+
+/// A release cause's byte.
+fn cause_byte(cause: ReleaseCause) -> u8 {
+    match cause {
+        ReleaseCause::Status => 1,
+        ReleaseCause::NoStore => 2,
+        ReleaseCause::Predicate => 3,
+        ReleaseCause::InnerError => 4,
+        ReleaseCause::Panic => 5,
+        ReleaseCause::ResponseBody => 6,
+        ReleaseCause::Credentials => 7,
+        ReleaseCause::Cancelled => 8,
+        ReleaseCause::InputRequired => 9,
+        ReleaseCause::RolledBack => 10,
+    }
+}
+
+/// The release cause of a byte [`cause_byte`] wrote.
+fn cause_of(byte: u8) -> Result<ReleaseCause, DecodeError> {
+    Ok(match byte {
+        1 => ReleaseCause::Status,
+        2 => ReleaseCause::NoStore,
+        3 => ReleaseCause::Predicate,
+        4 => ReleaseCause::InnerError,
+        5 => ReleaseCause::Panic,
+        6 => ReleaseCause::ResponseBody,
+        7 => ReleaseCause::Credentials,
+        8 => ReleaseCause::Cancelled,
+        9 => ReleaseCause::InputRequired,
+        10 => ReleaseCause::RolledBack,
+        _ => return Err(DecodeError("release cause")),
+    })
 }

@@ -6,7 +6,7 @@ use http::{HeaderMap, HeaderValue, StatusCode};
 use super::*;
 use crate::store::StoredResponse;
 
-fn identity() -> (ScopeHash, Fingerprint) {
+pub(super) fn identity() -> (ScopeHash, Fingerprint) {
     (
         ScopeHash::of(b"s"),
         Fingerprint::raw(Some(b"text/plain"), b"b"),
@@ -14,7 +14,7 @@ fn identity() -> (ScopeHash, Fingerprint) {
 }
 
 /// A record of a full response, kept at times 1, 2 and 3.
-fn full_record(status: StatusCode, headers: HeaderMap, body: Bytes) -> Record {
+pub(super) fn full_record(status: StatusCode, headers: HeaderMap, body: Bytes) -> Record {
     let (scope, fingerprint) = identity();
     Record {
         scope,
@@ -31,6 +31,7 @@ fn full_record(status: StatusCode, headers: HeaderMap, body: Bytes) -> Record {
         operation: None,
         share: None,
         note: None,
+        history: Vec::new(),
     }
 }
 
@@ -96,6 +97,7 @@ fn running_entries_and_tombstones_round_trip() {
         retry_after_s: None,
         share: None,
         failures: 1,
+        history: Vec::new(),
     };
     let StoredValue::Failed(back) = decode(Bytes::from(encode_tombstone(&tombstone))).unwrap()
     else {
@@ -108,7 +110,7 @@ fn running_entries_and_tombstones_round_trip() {
         status: Some(StatusCode::TOO_MANY_REQUESTS),
         cause: ReleaseCause::Status,
         retry_after_s: Some(7),
-        ..tombstone
+        ..tombstone.clone()
     };
     let StoredValue::Failed(back) = decode(Bytes::from(encode_tombstone(&busy))).unwrap() else {
         panic!("failed")
@@ -217,6 +219,7 @@ fn responses_not_kept_say_why() {
             operation: Some(std::sync::Arc::from("POST /tools/send_email")),
             share: Some(ScopeHash::of(b"principal")),
             note: Some(std::sync::Arc::from("sent, checked by hand")),
+            history: Vec::new(),
         };
         let encoded = encode_record(&record);
         assert_eq!(encoded.capacity(), encoded.len());

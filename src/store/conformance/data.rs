@@ -10,8 +10,8 @@ use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use crate::clock::{millis, now_ms};
 use crate::key::{Fingerprint, IntentKey, ScopeHash};
 use crate::store::{
-    Claim, ClaimRequest, Entry, KeptResponse, OwnerToken, Protocol, Record, ReleaseCause,
-    RunningInfo, StoredResponse, Tombstone,
+    Claim, ClaimRequest, Entry, Event, Instance, KeptResponse, OwnerToken, Protocol, Record,
+    ReleaseCause, RunningInfo, StoredResponse, Tombstone, Transition,
 };
 
 /// A lease no check outlives.
@@ -79,7 +79,42 @@ pub(super) fn record(
         operation: Some(Arc::from("POST /tools/conformance")),
         share: Some(owner.share),
         note: Some(Arc::from("kept by the conformance suite")),
+        history: story(owner),
     })
+}
+
+/// A story of every kind of transition, made by another instance: what a store keeps of a
+/// record's or a tombstone's history must come back as it went in.
+fn story(owner: &ClaimRequest) -> Vec<Transition> {
+    let other = Instance::from_bytes([0xc0, 0x4f, 0x0e, 0x17]);
+    let at = owner.started_at_ms;
+    let events = [
+        Event::Claimed,
+        Event::Released {
+            status: Some(StatusCode::SERVICE_UNAVAILABLE),
+            cause: ReleaseCause::Status,
+            duration_ms: 12,
+        },
+        Event::Claimed,
+        Event::Released {
+            status: None,
+            cause: ReleaseCause::Panic,
+            duration_ms: 3,
+        },
+        Event::Claimed,
+        Event::Abandoned { duration_ms: 9_000 },
+        Event::Resolved {
+            note: Some(Arc::from("checked: it ran")),
+        },
+        Event::Claimed,
+        Event::Executed {
+            status: StatusCode::CREATED,
+            duration_ms: 40,
+        },
+    ];
+    (events.into_iter().zip(0..))
+        .map(|(event, n)| Transition::by(other, at.saturating_sub(10_000) + n * 100, event))
+        .collect()
 }
 
 /// A response with repeated, empty and custom headers and a body that is not text.
@@ -126,6 +161,7 @@ pub(super) fn tombstone(owner: &ClaimRequest, bare: bool) -> Arc<Tombstone> {
         retry_after_s: (!bare).then_some(7),
         share: (!bare).then_some(owner.share),
         failures: if bare { 1 } else { 3 },
+        history: if bare { Vec::new() } else { story(owner) },
     })
 }
 
@@ -162,6 +198,7 @@ pub(super) fn record_differences(got: &Record, want: &Record) -> Vec<String> {
     differ!(off, got, want; operation);
     differ!(off, got, want; share);
     differ!(off, got, want; note);
+    differ!(off, got, want; history);
     match (&got.response, &want.response) {
         (KeptResponse::Full(got), KeptResponse::Full(want)) => {
             differ!(off, got, want; status, headers, body);
@@ -192,6 +229,7 @@ pub(super) fn record_differences(got: &Record, want: &Record) -> Vec<String> {
 pub(super) fn tombstone_differences(got: &Tombstone, want: &Tombstone) -> Vec<String> {
     let mut off = Vec::new();
     differ!(off, got, want; scope, fingerprint, failed_at_ms, status, cause, retry_after_s, share, failures);
+    differ!(off, got, want; history);
     off
 }
 

@@ -37,6 +37,7 @@ fn record(body_len: usize) -> Arc<Record> {
         operation: None,
         share: None,
         note: None,
+        history: Vec::new(),
     })
 }
 
@@ -135,6 +136,7 @@ async fn a_release_leaves_a_tombstone_that_does_not_block_a_retry() {
         retry_after_s: None,
         share: None,
         failures: 1,
+        history: Vec::new(),
     });
     store
         .release(&key(3), &token, tombstone, Duration::from_secs(60))
