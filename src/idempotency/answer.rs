@@ -70,7 +70,7 @@ pub(crate) fn written_at<B>(
     location: Option<&str>,
 ) -> Response<ResponseBody<B>> {
     let mut response = write(status, told, location);
-    let document = Written(response.body().clone());
+    let document = LayerDocument(response.body().clone());
     response.extensions_mut().insert(document);
     response.map(ResponseBody::full)
 }
@@ -78,7 +78,7 @@ pub(crate) fn written_at<B>(
 /// The JSON document of a response the layer wrote, kept beside its body until the answer
 /// leaves the layer, which adds the request's id to it.
 #[derive(Clone)]
-struct Written(Bytes);
+struct LayerDocument(Bytes);
 
 /// `response` as it leaves the layer: a document the layer wrote for this request says its
 /// `request_id`, where the request had one. Any other response is left as it is.
@@ -86,7 +86,7 @@ pub(crate) fn with_request_id<B>(
     mut response: Response<ResponseBody<B>>,
     id: Option<&RequestId>,
 ) -> Response<ResponseBody<B>> {
-    let Some(Written(document)) = response.extensions_mut().remove::<Written>() else {
+    let Some(LayerDocument(document)) = response.extensions_mut().remove::<LayerDocument>() else {
         return response;
     };
     if let Some(id) = id {
@@ -106,7 +106,7 @@ pub(crate) fn with_request_id<B>(
 /// A response of the inner service, with no mark that this layer wrote it: only the layer's
 /// own documents are given the request's id.
 pub(crate) fn unmarked<B>(mut response: Response<B>) -> Response<B> {
-    response.extensions_mut().remove::<Written>();
+    response.extensions_mut().remove::<LayerDocument>();
     response
 }
 

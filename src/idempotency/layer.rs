@@ -355,16 +355,6 @@ impl<St> IdempotencyLayer<St> {
         self.set(|s| s.annotate_replays = true)
     }
 
-    /// Names the header that carries a request's id (default `x-request-id`, as tower-http's
-    /// `SetRequestIdLayer` sets it). Every answer the layer writes itself (a refusal, an
-    /// in-progress answer, the status path's words; in MCP, its tool results' `_meta`) then
-    /// says `request_id`, where the request carried one short value of visible ASCII. A
-    /// replay's body stays the tool's, and no kept response keeps this header: a replay
-    /// answers a new request, whose own id a request-id layer outside gives back.
-    pub fn request_id_header(self, name: HeaderName) -> Self {
-        self.set(|s| s.request_id_header = name)
-    }
-
     /// Bounds the executions running at once (default 1024); past it, 503 with nothing
     /// executed. Layers cloned from one builder count their executions together, each against
     /// its own bound.

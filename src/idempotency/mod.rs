@@ -11,6 +11,7 @@ mod protect;
 mod read;
 mod render;
 mod replay;
+mod request_id_settings;
 mod retry_settings;
 mod route;
 mod scope_settings;

@@ -60,7 +60,7 @@ impl ListChanges {
         if !is_event_stream(response.headers()) {
             return response.map(ResponseBody::inner);
         }
-        let mut watch = Watch {
+        let mut watch = NotificationScan {
             changes: self,
             tail: Vec::new(),
         };
@@ -69,13 +69,13 @@ impl ListChanges {
 }
 
 /// A stream's bytes searched for the notification, across the chunks they come in.
-struct Watch {
+struct NotificationScan {
     changes: ListChanges,
     /// The end of the last chunk, where the notification may begin.
     tail: Vec<u8>,
 }
 
-impl Watch {
+impl NotificationScan {
     /// Sees the next `chunk`. The method is looked for as a JSON string, not read from
     /// each event: the same string elsewhere in a message only ends the listing too early,
     /// which makes the layer check nothing until the tools are listed again.
@@ -119,9 +119,9 @@ mod tests {
         policy.learn(revision, listing.as_object().unwrap());
     }
 
-    fn watch(policy: &Arc<ToolPolicy>) -> Watch {
+    fn watch(policy: &Arc<ToolPolicy>) -> NotificationScan {
         let changes = ListChanges::of(policy, Server::TEST).unwrap();
-        Watch {
+        NotificationScan {
             changes,
             tail: Vec::new(),
         }
