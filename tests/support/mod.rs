@@ -285,3 +285,4 @@ pub mod redis_tls;
 #[cfg(feature = "postgres")]
 pub mod relay;
 pub mod sdk_clients;
+pub mod soak;

@@ -1,9 +1,10 @@
-//! A TCP relay in front of a server that breaks the first connection to send a given message:
+//! A TCP relay in front of a server that breaks a connection when it sends a given message:
 //! before passing it on, or after, with the server's answer to it never passed back. What a
-//! network that fails at the worst moment does to a client.
+//! network that fails at the worst moment does to a client. Each trigger, once armed, breaks
+//! the next connection to send its marker, then waits to be armed again.
 #![allow(dead_code)] // each test binary uses the parts it needs
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -20,52 +21,92 @@ pub enum Cut {
     After,
 }
 
+/// A marker, where to cut at it, and whether the next connection to send it is cut.
+struct Trigger {
+    marker: &'static [u8],
+    at: Cut,
+    armed: AtomicBool,
+}
+
 pub struct Relay {
     pub port: u16,
-    armed: Arc<AtomicBool>,
-    cut: Arc<AtomicBool>,
+    triggers: Arc<Vec<Trigger>>,
+    cuts: Arc<AtomicU64>,
 }
 
 impl Relay {
     /// Relays loopback connections to `server_port`; once [armed](Relay::arm), it breaks the
     /// first that sends `marker`.
     pub async fn start(server_port: u16, marker: &'static [u8], at: Cut) -> Self {
+        Self::cutting(server_port, &[(marker, at)]).await
+    }
+
+    /// Relays loopback connections to `server_port`; once trigger `n` of `triggers` is
+    /// [armed](Relay::arm_nth), it breaks the next connection that sends its marker.
+    pub async fn cutting(server_port: u16, triggers: &[(&'static [u8], Cut)]) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
-        let cut = Arc::new(AtomicBool::new(false));
-        let armed = Arc::new(AtomicBool::new(false));
-        let once = Arc::clone(&cut);
-        let set = Arc::clone(&armed);
+        let triggers: Arc<Vec<Trigger>> = Arc::new(
+            triggers
+                .iter()
+                .map(|&(marker, at)| Trigger {
+                    marker,
+                    at,
+                    armed: AtomicBool::new(false),
+                })
+                .collect(),
+        );
+        let cuts = Arc::new(AtomicU64::new(0));
+        let (shared, counted) = (Arc::clone(&triggers), Arc::clone(&cuts));
         tokio::spawn(async move {
             while let Ok((client, _)) = listener.accept().await {
                 let Ok(server) = TcpStream::connect(("127.0.0.1", server_port)).await else {
                     continue;
                 };
-                let (once, set) = (Arc::clone(&once), Arc::clone(&set));
-                tokio::spawn(relay(client, server, marker, at, set, once));
+                let (triggers, cuts) = (Arc::clone(&shared), Arc::clone(&counted));
+                tokio::spawn(relay(client, server, triggers, cuts));
             }
         });
-        Self { port, armed, cut }
+        Self {
+            port,
+            triggers,
+            cuts,
+        }
     }
 
     /// From now on, the next connection to send the marker is broken.
     pub fn arm(&self) {
-        self.armed.store(true, Ordering::SeqCst);
+        self.arm_nth(0);
+    }
+
+    /// From now on, the next connection to send trigger `n`'s marker is broken.
+    pub fn arm_nth(&self, n: usize) {
+        self.triggers[n].armed.store(true, Ordering::SeqCst);
+    }
+
+    /// Leaves every trigger unarmed.
+    pub fn disarm(&self) {
+        for trigger in self.triggers.iter() {
+            trigger.armed.store(false, Ordering::SeqCst);
+        }
     }
 
     /// Whether it has broken a connection yet.
     pub fn has_cut(&self) -> bool {
-        self.cut.load(Ordering::SeqCst)
+        self.cuts() > 0
+    }
+
+    /// How many connections it has broken.
+    pub fn cuts(&self) -> u64 {
+        self.cuts.load(Ordering::SeqCst)
     }
 }
 
 async fn relay(
     client: TcpStream,
     server: TcpStream,
-    marker: &[u8],
-    at: Cut,
-    armed: Arc<AtomicBool>,
-    cut: Arc<AtomicBool>,
+    triggers: Arc<Vec<Trigger>>,
+    cuts: Arc<AtomicU64>,
 ) {
     let (mut from_client, mut to_client) = client.into_split();
     let (mut from_server, mut to_server) = server.into_split();
@@ -89,10 +130,16 @@ async fn relay(
     let mut buffer = vec![0u8; 16 * 1024];
     while let Ok(read @ 1..) = from_client.read(&mut buffer).await {
         let chunk = &buffer[..read];
-        let marked = chunk.windows(marker.len()).any(|window| window == marker);
-        if marked && armed.load(Ordering::SeqCst) && !cut.swap(true, Ordering::SeqCst) {
+        let fired = triggers.iter().find(|trigger| {
+            let marked = chunk
+                .windows(trigger.marker.len())
+                .any(|window| window == trigger.marker);
+            marked && trigger.armed.swap(false, Ordering::SeqCst)
+        });
+        if let Some(trigger) = fired {
+            cuts.fetch_add(1, Ordering::SeqCst);
             muted.store(true, Ordering::SeqCst);
-            if at == Cut::After {
+            if trigger.at == Cut::After {
                 let _ = to_server.write_all(chunk).await;
                 // The server has acted on it once it answers: then the connection goes.
                 let _ = tokio::time::timeout(Duration::from_secs(10), answered.notified()).await;

@@ -22,6 +22,8 @@ pub mod process;
 pub mod redis_server;
 #[path = "../../../tests/support/sdk_clients.rs"]
 pub mod sdk_clients;
+#[path = "../../../tests/support/soak.rs"]
+pub mod soak;
 
 pub use answer::Answer;
 use process::{exited_within, lines, listening};

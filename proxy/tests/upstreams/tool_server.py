@@ -7,7 +7,8 @@
                                                 certificate it signed)
 
 Prints "listening on PORT" once it accepts connections. Every POST /tools/NAME counts one
-execution of NAME (GET /stats returns the counts). The tools:
+execution of NAME (GET /stats returns the counts); each e-mail sent is counted by its address
+too (GET /sent returns those counts). The tools:
 
   send_email   200 {"status": "sent", "message_id": "msg_N"}; waits `delay_ms` first, and
                counts once done
@@ -37,6 +38,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 COUNTS = {}
 LOCK = threading.Lock()
+SENT = {}
 SEEN = threading.Event()
 
 
@@ -103,6 +105,9 @@ class Handler(BaseHTTPRequestHandler):
         if self.path == "/stats":
             with LOCK:
                 return self.answer(200, dict(COUNTS))
+        if self.path == "/sent":
+            with LOCK:
+                return self.answer(200, dict(SENT))
         if self.path == "/sse/seen":
             SEEN.set()
             return self.answer(200, {"seen": True})
@@ -129,6 +134,9 @@ class Handler(BaseHTTPRequestHandler):
             # Sent (counted) at the end, as a real e-mail would be.
             time.sleep(args.get("delay_ms", 0) / 1000)
             n = bump(name)
+            with LOCK:
+                to = str(args.get("to"))
+                SENT[to] = SENT.get(to, 0) + 1
             return self.answer(200, {"status": "sent", "message_id": f"msg_{n}", "to": args.get("to")})
         n = bump(name)
         if name == "stall":
