@@ -163,6 +163,13 @@ impl PartialEvent {
     }
 }
 
+/// The bytes of the unfinished event counted once `chunks` have arrived, for the fuzz targets.
+#[cfg(fuzzing)]
+pub(crate) fn unfinished_after(chunks: &[&[u8]]) -> usize {
+    let mut unfinished = PartialEvent::default();
+    chunks.iter().fold(0, |_, chunk| unfinished.take(chunk))
+}
+
 /// One event of a stream grew past the bound before it ended.
 #[derive(Debug)]
 struct OverLimit;
