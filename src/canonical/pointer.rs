@@ -242,6 +242,16 @@ mod tests {
     }
 
     #[test]
+    fn an_array_index_is_digits_alone_without_a_sign() {
+        assert_eq!(without(r#"[1,2]"#, "/+1"), r#"[1,2]"#);
+        assert_eq!(
+            without(r#"{"items":[0,16]}"#, "/items/+0000"),
+            r#"{"items":[0,16]}"#
+        );
+        assert_eq!(without(r#"[1,2]"#, "/1"), r#"[1]"#);
+    }
+
+    #[test]
     fn malformed_pointers_are_refused() {
         for text in ["", "a", "/~2", "/~"] {
             assert!(text.parse::<JsonPointer>().is_err(), "{text:?}");
