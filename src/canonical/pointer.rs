@@ -137,8 +137,11 @@ pub(crate) fn leave_out(tree: &mut Tree<'_>, ignored: &[JsonPointer], emptied: &
     }
 }
 
+/// An array index as RFC 6901 writes it: `0`, or digits without a leading zero (no sign,
+/// which `usize`'s parser would take).
 fn index(token: &str) -> Option<usize> {
-    if token.len() > 1 && token.starts_with('0') {
+    let digits = !token.is_empty() && token.bytes().all(|b| b.is_ascii_digit());
+    if !digits || (token.len() > 1 && token.starts_with('0')) {
         return None;
     }
     token.parse().ok()
