@@ -55,6 +55,30 @@ async fn a_stream_that_ends_after_a_priming_event_names_where_to_resume() {
 }
 
 #[tokio::test]
+async fn an_answer_before_a_line_the_reader_rejects_is_read_however_the_stream_is_split() {
+    let stream: &[u8] = b"id: 0\nretry: 3000\ndata: \n\n\
+        data: {\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{}}\n\n\
+        i\x81: 1\n\n";
+    let sse = headers("text/event-stream");
+    for chunk in [stream.len(), 1] {
+        let frames = stream
+            .chunks(chunk)
+            .map(|c| Ok::<_, Infallible>(Frame::data(Bytes::copy_from_slice(c))));
+        let body = StreamBody::new(futures_util::stream::iter(frames));
+        let mut primed = StreamPosition::default();
+        let found = read_answer_from(&sse, body, &json!(7), 1 << 20, &mut primed, None).await;
+        assert_eq!(found, Ok(json!({"jsonrpc":"2.0","id":7,"result":{}})), "{chunk}");
+        assert_eq!(primed.last_event_id.as_deref(), Some("0"), "{chunk}");
+    }
+    // Where the answer is not before it, the stream cannot be read, and where it stood counts.
+    let mut primed = StreamPosition::default();
+    let rejected = Full::new(Bytes::from_static(b"id: 3\ndata: \n\ni\x81: 1\n\n"));
+    let found = read_answer_from(&sse, rejected, &json!(7), 1 << 20, &mut primed, None).await;
+    assert_eq!(found, Err(Unreadable::Unparsable));
+    assert_eq!(primed.last_event_id.as_deref(), Some("3"));
+}
+
+#[tokio::test]
 async fn an_answer_to_another_id_is_not_taken() {
     let body = Full::new(Bytes::from(r#"{"jsonrpc":"2.0","id":8,"result":{}}"#));
     let found = read_answer(&headers("application/json"), body, &json!(7), 1 << 20).await;
