@@ -2,6 +2,10 @@
 //! body (`application/json` or an SSE stream), and writing one answer in the form the
 //! request's `Accept` asks for.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::task::Poll;
+
 use bytes::Bytes;
 use futures_util::StreamExt;
 use http::{header, HeaderMap, HeaderValue, Response};
@@ -241,12 +245,23 @@ where
         // stream as a whole may run as long as the tool does; what the reader holds is bounded
         // per event.
         let mut unfinished = PartialEvent::default();
-        let chunks = body.into_data_stream().map(move |chunk| {
+        let mut data = Box::pin(body.into_data_stream().map(move |chunk| {
             let chunk = chunk.map_err(|error| BodyError(error.into()))?;
             if unfinished.take(&chunk) > limit {
                 return Err(BodyError(Box::new(OverLimit)));
             }
             Ok(chunk)
+        }));
+        // Once the reader rejects a line, the body is let go: the events it finished before
+        // that line still count, whichever chunk they came in with, and nothing after it.
+        let rejected = Arc::new(AtomicBool::new(false));
+        let let_go = Arc::clone(&rejected);
+        let chunks = futures_util::stream::poll_fn(move |cx| {
+            if let_go.load(Ordering::Relaxed) {
+                Poll::Ready(None)
+            } else {
+                data.poll_next_unpin(cx)
+            }
         });
         let mut events = std::pin::pin!(SseStream::from_bytes_stream(chunks));
         while let Some(event) = events.next().await {
@@ -261,8 +276,12 @@ where
                 Err(sse_stream::Error::Body(error)) => {
                     return Err(Unreadable::broken(&error, "the event stream broke off"))
                 }
-                // The reader gives up on the rest of what it was given with it.
-                Err(_) => return Err(Unreadable::Unparsable),
+                // The reader gives up on the chunk it was given: the events it finished before
+                // the line it rejects come next, then the stream ends.
+                Err(_) => {
+                    rejected.store(true, Ordering::Relaxed);
+                    continue;
+                }
             };
             if let Some(id) = event.id {
                 primed.last_event_id = Some(id);
@@ -282,6 +301,9 @@ where
                     outlet.pass(&message, &data);
                 }
             }
+        }
+        if rejected.load(Ordering::Relaxed) {
+            return Err(Unreadable::Unparsable);
         }
         return Err(Unreadable::Ended);
     }

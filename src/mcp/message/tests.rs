@@ -67,7 +67,11 @@ async fn an_answer_before_a_line_the_reader_rejects_is_read_however_the_stream_i
         let body = StreamBody::new(futures_util::stream::iter(frames));
         let mut primed = StreamPosition::default();
         let found = read_answer_from(&sse, body, &json!(7), 1 << 20, &mut primed, None).await;
-        assert_eq!(found, Ok(json!({"jsonrpc":"2.0","id":7,"result":{}})), "{chunk}");
+        assert_eq!(
+            found,
+            Ok(json!({"jsonrpc":"2.0","id":7,"result":{}})),
+            "{chunk}"
+        );
         assert_eq!(primed.last_event_id.as_deref(), Some("0"), "{chunk}");
     }
     // Where the answer is not before it, the stream cannot be read, and where it stood counts.
