@@ -174,3 +174,20 @@ fn an_event_stream_answer_is_one_message_event() {
     assert!(text.starts_with("event: message\ndata: {"), "{text}");
     assert!(text.ends_with("\n\n"), "{text}");
 }
+
+#[test]
+fn the_bytes_of_an_unfinished_event_are_counted_alike_however_they_are_split() {
+    // A lone CR ends no line here: LF CR CR LF holds no blank line, whole or a byte at a time.
+    for stream in [
+        &b"jse\r\ndata: x\n\r\r\n"[..],
+        b"data: a\n\r\ndata: b\r\n\r\n",
+        b"\r\n\n",
+    ] {
+        let whole = PartialEvent::default().take(stream);
+        let mut bytewise = PartialEvent::default();
+        let split = stream
+            .iter()
+            .fold(0, |_, byte| bytewise.take(std::slice::from_ref(byte)));
+        assert_eq!(split, whole, "{:?}", String::from_utf8_lossy(stream));
+    }
+}
