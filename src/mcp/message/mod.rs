@@ -136,22 +136,25 @@ impl std::error::Error for BodyError {
 #[derive(Debug, Default)]
 struct PartialEvent {
     held: usize,
-    /// Whether the bytes before this chunk ended a line.
-    at_line_start: bool,
+    /// The last two bytes of the chunks before this one (zero before the first): whether a
+    /// line feed at the start of a chunk ends a blank line depends on them.
+    tail: [u8; 2],
 }
 
 impl PartialEvent {
     /// Counts `chunk` in; the bytes of the event still unfinished after it.
     fn take(&mut self, chunk: &[u8]) -> usize {
-        let ends_event = |at: usize| {
-            let before = match chunk[..at] {
-                [.., b'\r'] => at - 1,
-                _ => at,
-            };
-            match before.checked_sub(1) {
-                Some(previous) => chunk[previous] == b'\n',
-                None => self.at_line_start,
-            }
+        let tail = self.tail;
+        // The byte `back` places before `at`, in this chunk or the ones before it.
+        let before = |at: usize, back: usize| match at.checked_sub(back) {
+            Some(place) => chunk[place],
+            None => tail[2 - (back - at)],
+        };
+        // A line feed ends a blank line where the line before it ended: LF, or LF CR.
+        let ends_event = |at: usize| match before(at, 1) {
+            b'\n' => true,
+            b'\r' => before(at, 2) == b'\n',
+            _ => false,
         };
         let last_blank = (0..chunk.len())
             .rev()
@@ -160,9 +163,11 @@ impl PartialEvent {
             Some(at) => chunk.len() - 1 - at,
             None => self.held + chunk.len(),
         };
-        if let Some(&last) = chunk.iter().rev().find(|&&byte| byte != b'\r') {
-            self.at_line_start = last == b'\n';
-        }
+        self.tail = match chunk {
+            [.., second, last] => [*second, *last],
+            [last] => [tail[1], *last],
+            [] => tail,
+        };
         self.held
     }
 }
