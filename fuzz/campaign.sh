@@ -14,6 +14,8 @@ cd "$(dirname "$0")"
 seconds="${1:-600}"
 shift || true
 sanitizer="${FUZZ_SANITIZER:-none}"
+# The fuzz crate's builds stay in its own target dir, whatever the workspace's is.
+export CARGO_TARGET_DIR="$(pwd)/target"
 max_len="${FUZZ_MAX_LEN:-4096}"
 
 if rustup toolchain list 2>/dev/null | grep -q '^nightly'; then
