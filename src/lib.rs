@@ -65,6 +65,11 @@ mod clock;
 pub mod contract;
 mod dialect;
 mod engine;
+// The fuzz targets' entry points (`fuzz/`), built only with `--cfg fuzzing`, which `cargo
+// fuzz` sets: a user's build never has them.
+#[cfg(fuzzing)]
+#[doc(hidden)]
+pub mod fuzzing;
 mod headers;
 mod idempotency;
 pub mod key;

@@ -11,8 +11,10 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     assert_eq!(to_canonical_vec(&canonical).as_deref(), Ok(&canonical[..]), "a fixed point");
+    // JSON's grammar, checked without holding the numbers: an integer's exact digits may be
+    // past a double's range, which serde_json's `Value` refuses.
     assert!(
-        serde_json::from_slice::<serde_json::Value>(&canonical).is_ok(),
+        serde_json::from_slice::<serde::de::IgnoredAny>(&canonical).is_ok(),
         "valid JSON"
     );
     let streamed = canonical_sha256(data).expect("the same input canonicalises again");

@@ -137,8 +137,11 @@ pub(crate) fn leave_out(tree: &mut Tree<'_>, ignored: &[JsonPointer], emptied: &
     }
 }
 
+/// An array index as RFC 6901 writes it: `0`, or digits without a leading zero (no sign,
+/// which `usize`'s parser would take).
 fn index(token: &str) -> Option<usize> {
-    if token.len() > 1 && token.starts_with('0') {
+    let digits = !token.is_empty() && token.bytes().all(|b| b.is_ascii_digit());
+    if !digits || (token.len() > 1 && token.starts_with('0')) {
         return None;
     }
     token.parse().ok()
@@ -239,6 +242,16 @@ mod tests {
         assert_eq!(without(r#"{"a":1}"#, "/b"), r#"{"a":1}"#);
         assert_eq!(without(r#"[1]"#, "/01"), r#"[1]"#);
         assert_eq!(without(r#""s""#, "/x"), r#""s""#);
+    }
+
+    #[test]
+    fn an_array_index_is_digits_alone_without_a_sign() {
+        assert_eq!(without(r#"[1,2]"#, "/+1"), r#"[1,2]"#);
+        assert_eq!(
+            without(r#"{"items":[0,16]}"#, "/items/+0000"),
+            r#"{"items":[0,16]}"#
+        );
+        assert_eq!(without(r#"[1,2]"#, "/1"), r#"[1]"#);
     }
 
     #[test]

@@ -119,6 +119,8 @@ mod discovery;
 pub(crate) mod endpoint;
 mod envelope;
 mod era;
+#[cfg(fuzzing)]
+pub(crate) mod fuzzing;
 #[cfg(feature = "contract")]
 mod input_schema;
 mod judge;

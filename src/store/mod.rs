@@ -10,6 +10,8 @@ mod codec;
 #[cfg_attr(docsrs, doc(cfg(feature = "conformance")))]
 pub mod conformance;
 mod encoding;
+#[cfg(fuzzing)]
+pub(crate) use codec::fuzzing;
 pub(crate) mod hints;
 mod history;
 mod memory;

@@ -2,6 +2,10 @@
 //! body (`application/json` or an SSE stream), and writing one answer in the form the
 //! request's `Accept` asks for.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::task::Poll;
+
 use bytes::Bytes;
 use futures_util::StreamExt;
 use http::{header, HeaderMap, HeaderValue, Response};
@@ -132,22 +136,25 @@ impl std::error::Error for BodyError {
 #[derive(Debug, Default)]
 struct PartialEvent {
     held: usize,
-    /// Whether the bytes before this chunk ended a line.
-    at_line_start: bool,
+    /// The last two bytes of the chunks before this one (zero before the first): whether a
+    /// line feed at the start of a chunk ends a blank line depends on them.
+    tail: [u8; 2],
 }
 
 impl PartialEvent {
     /// Counts `chunk` in; the bytes of the event still unfinished after it.
     fn take(&mut self, chunk: &[u8]) -> usize {
-        let ends_event = |at: usize| {
-            let before = match chunk[..at] {
-                [.., b'\r'] => at - 1,
-                _ => at,
-            };
-            match before.checked_sub(1) {
-                Some(previous) => chunk[previous] == b'\n',
-                None => self.at_line_start,
-            }
+        let tail = self.tail;
+        // The byte `back` places before `at`, in this chunk or the ones before it.
+        let before = |at: usize, back: usize| match at.checked_sub(back) {
+            Some(place) => chunk[place],
+            None => tail[2 - (back - at)],
+        };
+        // A line feed ends a blank line where the line before it ended: LF, or LF CR.
+        let ends_event = |at: usize| match before(at, 1) {
+            b'\n' => true,
+            b'\r' => before(at, 2) == b'\n',
+            _ => false,
         };
         let last_blank = (0..chunk.len())
             .rev()
@@ -156,11 +163,20 @@ impl PartialEvent {
             Some(at) => chunk.len() - 1 - at,
             None => self.held + chunk.len(),
         };
-        if let Some(&last) = chunk.iter().rev().find(|&&byte| byte != b'\r') {
-            self.at_line_start = last == b'\n';
-        }
+        self.tail = match chunk {
+            [.., second, last] => [*second, *last],
+            [last] => [tail[1], *last],
+            [] => tail,
+        };
         self.held
     }
+}
+
+/// The bytes of the unfinished event counted once `chunks` have arrived, for the fuzz targets.
+#[cfg(fuzzing)]
+pub(crate) fn unfinished_after(chunks: &[&[u8]]) -> usize {
+    let mut unfinished = PartialEvent::default();
+    chunks.iter().fold(0, |_, chunk| unfinished.take(chunk))
 }
 
 /// One event of a stream grew past the bound before it ended.
@@ -234,12 +250,23 @@ where
         // stream as a whole may run as long as the tool does; what the reader holds is bounded
         // per event.
         let mut unfinished = PartialEvent::default();
-        let chunks = body.into_data_stream().map(move |chunk| {
+        let mut data = Box::pin(body.into_data_stream().map(move |chunk| {
             let chunk = chunk.map_err(|error| BodyError(error.into()))?;
             if unfinished.take(&chunk) > limit {
                 return Err(BodyError(Box::new(OverLimit)));
             }
             Ok(chunk)
+        }));
+        // Once the reader rejects a line, the body is let go: the events it finished before
+        // that line still count, whichever chunk they came in with, and nothing after it.
+        let rejected = Arc::new(AtomicBool::new(false));
+        let let_go = Arc::clone(&rejected);
+        let chunks = futures_util::stream::poll_fn(move |cx| {
+            if let_go.load(Ordering::Relaxed) {
+                Poll::Ready(None)
+            } else {
+                data.poll_next_unpin(cx)
+            }
         });
         let mut events = std::pin::pin!(SseStream::from_bytes_stream(chunks));
         while let Some(event) = events.next().await {
@@ -254,8 +281,12 @@ where
                 Err(sse_stream::Error::Body(error)) => {
                     return Err(Unreadable::broken(&error, "the event stream broke off"))
                 }
-                // The reader gives up on the rest of what it was given with it.
-                Err(_) => return Err(Unreadable::Unparsable),
+                // The reader gives up on the chunk it was given: the events it finished before
+                // the line it rejects come next, then the stream ends.
+                Err(_) => {
+                    rejected.store(true, Ordering::Relaxed);
+                    continue;
+                }
             };
             if let Some(id) = event.id {
                 primed.last_event_id = Some(id);
@@ -275,6 +306,9 @@ where
                     outlet.pass(&message, &data);
                 }
             }
+        }
+        if rejected.load(Ordering::Relaxed) {
+            return Err(Unreadable::Unparsable);
         }
         return Err(Unreadable::Ended);
     }

@@ -55,6 +55,34 @@ async fn a_stream_that_ends_after_a_priming_event_names_where_to_resume() {
 }
 
 #[tokio::test]
+async fn an_answer_before_a_line_the_reader_rejects_is_read_however_the_stream_is_split() {
+    let stream: &[u8] = b"id: 0\nretry: 3000\ndata: \n\n\
+        data: {\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{}}\n\n\
+        i\x81: 1\n\n";
+    let sse = headers("text/event-stream");
+    for chunk in [stream.len(), 1] {
+        let frames = stream
+            .chunks(chunk)
+            .map(|c| Ok::<_, Infallible>(Frame::data(Bytes::copy_from_slice(c))));
+        let body = StreamBody::new(futures_util::stream::iter(frames));
+        let mut primed = StreamPosition::default();
+        let found = read_answer_from(&sse, body, &json!(7), 1 << 20, &mut primed, None).await;
+        assert_eq!(
+            found,
+            Ok(json!({"jsonrpc":"2.0","id":7,"result":{}})),
+            "{chunk}"
+        );
+        assert_eq!(primed.last_event_id.as_deref(), Some("0"), "{chunk}");
+    }
+    // Where the answer is not before it, the stream cannot be read, and where it stood counts.
+    let mut primed = StreamPosition::default();
+    let rejected = Full::new(Bytes::from_static(b"id: 3\ndata: \n\ni\x81: 1\n\n"));
+    let found = read_answer_from(&sse, rejected, &json!(7), 1 << 20, &mut primed, None).await;
+    assert_eq!(found, Err(Unreadable::Unparsable));
+    assert_eq!(primed.last_event_id.as_deref(), Some("3"));
+}
+
+#[tokio::test]
 async fn an_answer_to_another_id_is_not_taken() {
     let body = Full::new(Bytes::from(r#"{"jsonrpc":"2.0","id":8,"result":{}}"#));
     let found = read_answer(&headers("application/json"), body, &json!(7), 1 << 20).await;
@@ -145,4 +173,21 @@ fn an_event_stream_answer_is_one_message_event() {
     let text = std::str::from_utf8(response.body()).unwrap();
     assert!(text.starts_with("event: message\ndata: {"), "{text}");
     assert!(text.ends_with("\n\n"), "{text}");
+}
+
+#[test]
+fn the_bytes_of_an_unfinished_event_are_counted_alike_however_they_are_split() {
+    // A lone CR ends no line here: LF CR CR LF holds no blank line, whole or a byte at a time.
+    for stream in [
+        &b"jse\r\ndata: x\n\r\r\n"[..],
+        b"data: a\n\r\ndata: b\r\n\r\n",
+        b"\r\n\n",
+    ] {
+        let whole = PartialEvent::default().take(stream);
+        let mut bytewise = PartialEvent::default();
+        let split = stream
+            .iter()
+            .fold(0, |_, byte| bytewise.take(std::slice::from_ref(byte)));
+        assert_eq!(split, whole, "{:?}", String::from_utf8_lossy(stream));
+    }
 }

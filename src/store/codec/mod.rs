@@ -27,6 +27,8 @@
 //! know them skips, so records survive additions.
 
 mod decode;
+#[cfg(fuzzing)]
+pub(crate) mod fuzzing;
 mod history;
 #[cfg(test)]
 mod history_tests;
