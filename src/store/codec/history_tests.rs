@@ -180,3 +180,17 @@ fn a_history_longer_than_the_limit_is_written_as_its_last_sixteen() {
     let times: Vec<u64> = back.history.iter().map(|t| t.at_ms).collect();
     assert_eq!(times, (984..1000).collect::<Vec<u64>>());
 }
+
+#[test]
+fn a_stored_history_longer_than_the_limit_reads_as_its_last_sixteen() {
+    // A store may hold bytes no encoder of this crate wrote: read back, they keep the limit,
+    // so that a value read and written again is the value read.
+    let story: Vec<Transition> = (0..20)
+        .map(|at| Transition::new(at, Event::Claimed))
+        .collect();
+    let mut bytes = Vec::new();
+    history::put(&mut bytes, &story);
+    let back = history::read(&bytes).unwrap();
+    let times: Vec<u64> = back.iter().map(|t| t.at_ms).collect();
+    assert_eq!(times, (4..20).collect::<Vec<u64>>());
+}
