@@ -16,7 +16,7 @@ use std::sync::Arc;
 use http::StatusCode;
 
 use super::{cause_byte, cause_of, DecodeError};
-use crate::store::{Event, Instance, Transition};
+use crate::store::{Event, Instance, Transition, HISTORY_LIMIT};
 
 /// The longest note a resolution's transition keeps, in bytes (the record keeps it whole).
 const LONGEST_NOTE: usize = 240;
@@ -130,6 +130,9 @@ pub(super) fn read(mut value: &[u8]) -> Result<Vec<Transition>, DecodeError> {
         };
         history.push(Transition::by(instance, at_ms, event));
     }
+    // Bytes that hold more than a record keeps, as no encoder here writes them: the last ones.
+    let excess = history.len().saturating_sub(HISTORY_LIMIT);
+    history.drain(..excess);
     Ok(history)
 }
 
