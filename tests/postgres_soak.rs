@@ -146,18 +146,10 @@ async fn two_orders_instances_on_a_postgres_killed_and_cut_at_random_create_each
 
     // Every order answered as created is replayed now, never created again.
     let kept = ledger.kept();
-    let mut repeats = Vec::new();
-    for chunk in kept.chunks(16) {
-        let checks = chunk.iter().map(|(id, first)| {
-            let base = instances[(*id % 2) as usize].client.base.clone();
-            async move {
-                let again =
-                    soak::repeat(first, Duration::from_secs(30), || send(base.clone(), *id)).await;
-                (*id, again)
-            }
-        });
-        repeats.extend(futures_util::future::join_all(checks).await);
-    }
+    let repeats = soak::repeat_kept(&kept, |id| {
+        send(instances[(id % 2) as usize].client.base.clone(), id)
+    })
+    .await;
 
     let (db, connection) = tokio_postgres::connect(&database.url(), tokio_postgres::NoTls)
         .await

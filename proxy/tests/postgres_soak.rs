@@ -122,18 +122,8 @@ async fn two_proxies_on_a_postgres_killed_at_random_run_each_intent_at_most_once
 
     // Every intent answered with a success is replayed now, never run again.
     let kept = ledger.kept();
-    let mut repeats = Vec::new();
-    for chunk in kept.chunks(16) {
-        let checks = chunk.iter().map(|(id, first)| {
-            let base = proxies[(*id % 2) as usize].url.clone();
-            async move {
-                let again =
-                    soak::repeat(first, Duration::from_secs(30), || send(base.clone(), *id)).await;
-                (*id, again)
-            }
-        });
-        repeats.extend(futures_util::future::join_all(checks).await);
-    }
+    let repeats =
+        soak::repeat_kept(&kept, |id| send(proxies[(id % 2) as usize].url.clone(), id)).await;
     let lost: Vec<_> = repeats
         .iter()
         .filter(|(_, again)| *again != Repeat::Replayed)

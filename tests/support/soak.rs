@@ -248,3 +248,23 @@ where
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
+
+/// Calls every kept intent again, sixteen at a time, through `call(id)`, each until it is
+/// settled (at most 30 s): what each repeat found.
+pub async fn repeat_kept<C>(kept: &[(u64, Bytes)], call: impl Fn(u64) -> C) -> Vec<(u64, Repeat)>
+where
+    C: Future<Output = Result<Answer, String>>,
+{
+    let mut repeats = Vec::new();
+    for chunk in kept.chunks(16) {
+        let checks = chunk.iter().map(|(id, first)| {
+            let call = &call;
+            async move {
+                let again = repeat(first, Duration::from_secs(30), || call(*id)).await;
+                (*id, again)
+            }
+        });
+        repeats.extend(futures_util::future::join_all(checks).await);
+    }
+    repeats
+}
