@@ -236,7 +236,7 @@ async fn an_intents_story_lists_its_failure_its_retry_and_its_success_in_order_b
     assert_eq!(retried.status, StatusCode::SERVICE_UNAVAILABLE);
     // Past the wait two failures in a row set (1 s), the tool has recovered.
     counts.set_flaky(false);
-    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    tokio::time::advance(std::time::Duration::from_secs(1)).await;
     let succeeded = client.post("/tools/flaky", "s", call).await;
     assert_eq!(succeeded.status, StatusCode::OK, "{}", succeeded.text());
     let replayed = client.post("/tools/flaky", "s", call).await;

@@ -96,7 +96,7 @@ async fn two_orders_instances_on_a_postgres_killed_and_cut_at_random_create_each
             let mut random = Random::new(seed);
             let mut faults = Faults::default();
             loop {
-                std::thread::sleep(random.millis(300, 1500));
+                random.pause(300, 1500);
                 if Instant::now() >= until {
                     break;
                 }
@@ -104,7 +104,7 @@ async fn two_orders_instances_on_a_postgres_killed_and_cut_at_random_create_each
                     0 => {
                         database.kill();
                         faults.database_kills += 1;
-                        std::thread::sleep(random.millis(0, 1000));
+                        random.pause(0, 1000);
                         database.restart();
                     }
                     1 => {
@@ -121,7 +121,7 @@ async fn two_orders_instances_on_a_postgres_killed_and_cut_at_random_create_each
                     _ => {
                         relay.arm_nth(random.below(CUTS.len() as u64) as usize);
                         faults.cuts_armed += 1;
-                        std::thread::sleep(random.millis(200, 1000));
+                        random.pause(200, 1000);
                         relay.disarm();
                     }
                 }

@@ -83,14 +83,14 @@ async fn two_proxies_on_a_postgres_killed_at_random_run_each_intent_at_most_once
             let mut random = Random::new(seed);
             let mut faults = Faults::default();
             loop {
-                std::thread::sleep(random.millis(300, 1500));
+                random.pause(300, 1500);
                 if Instant::now() >= until {
                     break;
                 }
                 if random.below(2) == 0 {
                     database.kill();
                     faults.database_kills += 1;
-                    std::thread::sleep(random.millis(0, 1000));
+                    random.pause(0, 1000);
                     database.restart();
                 } else {
                     let n = random.below(2) as usize;

@@ -146,28 +146,37 @@ async fn faulted<T>(
     fault: Option<Fault>,
     call: impl std::future::Future<Output = Result<T, StoreError>>,
 ) -> Result<T, StoreError> {
-    match fault {
-        None => call.await,
-        Some(Fault::Fail) => Err(injected()),
-        Some(Fault::FailAfter) => {
-            let _ = call.await;
-            Err(injected())
-        }
-        Some(Fault::Hang(how_long)) => {
-            tokio::time::sleep(how_long).await;
-            Err(injected())
-        }
-        Some(Fault::Delay(how_long)) => {
-            tokio::time::sleep(how_long).await;
-            call.await
-        }
-        Some(Fault::AnswerLate(how_long)) => {
-            let answer = call.await;
-            tokio::time::sleep(how_long).await;
-            answer
-        }
+    // Where the fault's time is spent: before the call, instead of it, or after its answer.
+    let (wait, made, answered) = match fault {
+        None => return call.await,
+        Some(Fault::Fail) => return Err(injected()),
         Some(Fault::Panic) => panic!("injected panic in a store call"),
+        Some(Fault::FailAfter) => (Duration::ZERO, Made::Before, false),
+        Some(Fault::Hang(how_long)) => (how_long, Made::Never, false),
+        Some(Fault::Delay(how_long)) => (how_long, Made::After, true),
+        Some(Fault::AnswerLate(how_long)) => (how_long, Made::Before, true),
+    };
+    let mut call = Some(call);
+    let mut answer = None;
+    if made == Made::Before {
+        answer = Some(call.take().expect("not made yet").await);
     }
+    tokio::time::sleep(wait).await;
+    if made == Made::After {
+        answer = Some(call.take().expect("not made yet").await);
+    }
+    match answer {
+        Some(answer) if answered => answer,
+        _ => Err(injected()),
+    }
+}
+
+/// When a faulted call reaches the store, if it does.
+#[derive(Clone, Copy, PartialEq)]
+enum Made {
+    Before,
+    After,
+    Never,
 }
 
 impl<S: Store> Store for FaultyStore<S> {

@@ -61,6 +61,12 @@ impl Random {
     pub fn millis(&mut self, low: u64, high: u64) -> Duration {
         Duration::from_millis(low + self.below(high - low + 1))
     }
+
+    /// Blocks this thread for a time between `low` and `high` milliseconds: the random
+    /// moments at which a soak's faults begin and end.
+    pub fn pause(&mut self, low: u64, high: u64) {
+        std::thread::sleep(self.millis(low, high));
+    }
 }
 
 /// What one intent's callers heard.
