@@ -101,6 +101,8 @@ run() { # round, placement, mode
   server=$!
   wait_for_line "$work/server.out" listening
   local url="http://127.0.0.1:$port"
+  # A load that fails says what the server printed and whether it still runs.
+  trap 'echo "round $round, $placement, $mode: the load failed; the server (pid $server, $(kill -0 "$server" 2>/dev/null && echo running || echo exited)) printed: $(cat "$work/server.out")" >&2' ERR
   # The replayed intent is first run on one connection: the peer answers 409 to a duplicate
   # sent while its first call is still running.
   checked_load "${load[@]}" wrk -t1 -c1 -d1s -s benches/peer/replay.lua "$url" > /dev/null
@@ -118,6 +120,7 @@ run() { # round, placement, mode
     wakes=$(awk -v w="$(tail -n 1 "$work/wrk.time")" -v n="$requests" 'BEGIN { printf "%.3f", w / n }')
     echo "$round $placement $mode $workload $rps $cpu_us $wakes"
   done
+  trap - ERR
   kill "$server"; wait "$server" 2>/dev/null || true; server=""
 }
 
