@@ -43,12 +43,14 @@ pub fn check(model: StoreModel, threads: usize) -> Checked {
     let discoveries = checker.discoveries();
     let broken = ALWAYS
         .iter()
-        .filter_map(|(name, _)| {
-            let path = discoveries.get(name)?;
+        .filter_map(|(name, bit)| {
+            let path = discoveries.get(name)?.clone();
+            // The broken bit stays set after the step that broke it: the trace ends there.
             let actions = path
-                .clone()
-                .into_actions()
-                .iter()
+                .into_vec()
+                .into_iter()
+                .take_while(|(state, _)| state.view.broken & bit == 0)
+                .filter_map(|(_, action)| action)
                 .map(|action| format!("{action:?}"))
                 .collect();
             Some((*name, actions))
