@@ -16,6 +16,7 @@
 //! [`Store`]: tower_idempotency::store::Store
 
 pub mod bounds;
+pub mod calls;
 pub mod intents;
 pub mod model;
 pub mod properties;

@@ -87,6 +87,23 @@ pub enum Step {
     Restart,
 }
 
+impl Step {
+    /// The intent the step's call names; none for a tick or a restart.
+    pub fn intent(&self) -> Option<u8> {
+        match *self {
+            Step::Claim { intent, .. }
+            | Step::Complete { intent, .. }
+            | Step::Release { intent, .. }
+            | Step::Extend { intent, .. }
+            | Step::Abandon { intent, .. }
+            | Step::Get { intent }
+            | Step::Remove { intent }
+            | Step::Put { intent } => Some(intent),
+            Step::Tick | Step::Restart => None,
+        }
+    }
+}
+
 /// The claim of `intent` under token `n` at `tick`, as the engine builds it.
 pub fn claim_request(intent: &Intent, n: u8, tick: u8) -> ClaimRequest {
     ClaimRequest::new(

@@ -32,35 +32,45 @@ pub fn walk(model: &StoreModel, seed: u64, traces: usize) -> Walked {
     let mut walked = Walked::default();
     for trace in 0..traces {
         let seed = seed.wrapping_add(trace as u64);
-        let mut random = SplitMix(seed);
-        let mut state: State = model.init_states().remove(0);
-        let mut taken = Vec::new();
-        let mut actions = Vec::new();
+        let (actions, state) = random_trace(model, seed);
         walked.traces += 1;
-        for _ in 0..LONGEST {
-            actions.clear();
-            model.actions(&state, &mut actions);
-            if actions.is_empty() {
-                break;
-            }
-            let action = actions[random.below(actions.len())];
-            taken.push(action);
-            state = model
-                .next_state(&state, action)
-                .expect("every action leads somewhere");
-            walked.steps += 1;
-            let broken = properties::broken_in(&state);
-            if !broken.is_empty() {
-                walked.counterexample = Some(Counterexample {
-                    seed,
-                    actions: taken,
-                    broken,
-                });
-                return walked;
-            }
+        walked.steps += actions.len();
+        let broken = properties::broken_in(&state);
+        if !broken.is_empty() {
+            walked.counterexample = Some(Counterexample {
+                seed,
+                actions,
+                broken,
+            });
+            return walked;
         }
     }
     walked
+}
+
+/// One random trace drawn from `seed`: its actions and its last state, which is the first
+/// that broke a property if one did.
+pub fn random_trace(model: &StoreModel, seed: u64) -> (Vec<Action>, State) {
+    let mut random = SplitMix(seed);
+    let mut state: State = model.init_states().remove(0);
+    let mut taken = Vec::new();
+    let mut actions = Vec::new();
+    for _ in 0..LONGEST {
+        actions.clear();
+        model.actions(&state, &mut actions);
+        if actions.is_empty() {
+            break;
+        }
+        let action = actions[random.below(actions.len())];
+        taken.push(action);
+        state = model
+            .next_state(&state, action)
+            .expect("every action leads somewhere");
+        if state.view.broken != 0 {
+            break;
+        }
+    }
+    (taken, state)
 }
 
 /// A small seeded generator (SplitMix64): the same seed draws the same traces on every

@@ -6,22 +6,12 @@
 use std::future::Future;
 
 use tokio::runtime::Runtime;
-use tower_idempotency::store::{Claim, Entry, Fence, MemoryStore, Store};
+use tower_idempotency::store::{Entry, MemoryStore, Store};
 
+use crate::calls;
+pub use crate::calls::Answer;
 use crate::intents::Intent;
 use crate::step::{self, Step};
-
-/// What the store answered a step.
-#[derive(Debug)]
-pub enum Answer {
-    Claim(Claim),
-    Fence(Fence),
-    Entry(Option<Entry>),
-    /// An operator's call: whether it removed or wrote.
-    Done(bool),
-    /// A tick or a restart.
-    Nothing,
-}
 
 /// One store on one clock, and the steps run on them so far.
 pub struct World<'a> {
@@ -91,65 +81,7 @@ impl<'a> World<'a> {
     }
 
     fn call(&mut self, step: Step) -> Answer {
-        let now = self.now;
-        let intents = self.intents;
-        let key = |intent: u8| &intents[usize::from(intent)];
         match step {
-            Step::Claim { intent, token } => {
-                let request = step::claim_request(key(intent), token, now);
-                let claimed = self.block(self.store.claim(&key(intent).key, &request));
-                Answer::Claim(claimed.expect("the memory store answers every claim"))
-            }
-            Step::Complete {
-                intent,
-                token,
-                started,
-            } => {
-                let record = step::record(key(intent), token, started, now);
-                let retention = step::ticks(step::RETENTION);
-                let owner = step::token(token);
-                let written = self
-                    .store
-                    .complete(&key(intent).key, &owner, record, retention);
-                Answer::Fence(self.block(written).expect("a memory store write"))
-            }
-            Step::Release {
-                intent,
-                token,
-                failures,
-                ..
-            } => {
-                let tombstone = step::tombstone(key(intent), now, failures);
-                let ttl = step::ticks(step::FAILURE_TTL);
-                let owner = step::token(token);
-                let written = self.store.release(&key(intent).key, &owner, tombstone, ttl);
-                Answer::Fence(self.block(written).expect("a memory store write"))
-            }
-            Step::Extend { intent, token } => {
-                let lease = step::ticks(step::LEASE);
-                let owner = step::token(token);
-                let renewed = self.store.extend(&key(intent).key, &owner, lease);
-                Answer::Fence(self.block(renewed).expect("a memory store write"))
-            }
-            Step::Abandon { intent, token } => {
-                let owner = step::token(token);
-                let given = self.store.abandon(&key(intent).key, &owner);
-                Answer::Fence(self.block(given).expect("a memory store write"))
-            }
-            Step::Get { intent } => {
-                let read = self.block(self.store.get(&key(intent).key));
-                Answer::Entry(read.expect("a memory store read"))
-            }
-            Step::Remove { intent } => {
-                let removed = self.block(self.store.remove(&key(intent).key));
-                Answer::Done(removed.expect("a memory store removal"))
-            }
-            Step::Put { intent } => {
-                let record = step::resolution(key(intent), now);
-                let retention = step::ticks(step::RETENTION);
-                let kept = self.store.put(&key(intent).key, record, retention);
-                Answer::Done(self.block(kept).expect("a memory store write"))
-            }
             Step::Tick => {
                 self.runtime.block_on(tokio::time::advance(step::TICK));
                 self.now += 1;
@@ -159,7 +91,29 @@ impl<'a> World<'a> {
                 self.store = self.runtime.block_on(async { MemoryStore::new() });
                 Answer::Nothing
             }
+            _ => {
+                let answered = calls::call(&self.store, self.intents, step, self.now);
+                self.block(answered)
+                    .expect("the memory store answers every call")
+            }
         }
+    }
+
+    /// The summary of every answer `trace` gets, replayed from a fresh store, each with
+    /// whether the intent it names was free just before (nothing live: no lease, no kept
+    /// record; a tombstone or nothing), as `get` read it.
+    pub fn answers(intents: &'a [Intent], trace: &[Step]) -> Vec<(String, bool)> {
+        let mut world = Self::replay(intents, &[]);
+        trace
+            .iter()
+            .map(|step| {
+                let free = step.intent().is_none_or(|intent| {
+                    let read = world.probe(Step::Get { intent });
+                    matches!(read, Answer::Entry(None | Some(Entry::Failed(_))))
+                });
+                (calls::summary(&world.run(*step)), free)
+            })
+            .collect()
     }
 
     fn block<T>(&self, call: impl Future<Output = T>) -> T {
