@@ -309,6 +309,13 @@ impl Store for MemoryStore {
         record: Arc<Record>,
         retention: Duration,
     ) -> Result<Fence, StoreError> {
+        // A known bug brought back for the model checker to find (`model/`): a completion
+        // that takes the lease from whoever holds it instead of checking its token. Never in a
+        // build with features alone: only `--cfg tower_idempotency_revert="fencing"` sets it.
+        #[cfg(tower_idempotency_revert = "fencing")]
+        if let Some(lease) = self.running_map().get_mut(key) {
+            lease.token = *token;
+        }
         // Encoded here, and the record as built let go while it is still in cache.
         let (settled, weight) = (
             Closing::Completed(CachedRecord::new(&record)),

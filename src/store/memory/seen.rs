@@ -8,7 +8,7 @@
 //! towards "no repeat", never the other way.
 
 use std::hash::BuildHasher;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 use crate::clock::{millis, now_ms};
@@ -27,19 +27,30 @@ struct Window {
     ends_ms: u64,
 }
 
+/// One lock's slots.
+type Shard = Mutex<Box<[Window]>>;
+
 pub(super) struct SeenCalls {
-    shards: Box<[Mutex<Box<[Window]>>]>,
+    /// Made at the first count: a store outside observe mode never counts, and the table
+    /// weighs 6 MiB.
+    shards: OnceLock<Box<[Shard]>>,
     /// Seeded per process, so that no one can aim keys at one slot.
     hasher: KeyHasher,
 }
 
 impl SeenCalls {
     pub(super) fn new() -> Self {
-        let shard = || Mutex::new(vec![Window::default(); SLOTS].into_boxed_slice());
         Self {
-            shards: (0..SHARDS).map(|_| shard()).collect(),
+            shards: OnceLock::new(),
             hasher: KeyHasher::new(),
         }
+    }
+
+    fn shards(&self) -> &[Shard] {
+        self.shards.get_or_init(|| {
+            let shard = || Mutex::new(vec![Window::default(); SLOTS].into_boxed_slice());
+            (0..SHARDS).map(|_| shard()).collect()
+        })
     }
 
     /// Counts one more call of `key`: its number within the window (1 for the first).
@@ -50,7 +61,7 @@ impl SeenCalls {
         let bytes = key.as_bytes();
         let tag = u64::from_le_bytes(bytes[8..16].try_into().expect("8 bytes")) | 1;
         let now = now_ms();
-        let mut windows = self.shards[shard]
+        let mut windows = self.shards()[shard]
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         let counted = &mut windows[slot];

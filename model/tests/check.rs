@@ -1,0 +1,52 @@
+//! The model checked in seconds: every state within small bounds, then random traces that go
+//! deeper, each on the crate's memory store.
+
+use tower_idempotency_model::properties::ALWAYS;
+use tower_idempotency_model::report;
+use tower_idempotency_model::walk::walk;
+use tower_idempotency_model::{Bounds, StoreModel};
+
+// A build with a revert switch breaks a property on purpose: only its own test runs there.
+#[cfg(not(any(tower_idempotency_revert = "fencing")))]
+#[test]
+fn every_state_within_small_bounds_keeps_every_property() {
+    let checked = report::check(StoreModel::new(Bounds::quick()), 2);
+    println!("{checked}");
+    assert!(checked.unique_states > 1000, "{checked}");
+    assert!(checked.broken.is_empty(), "{checked}");
+    // What these bounds leave out (a lost claim answer, an operator) is shown by `.ci/model`.
+    assert!(checked.never_seen.len() <= 3, "{checked}");
+}
+
+#[cfg(not(any(tower_idempotency_revert = "fencing")))]
+#[test]
+fn random_traces_within_the_full_bounds_keep_every_property() {
+    let model = StoreModel::new(Bounds::exhaustive());
+    let walked = walk(&model, 56, 300);
+    println!("{} traces, {} steps", walked.traces, walked.steps);
+    assert_eq!(walked.traces, 300);
+    assert!(
+        walked.steps > 300 * 5,
+        "traces of a few steps only: {walked:?}"
+    );
+    assert!(walked.counterexample.is_none(), "{walked:?}");
+}
+
+#[cfg(tower_idempotency_revert = "fencing")]
+#[test]
+fn with_fencing_off_in_complete_the_checker_finds_a_stale_owner_writing() {
+    let checked = report::check(StoreModel::new(Bounds::quick()), 2);
+    println!("{checked}");
+    assert!(checked.broke(ALWAYS[1].0), "{checked}");
+    let walked = walk(&StoreModel::new(Bounds::exhaustive()), 56, 300);
+    let found = walked.counterexample.expect("random traces find it too");
+    assert_eq!(found.broken, [ALWAYS[1].0], "{found:?}");
+}
+
+#[test]
+fn the_properties_are_named_apart() {
+    let mut names: Vec<_> = ALWAYS.iter().map(|(name, _)| *name).collect();
+    names.sort_unstable();
+    names.dedup();
+    assert_eq!(names.len(), ALWAYS.len());
+}
