@@ -7,7 +7,9 @@
 #   bash fuzz/campaign.sh [SECONDS] [TARGET...]     (every target when none is named)
 #
 # FUZZ_SANITIZER picks cargo fuzz's sanitizer (default none: the crate has no unsafe code,
-# and a panic is what the targets look for); FUZZ_MAX_LEN the longest input (default 4096).
+# and a panic is what the targets look for); FUZZ_MAX_LEN the longest input (default 4096);
+# FUZZ_TARGET_DIR where the instrumented build goes (default fuzz/target), so that it can be
+# kept between checkouts.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -15,7 +17,7 @@ seconds="${1:-600}"
 shift || true
 sanitizer="${FUZZ_SANITIZER:-none}"
 # The fuzz crate's builds stay in its own target dir, whatever the workspace's is.
-export CARGO_TARGET_DIR="$(pwd)/target"
+export CARGO_TARGET_DIR="${FUZZ_TARGET_DIR:-$(pwd)/target}"
 max_len="${FUZZ_MAX_LEN:-4096}"
 
 if rustup toolchain list 2>/dev/null | grep -q '^nightly'; then
