@@ -3,6 +3,7 @@
 mod builder;
 mod kept;
 mod operator;
+mod revert;
 mod seen;
 mod table;
 
@@ -309,13 +310,8 @@ impl Store for MemoryStore {
         record: Arc<Record>,
         retention: Duration,
     ) -> Result<Fence, StoreError> {
-        // A known bug brought back for the model checker to find (`model/`): a completion
-        // that takes the lease from whoever holds it instead of checking its token. Never in a
-        // build with features alone: only `--cfg tower_idempotency_revert="fencing"` sets it.
         #[cfg(tower_idempotency_revert = "fencing")]
-        if let Some(lease) = self.running_map().get_mut(key) {
-            lease.token = *token;
-        }
+        self.take_lease(key, token);
         // Encoded here, and the record as built let go while it is still in cache.
         let (settled, weight) = (
             Closing::Completed(CachedRecord::new(&record)),
