@@ -48,6 +48,15 @@ impl Bounds {
         }
     }
 
+    /// What a revert switch's check explores: the quick bounds and one operator act, so that
+    /// a bug of the store's operator calls is within reach too.
+    pub fn revert() -> Self {
+        Self {
+            operator: 1,
+            ..Self::quick()
+        }
+    }
+
     /// How many intents the calls name.
     pub fn intents(&self) -> usize {
         let highest = self.calls.iter().flatten().copied().max().unwrap_or(0);

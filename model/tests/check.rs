@@ -1,15 +1,27 @@
 //! The model checked in seconds: every state within small bounds, then random traces that go
-//! deeper, each on the crate's memory store.
+//! deeper, each on the crate's memory store. In a build with the revert switches compiled in
+//! (`--cfg tower_idempotency_revert`), the one `TOWER_IDEMPOTENCY_REVERT` names must be found.
 
 use tower_idempotency_model::properties::ALWAYS;
 use tower_idempotency_model::report;
 use tower_idempotency_model::walk::walk;
 use tower_idempotency_model::{Bounds, StoreModel};
 
-// A build with a revert switch breaks a property on purpose: only its own test runs there.
-#[cfg(not(any(tower_idempotency_revert = "fencing")))]
+/// The revert switch this process runs with, if the build has them: a known bug brought back
+/// breaks a property on purpose.
+fn reverted() -> Option<String> {
+    if cfg!(tower_idempotency_revert) {
+        std::env::var("TOWER_IDEMPOTENCY_REVERT").ok()
+    } else {
+        None
+    }
+}
+
 #[test]
 fn every_state_within_small_bounds_keeps_every_property() {
+    if reverted().is_some() {
+        return;
+    }
     let checked = report::check(StoreModel::new(Bounds::quick()), 2);
     println!("{checked}");
     assert!(checked.unique_states > 1000, "{checked}");
@@ -18,9 +30,11 @@ fn every_state_within_small_bounds_keeps_every_property() {
     assert!(checked.never_seen.len() <= 3, "{checked}");
 }
 
-#[cfg(not(any(tower_idempotency_revert = "fencing")))]
 #[test]
 fn random_traces_within_the_full_bounds_keep_every_property() {
+    if reverted().is_some() {
+        return;
+    }
     let model = StoreModel::new(Bounds::exhaustive());
     let walked = walk(&model, 56, 300);
     println!("{} traces, {} steps", walked.traces, walked.steps);
@@ -32,15 +46,30 @@ fn random_traces_within_the_full_bounds_keep_every_property() {
     assert!(walked.counterexample.is_none(), "{walked:?}");
 }
 
-#[cfg(tower_idempotency_revert = "fencing")]
+/// Each switch, and the property the bug it brings back breaks.
+const SWITCHES: [(&str, usize); 2] = [
+    // A completion that takes whoever's lease: a stale owner's write lands.
+    ("fencing", 1),
+    // An operator's removal that takes a running lease: a second execution starts beside it.
+    ("operator-over-lease", 4),
+];
+
 #[test]
-fn with_fencing_off_in_complete_the_checker_finds_a_stale_owner_writing() {
-    let checked = report::check(StoreModel::new(Bounds::quick()), 2);
+fn the_reverted_bug_is_found_by_the_checker_and_by_random_traces() {
+    let Some(switch) = reverted() else {
+        return;
+    };
+    let (_, property) = SWITCHES
+        .iter()
+        .find(|(name, _)| *name == switch)
+        .unwrap_or_else(|| panic!("no test names the switch {switch}"));
+    let expected = ALWAYS[*property].0;
+    let checked = report::check(StoreModel::new(Bounds::revert()), 2);
     println!("{checked}");
-    assert!(checked.broke(ALWAYS[1].0), "{checked}");
+    assert!(checked.broke(expected), "{switch}: {checked}");
     let walked = walk(&StoreModel::new(Bounds::exhaustive()), 56, 300);
     let found = walked.counterexample.expect("random traces find it too");
-    assert_eq!(found.broken, [ALWAYS[1].0], "{found:?}");
+    assert!(found.broken.contains(&expected), "{switch}: {found:?}");
 }
 
 #[test]

@@ -310,8 +310,8 @@ impl Store for MemoryStore {
         record: Arc<Record>,
         retention: Duration,
     ) -> Result<Fence, StoreError> {
-        #[cfg(tower_idempotency_revert = "fencing")]
-        self.take_lease(key, token);
+        #[cfg(tower_idempotency_revert)]
+        self.revert_fencing(key, token);
         // Encoded here, and the record as built let go while it is still in cache.
         let (settled, weight) = (
             Closing::Completed(CachedRecord::new(&record)),
