@@ -21,6 +21,7 @@ pub mod intents;
 pub mod model;
 pub mod properties;
 pub mod report;
+pub mod revert;
 pub mod state;
 pub mod step;
 mod transition;

@@ -3,23 +3,13 @@
 //! (`--cfg tower_idempotency_revert`), the one `TOWER_IDEMPOTENCY_REVERT` names must be found.
 
 use tower_idempotency_model::properties::ALWAYS;
-use tower_idempotency_model::report;
 use tower_idempotency_model::walk::walk;
+use tower_idempotency_model::{report, revert};
 use tower_idempotency_model::{Bounds, StoreModel};
-
-/// The revert switch this process runs with, if the build has them: a known bug brought back
-/// breaks a property on purpose.
-fn reverted() -> Option<String> {
-    if cfg!(tower_idempotency_revert) {
-        std::env::var("TOWER_IDEMPOTENCY_REVERT").ok()
-    } else {
-        None
-    }
-}
 
 #[test]
 fn every_state_within_small_bounds_keeps_every_property() {
-    if reverted().is_some() {
+    if revert::chosen().is_some() {
         return;
     }
     let checked = report::check(StoreModel::new(Bounds::quick()), 2);
@@ -32,7 +22,7 @@ fn every_state_within_small_bounds_keeps_every_property() {
 
 #[test]
 fn random_traces_within_the_full_bounds_keep_every_property() {
-    if reverted().is_some() {
+    if revert::chosen().is_some() {
         return;
     }
     let model = StoreModel::new(Bounds::exhaustive());
@@ -46,24 +36,11 @@ fn random_traces_within_the_full_bounds_keep_every_property() {
     assert!(walked.counterexample.is_none(), "{walked:?}");
 }
 
-/// Each switch, and the property the bug it brings back breaks.
-const SWITCHES: [(&str, usize); 2] = [
-    // A completion that takes whoever's lease: a stale owner's write lands.
-    ("fencing", 1),
-    // An operator's removal that takes a running lease: a second execution starts beside it.
-    ("operator-over-lease", 4),
-];
-
 #[test]
 fn the_reverted_bug_is_found_by_the_checker_and_by_random_traces() {
-    let Some(switch) = reverted() else {
+    let Some((switch, expected)) = revert::chosen() else {
         return;
     };
-    let (_, property) = SWITCHES
-        .iter()
-        .find(|(name, _)| *name == switch)
-        .unwrap_or_else(|| panic!("no test names the switch {switch}"));
-    let expected = ALWAYS[*property].0;
     let checked = report::check(StoreModel::new(Bounds::revert()), 2);
     println!("{checked}");
     assert!(checked.broke(expected), "{switch}: {checked}");

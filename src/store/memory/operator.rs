@@ -42,11 +42,10 @@ impl MemoryStore {
 
     /// Removes the kept value of `key`: a running lease is not the operator's.
     pub(super) fn remove_entry(&self, key: &IntentKey) -> bool {
+        let removed = self.settled_table().remove(key);
         #[cfg(tower_idempotency_revert)]
-        let lease_taken = self.revert_operator_over_lease(key);
-        #[cfg(not(tower_idempotency_revert))]
-        let lease_taken = false;
-        self.settled_table().remove(key) || lease_taken
+        let removed = self.revert_operator_over_lease(key) | removed;
+        removed
     }
 
     /// Keeps `record` for `key` unless a live lease holds it, under the claim lock, so that no
